@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rayflow/rayflow/conformance"
+	"github.com/rayflow/rayflow/sdk/canonical"
+)
+
+// maxInputDefault bounds what canon and fingerprint read from stdin.
+const maxInputDefault = 64 << 20
+
+func init() {
+	register("canon", "canonical JSON v1 of JSON text on stdin", cmdCanon)
+	register("fingerprint", "domain-separated sha256 of the canonical form of stdin", cmdFingerprint)
+	register("numbers", "hash of the conformance number lines (CONTRACTS Appendix A)", cmdNumbers)
+	register("batch", "canonicalize JSON lines of hex inputs (differential testing)", cmdBatch)
+}
+
+func codecFor(noFold bool) canonical.Codec {
+	if noFold {
+		return canonical.NoFold
+	}
+	return canonical.V1
+}
+
+func readInput(e env, limit int64) ([]byte, int) {
+	b, err := io.ReadAll(io.LimitReader(e.stdin, limit+1))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: reading stdin: %v\n", err)
+		return nil, exitError
+	}
+	if int64(len(b)) > limit {
+		fmt.Fprintf(e.stderr, "rayflow: stdin is larger than --max-input %d bytes\n", limit)
+		return nil, exitError
+	}
+	return b, -1
+}
+
+// rejected prints the protocol's one rejection line.
+func rejected(e env, err error) int {
+	var ce *canonical.Error
+	if errors.As(err, &ce) {
+		detail := ce.Detail
+		if ce.Path != "" {
+			detail = "at " + ce.Path + ": " + detail
+		}
+		fmt.Fprintf(e.stderr, "rejected: %s: %s\n", string(ce.Rule), strings.ReplaceAll(detail, "\n", " "))
+		return exitRejected
+	}
+	fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+	return exitError
+}
+
+func cmdCanon(_ context.Context, e env, args []string) int {
+	fs := newFlags(e, "canon", "canon [--no-fold] < input.json", `echo '{"b":1.0,"a":"e\u0301"}' | rayflow canon
+    {"a":"é","b":1}
+echo '{"progress_percent":100.0}' | rayflow canon --no-fold
+    {"progress_percent":100.0}
+echo '{"a":NaN}' | rayflow canon    # exit 3
+    rejected: non_finite: at /a: NaN and Infinity are not allowed
+`)
+	noFold := fs.Bool("no-fold", false, "use the summary/progress codec: no NFC, caps or float folding")
+	maxInput := fs.Int64("max-input", maxInputDefault, "largest accepted input in bytes")
+	if code := parse(fs, e, args); code >= 0 {
+		return code
+	}
+	in, code := readInput(e, *maxInput)
+	if code >= 0 {
+		return code
+	}
+	out, err := codecFor(*noFold).Transform(in)
+	if err != nil {
+		return rejected(e, err)
+	}
+	if _, err := e.stdout.Write(out); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func cmdFingerprint(_ context.Context, e env, args []string) int {
+	domains := make([]string, len(canonical.Domains))
+	for i, d := range canonical.Domains {
+		domains[i] = "  " + string(d)
+	}
+	fs := newFlags(e, "fingerprint", "fingerprint [--domain NAME] [--no-fold] [--bare] < input.json\n\n"+
+		"Prints sha256:<hex> of the ASCII domain NAME, one NUL byte and the canonical bytes.\nrayflow domains:\n"+
+		strings.Join(domains, "\n")+"\n", `echo '{"plan_format":"rayflow.workflow-plan","plan_format_version":1}' | rayflow fingerprint
+    sha256:0f4ed160732e241bc2262a1ae601c45846e9e8e2ee1d6f894ef448265d1042a0
+rayflow fingerprint --domain rayflow.workflow-definition-v1 < definition.json
+rayflow fingerprint --domain rayflow:workflow-progress:topology-page:v1 --no-fold --bare < page.json
+`)
+	domain := fs.String("domain", string(canonical.DomainPlan), "digest domain (printable ASCII)")
+	noFold := fs.Bool("no-fold", false, "canonicalize with the summary/progress codec")
+	bare := fs.Bool("bare", false, "print the 64 hex digits without the sha256: prefix")
+	maxInput := fs.Int64("max-input", maxInputDefault, "largest accepted input in bytes")
+	if code := parse(fs, e, args); code >= 0 {
+		return code
+	}
+	d := canonical.Domain(*domain)
+	if err := d.Validate(); err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: --domain: %v\n", err)
+		return exitUsage
+	}
+	in, code := readInput(e, *maxInput)
+	if code >= 0 {
+		return code
+	}
+	out, err := codecFor(*noFold).Transform(in)
+	if err != nil {
+		return rejected(e, err)
+	}
+	sum := d.Sum(out)
+	if *bare {
+		fmt.Fprintln(e.stdout, sum.Hex())
+	} else {
+		fmt.Fprintln(e.stdout, sum)
+	}
+	return exitOK
+}
+
+func cmdNumbers(_ context.Context, e env, args []string) int {
+	fs := newFlags(e, "numbers", "numbers --count N [--no-fold]\n\n"+
+		"Prints '<sha256 hex> <bytes>' of the first N lines '<hex bits>,<number text>\\n'\nof the conformance number sequence (conformance/vectors/numbers.json).",
+		"rayflow numbers --count 1000\n    a79b081acec090819d84459e57d6744dd033556f6b02dca025651d068a37ee0c 38541\n")
+	count := fs.Int("count", 1000, "number of lines")
+	noFold := fs.Bool("no-fold", false, "number text without float folding")
+	if code := parse(fs, e, args); code >= 0 {
+		return code
+	}
+	if *count < 0 {
+		fmt.Fprintln(e.stderr, "rayflow: --count must not be negative")
+		return exitUsage
+	}
+	f, err := conformance.LoadNumbers()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitError
+	}
+	sum, n, err := f.HashLines(*count, codecFor(*noFold))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "%s %d\n", sum, n)
+	return exitOK
+}
+
+type batchRequest struct {
+	Mode     conformance.Mode `json:"mode"`
+	InputHex string           `json:"input_hex"`
+}
+
+type batchAnswer struct {
+	Canonical *string `json:"canonical_hex,omitempty"`
+	Rejection string  `json:"rejection,omitempty"`
+}
+
+func cmdBatch(_ context.Context, e env, args []string) int {
+	fs := newFlags(e, "batch", "batch < requests.jsonl\n\n"+
+		`Reads JSON lines {"mode":"fold"|"no-fold","input_hex":"…"} and answers each with
+{"canonical_hex":"…"} or {"rejection":"<rule>"} (conformance/README.md).`,
+		`printf '{"mode":"fold","input_hex":"5b312e305d"}\n' | rayflow batch
+    {"canonical_hex":"5b315d"}
+`)
+	if code := parse(fs, e, args); code >= 0 {
+		return code
+	}
+	sc := bufio.NewScanner(e.stdin)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	out := bufio.NewWriter(e.stdout)
+	enc := json.NewEncoder(out)
+	for line := 1; sc.Scan(); line++ {
+		var req batchRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			fmt.Fprintf(e.stderr, "rayflow: batch line %d: %v\n", line, err)
+			return exitUsage
+		}
+		in, err := hex.DecodeString(req.InputHex)
+		if err != nil || (req.Mode != conformance.ModeFold && req.Mode != conformance.ModeNoFold) {
+			fmt.Fprintf(e.stderr, "rayflow: batch line %d: want a mode of fold|no-fold and hex input\n", line)
+			return exitUsage
+		}
+		var ans batchAnswer
+		canon, err := conformance.Codec(req.Mode).Transform(in)
+		var ce *canonical.Error
+		switch {
+		case errors.As(err, &ce):
+			ans.Rejection = string(ce.Rule)
+		case err != nil:
+			fmt.Fprintf(e.stderr, "rayflow: batch line %d: %v\n", line, err)
+			return exitError
+		default:
+			h := hex.EncodeToString(canon)
+			ans.Canonical = &h
+		}
+		if err := enc.Encode(ans); err != nil {
+			return exitError
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: reading stdin: %v\n", err)
+		return exitError
+	}
+	if err := out.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}

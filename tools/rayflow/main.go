@@ -1,0 +1,130 @@
+// Command rayflow is the rayflow command-line tool: canonical JSON and
+// fingerprints, the conformance suite, and (as later work lands) plans,
+// validation, workers and servers.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses shared by every command.
+const (
+	exitOK       = 0
+	exitError    = 1 // I/O or internal failure
+	exitUsage    = 2 // bad command line
+	exitRejected = 3 // the input was rejected by a contract rule
+)
+
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e env, args []string) int
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, e env, args []string) int) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run(ctx, e, []string{"--help"})
+			}
+		}
+		usage(e.stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "rayflow: unknown command %q (run 'rayflow help')\n", args[0])
+		return exitUsage
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `rayflow: typed workflow plans on Ray, from Go.
+
+Usage: rayflow <command> [flags]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-13s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Run 'rayflow <command> --help' for a command's flags and examples.
+Exit status: 0 ok, 1 error, 2 usage, 3 input rejected by a contract rule.
+`)
+}
+
+// newFlags returns a flag set whose --help prints the synopsis, the flags
+// and the examples.
+func newFlags(e env, name, synopsis, examples string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: rayflow %s\n\n", synopsis)
+		fs.PrintDefaults()
+		if examples != "" {
+			fmt.Fprintf(w, "\nExamples:\n%s", indent(examples))
+		}
+	}
+	return fs
+}
+
+// parse parses args; it returns -1 to continue or an exit status.
+func parse(fs *flag.FlagSet, e env, args []string) int {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fs.SetOutput(e.stdout)
+			fs.Usage()
+			return exitOK
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	return -1
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString("  " + l)
+		}
+	}
+	return b.String()
+}
