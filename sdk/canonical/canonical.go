@@ -8,6 +8,9 @@ import (
 
 var bufPool = sync.Pool{New: func() any { return new(encoder) }}
 
+// maxPooledBuffer keeps one huge value from pinning its buffer in the pool.
+const maxPooledBuffer = 8 << 20
+
 // Transform returns the canonical form of the JSON text data under V1.
 func Transform(data []byte) ([]byte, error) { return V1.Transform(data) }
 
@@ -39,7 +42,7 @@ func (c Codec) Marshal(v any) ([]byte, error) {
 	e := bufPool.Get().(*encoder)
 	defer func() {
 		e.c, e.w, e.werr, e.n, e.path = nil, nil, nil, 0, e.path[:0]
-		if cap(e.buf) <= 1<<20 {
+		if cap(e.buf) <= maxPooledBuffer {
 			e.buf = e.buf[:0]
 			bufPool.Put(e)
 		}

@@ -38,8 +38,9 @@ const (
 	RuleUnassignedCodePoint Rule = "unassigned_code_point" // code point reserved in UnicodeVersion
 )
 
-// Error implements error so that errors.Is(err, RuleDepth) works.
-func (r Rule) Error() string { return "canonical: " + string(r) }
+// Error implements error so that errors.Is(err, RuleDepth) works; it is the
+// bare rule name.
+func (r Rule) Error() string { return string(r) }
 
 // Error is a rejected value: the rule, where it broke, and why.
 type Error struct {

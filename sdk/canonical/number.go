@@ -47,7 +47,13 @@ func appendPyRepr(dst []byte, f float64) []byte {
 			nd++
 		}
 	}
-	exp, _ := strconv.Atoi(string(e[i+1:]))
+	exp := 0
+	for _, c := range e[i+2:] { // skip 'e' and the sign
+		exp = exp*10 + int(c-'0')
+	}
+	if e[i+1] == '-' {
+		exp = -exp
+	}
 	d := digits[:nd]
 	if exp < -4 || exp >= 16 {
 		dst = append(dst, d[0])
