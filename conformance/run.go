@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Options bound a run.
@@ -15,6 +16,9 @@ type Options struct {
 	MaxNumberLines int
 	// Match, when set, selects vectors by name.
 	Match func(name string) bool
+	// Parallel is how many vectors run at once (0: 1). Commands that start
+	// an interpreter per call gain the most.
+	Parallel int
 }
 
 // Failure is one vector an implementation got wrong.
@@ -63,41 +67,33 @@ func Run(ctx context.Context, impl Impl, opts Options) (*Report, error) {
 	fail := func(name, format string, args ...any) {
 		rep.Failures = append(rep.Failures, Failure{Vector: name, Reason: fmt.Sprintf(format, args...)})
 	}
+	var selected []Vector
 	for _, v := range cf.Vectors {
-		if opts.Match != nil && !opts.Match(v.Name) {
-			continue
+		if opts.Match == nil || opts.Match(v.Name) {
+			selected = append(selected, v)
 		}
-		input, _ := v.Bytes() // checked by LoadCanonical
-		rep.Checks++
-		got, err := impl.Canon(ctx, input, v.Mode)
-		if err != nil {
-			fail(v.Name, "canon: %v", err)
-			continue
-		}
-		if reason := compare(v, got, func(r Result) string { return hex.EncodeToString(r.Output) }, deref(v.Canon)); reason != "" {
-			fail(v.Name, "canon: %s", reason)
-		}
-		for _, domain := range slices.Sorted(maps.Keys(v.Prints)) {
-			rep.Checks++
-			got, err := impl.Fingerprint(ctx, input, domain, v.Mode)
-			if err != nil {
-				fail(v.Name, "fingerprint %s: %v", domain, err)
-				continue
+	}
+	// Each vector's outcome is computed concurrently and reported in file order.
+	outcomes := make([]vectorOutcome, len(selected))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range max(opts.Parallel, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				outcomes[i] = checkVector(ctx, impl, selected[i])
 			}
-			if reason := compare(v, got, func(r Result) string { return string(r.Output) }, v.Prints[domain]); reason != "" {
-				fail(v.Name, "fingerprint %s: %s", domain, reason)
-			}
-		}
-		if v.Reject != "" {
-			// A rejected input must be rejected by fingerprint too.
-			rep.Checks++
-			got, err := impl.Fingerprint(ctx, input, "rayflow.workflow-plan-v1", v.Mode)
-			if err != nil {
-				fail(v.Name, "fingerprint: %v", err)
-			} else if got.Rejection != v.Reject {
-				fail(v.Name, "fingerprint: want rejection %s, got %s", v.Reject, describe(got, string(got.Output)))
-			}
-		}
+		}()
+	}
+	for i := range selected {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for _, o := range outcomes {
+		rep.Checks += o.checks
+		rep.Failures = append(rep.Failures, o.failures...)
 	}
 	if opts.Match == nil {
 		for _, e := range nf.Expected {
@@ -151,4 +147,48 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+type vectorOutcome struct {
+	checks   int
+	failures []Failure
+}
+
+func checkVector(ctx context.Context, impl Impl, v Vector) vectorOutcome {
+	var o vectorOutcome
+	fail := func(format string, args ...any) {
+		o.failures = append(o.failures, Failure{Vector: v.Name, Reason: fmt.Sprintf(format, args...)})
+	}
+	input, _ := v.Bytes() // checked by LoadCanonical
+	o.checks++
+	got, err := impl.Canon(ctx, input, v.Mode)
+	if err != nil {
+		fail("canon: %v", err)
+		return o
+	}
+	if reason := compare(v, got, func(r Result) string { return hex.EncodeToString(r.Output) }, deref(v.Canon)); reason != "" {
+		fail("canon: %s", reason)
+	}
+	for _, domain := range slices.Sorted(maps.Keys(v.Prints)) {
+		o.checks++
+		got, err := impl.Fingerprint(ctx, input, domain, v.Mode)
+		if err != nil {
+			fail("fingerprint %s: %v", domain, err)
+			continue
+		}
+		if reason := compare(v, got, func(r Result) string { return string(r.Output) }, v.Prints[domain]); reason != "" {
+			fail("fingerprint %s: %s", domain, reason)
+		}
+	}
+	if v.Reject != "" {
+		// A rejected input must be rejected by fingerprint too.
+		o.checks++
+		got, err := impl.Fingerprint(ctx, input, "rayflow.workflow-plan-v1", v.Mode)
+		if err != nil {
+			fail("fingerprint: %v", err)
+		} else if got.Rejection != v.Reject {
+			fail("fingerprint: want rejection %s, got %s", v.Reject, describe(got, string(got.Output)))
+		}
+	}
+	return o
 }

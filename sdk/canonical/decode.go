@@ -2,9 +2,7 @@ package canonical
 
 import (
 	"bytes"
-	"cmp"
 	"math"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -51,6 +49,13 @@ func (c *Codec) decode(data []byte, asWritten bool) (node, error) {
 	if d.pos != len(d.data) {
 		return node{}, d.fail(RuleSyntax, "extra data after the value")
 	}
+	// Like the seed system (json.loads, then normalize), every parse error
+	// wins over every normalization error; normalization then walks the
+	// value in document order.
+	nz := normalizer{c: c, asWritten: asWritten}
+	if err := nz.node(&n); err != nil {
+		return node{}, err
+	}
 	return n, nil
 }
 
@@ -82,7 +87,7 @@ func (d *decoder) value(depth int) (node, error) {
 	case c == '[':
 		return d.array(depth)
 	case c == '"':
-		s, err := d.str(false)
+		s, err := d.str()
 		return node{kind: kindString, s: s}, err
 	case c == '-' || (c >= '0' && c <= '9'):
 		if bytes.HasPrefix(d.data[d.pos:], []byte("-Infinity")) {
@@ -120,9 +125,6 @@ func (d *decoder) array(depth int) (node, error) {
 	}
 	for i := 0; ; i++ {
 		d.path = append(d.path, pathSeg{index: i})
-		if d.c.capped && i == MaxArrayItems {
-			return node{}, d.fail(RuleArrayItems, "array exceeds "+strconv.Itoa(MaxArrayItems)+" items")
-		}
 		v, err := d.value(depth + 1)
 		if err != nil {
 			return node{}, err
@@ -146,8 +148,11 @@ func (d *decoder) array(depth int) (node, error) {
 	}
 }
 
+// smallObject is the member count up to which duplicate keys are found by
+// scanning; larger objects use a set.
+const smallObject = 16
+
 func (d *decoder) object(depth int) (node, error) {
-	start := d.pos
 	d.pos++ // '{'
 	d.skipSpace()
 	n := node{kind: kindObject}
@@ -155,16 +160,19 @@ func (d *decoder) object(depth int) (node, error) {
 		d.pos++
 		return n, nil
 	}
-	for i := 0; ; i++ {
+	var seen map[string]struct{}
+	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return node{}, d.fail(RuleSyntax, "expecting a property name in double quotes")
 		}
-		if d.c.capped && i == MaxObjectEntries {
-			return node{}, d.fail(RuleObjectEntries, "object exceeds "+strconv.Itoa(MaxObjectEntries)+" members")
-		}
-		key, err := d.str(true)
+		keyStart := d.pos
+		key, err := d.str()
 		if err != nil {
 			return node{}, err
+		}
+		if d.duplicate(n.obj, &seen, key) {
+			d.pos = keyStart
+			return node{}, &Error{Rule: RuleDuplicateKey, Path: pointer(append(d.path, pathSeg{key: key, index: -1})), Offset: keyStart, Detail: "duplicate key " + strconv.Quote(key)}
 		}
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
@@ -195,126 +203,82 @@ func (d *decoder) object(depth int) (node, error) {
 		}
 		break
 	}
-	if err := d.c.finishObject(n.obj, d.path); err != nil {
-		err.(*Error).Offset = start
-		return node{}, err
-	}
 	return n, nil
 }
 
-// finishObject checks for duplicate keys, applies the key rules and sorts
-// members by key. Keys arrive raw (as written); they leave normalized.
-func (c *Codec) finishObject(obj []member, path []pathSeg) error {
-	byKey := func(a, b member) int { return cmp.Compare(a.key, b.key) }
-	slices.SortStableFunc(obj, byKey)
-	for i := 1; i < len(obj); i++ {
-		if obj[i].key == obj[i-1].key {
-			return &Error{Rule: RuleDuplicateKey, Path: pointer(append(path, pathSeg{key: obj[i].key, index: -1})), Detail: "duplicate key " + strconv.Quote(obj[i].key)}
+// duplicate reports whether key is already a member.
+func (d *decoder) duplicate(obj []member, seen *map[string]struct{}, key string) bool {
+	if len(obj) < smallObject {
+		for i := range obj {
+			if obj[i].raw == key {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(obj))
+		for i := range obj {
+			(*seen)[obj[i].raw] = struct{}{}
 		}
 	}
-	if !c.normalize {
-		return nil
+	if _, ok := (*seen)[key]; ok {
+		return true
 	}
-	changed := false
-	for i := range obj {
-		k, err := c.key(obj[i].key)
-		if err != nil {
-			e := err.(*Error)
-			e.Path = pointer(append(path, pathSeg{key: obj[i].key, index: -1}))
-			return e
-		}
-		if k != obj[i].key {
-			obj[i].key = k
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	slices.SortStableFunc(obj, byKey)
-	for i := 1; i < len(obj); i++ {
-		if obj[i].key == obj[i-1].key {
-			return &Error{Rule: RuleDuplicateKeyNFC, Path: pointer(append(path, pathSeg{key: obj[i].key, index: -1})), Detail: "two keys are equal after Unicode normalization"}
-		}
-	}
-	return nil
+	(*seen)[key] = struct{}{}
+	return false
 }
 
-// str decodes a string token. Keys are returned raw (normalized later by
-// finishObject, after the duplicate check); values are normalized here.
-func (d *decoder) str(isKey bool) (string, error) {
+// str decodes a string token as written; normalization comes later.
+func (d *decoder) str() (string, error) {
 	start := d.pos
 	d.pos++ // opening quote
-	ascii := true
 	i := d.pos
 	for i < len(d.data) {
 		c := d.data[i]
 		if c == '"' || c == '\\' || c < 0x20 {
 			break
 		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
 		i++
 	}
-	var s string
 	if i < len(d.data) && d.data[i] == '"' {
-		if d.asWritten {
-			s = string(d.data[d.pos:i])
-		} else {
-			s = unsafe.String(unsafe.SliceData(d.data[d.pos:i]), i-d.pos)
-		}
+		raw := d.data[d.pos:i]
 		d.pos = i + 1
-	} else {
-		d.pos = i
-		buf, a, err := d.unescape(d.data[start+1 : i])
-		if err != nil {
-			return "", err
+		if d.asWritten {
+			return string(raw), nil
 		}
-		ascii = ascii && a
-		s = string(buf)
+		return unsafe.String(unsafe.SliceData(raw), len(raw)), nil
 	}
-	if isKey {
-		return s, nil
-	}
-	norm, err := d.c.value(s, ascii)
+	d.pos = i
+	buf, err := d.unescape(d.data[start+1 : i])
 	if err != nil {
-		e := err.(*Error)
-		e.Path, e.Offset = pointer(d.path), start
-		return "", e
+		return "", err
 	}
-	if d.asWritten {
-		return s, nil
-	}
-	return norm, nil
+	return string(buf), nil
 }
 
 // unescape continues a string whose first len(prefix) bytes had no escapes.
-func (d *decoder) unescape(prefix []byte) ([]byte, bool, error) {
+func (d *decoder) unescape(prefix []byte) ([]byte, error) {
 	buf := append(d.scratch[:0], prefix...)
-	ascii := true
 	for {
 		if d.pos >= len(d.data) {
-			return nil, false, d.fail(RuleSyntax, "unterminated string")
+			return nil, d.fail(RuleSyntax, "unterminated string")
 		}
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
 			d.pos++
 			d.scratch = buf
-			return buf, ascii, nil
+			return buf, nil
 		case c < 0x20:
-			return nil, false, d.fail(RuleControlCharacter, "raw control character U+"+hex4(rune(c))+" in a string")
+			return nil, d.fail(RuleControlCharacter, "raw control character U+"+hex4(rune(c))+" in a string")
 		case c != '\\':
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
 			buf = append(buf, c)
 			d.pos++
 			continue
 		}
 		if d.pos+1 >= len(d.data) {
-			return nil, false, d.fail(RuleSyntax, "unterminated string")
+			return nil, d.fail(RuleSyntax, "unterminated string")
 		}
 		esc := d.data[d.pos+1]
 		d.pos += 2
@@ -334,11 +298,11 @@ func (d *decoder) unescape(prefix []byte) ([]byte, bool, error) {
 		case 'u':
 			r, ok := d.hex4()
 			if !ok {
-				return nil, false, d.fail(RuleSyntax, "invalid \\u escape")
+				return nil, d.fail(RuleSyntax, "invalid \\u escape")
 			}
 			if r >= 0xDC00 && r <= 0xDFFF {
 				d.pos -= 6
-				return nil, false, d.fail(RuleLoneSurrogate, "unpaired low surrogate \\u"+hex4(r))
+				return nil, d.fail(RuleLoneSurrogate, "unpaired low surrogate \\u"+hex4(r))
 			}
 			if r >= 0xD800 && r <= 0xDBFF {
 				lowStart := d.pos
@@ -347,22 +311,19 @@ func (d *decoder) unescape(prefix []byte) ([]byte, bool, error) {
 					d.pos += 2
 					lo, ok = d.hex4()
 					if !ok {
-						return nil, false, d.fail(RuleSyntax, "invalid \\u escape")
+						return nil, d.fail(RuleSyntax, "invalid \\u escape")
 					}
 				}
 				if lo < 0xDC00 || lo > 0xDFFF {
 					d.pos = lowStart - 6
-					return nil, false, d.fail(RuleLoneSurrogate, "unpaired high surrogate \\u"+hex4(r))
+					return nil, d.fail(RuleLoneSurrogate, "unpaired high surrogate \\u"+hex4(r))
 				}
 				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-			}
-			if r >= utf8.RuneSelf {
-				ascii = false
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
 			d.pos -= 2
-			return nil, false, d.fail(RuleSyntax, "invalid escape")
+			return nil, d.fail(RuleSyntax, "invalid escape")
 		}
 	}
 }

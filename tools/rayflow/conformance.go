@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"runtime"
 
 	"github.com/rayflow/rayflow/conformance"
 )
@@ -24,6 +25,7 @@ rayflow conformance run --impl ./bin/rayflow --numbers 1000000
 	impl := fs.String("impl", "", "command line of the implementation under test (default: in process)")
 	numbers := fs.Int("numbers", 100_000, "largest block of number lines to check (1000, 10000, 100000 or 1000000)")
 	match := fs.String("run", "", "only vectors whose name matches this regular expression (skips numbers)")
+	parallel := fs.Int("parallel", 2*runtime.NumCPU(), "vectors checked at once")
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
@@ -31,7 +33,7 @@ rayflow conformance run --impl ./bin/rayflow --numbers 1000000
 		fs.Usage()
 		return exitUsage
 	}
-	opts := conformance.Options{MaxNumberLines: *numbers}
+	opts := conformance.Options{MaxNumberLines: *numbers, Parallel: *parallel}
 	if *match != "" {
 		re, err := regexp.Compile(*match)
 		if err != nil {
