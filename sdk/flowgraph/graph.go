@@ -1,0 +1,166 @@
+package flowgraph
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// Kind is what a node does.
+type Kind uint8
+
+// Node kinds.
+const (
+	KindStep  Kind = iota + 1 // one leaf call
+	KindChain                 // children in order, each fed the previous result
+	KindGroup                 // children fed the same input, results in branch order
+	KindMap                   // the single child runs once per input item
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindStep:
+		return "step"
+	case KindChain:
+		return "chain"
+	case KindGroup:
+		return "group"
+	case KindMap:
+		return "map"
+	}
+	return "invalid"
+}
+
+// Node is one workflow node.
+type Node struct {
+	Kind     Kind
+	Label    string
+	Children []*Node // chain: in order; group: branches; map: exactly one body
+	Step     *Step   // KindStep only
+	Map      *Map    // KindMap only
+	// Collect turns the ordered child results of a group, or the ordered
+	// item results of a map, into the node's typed result ([]Out or a
+	// tuple). Nil means []any.
+	Collect func([]any) (any, error)
+	// Err is a definition error recorded while building (a bad option);
+	// the materializer reports it with the node's path before any effect.
+	Err error
+}
+
+// Clone returns a shallow copy of n whose slices may be changed freely.
+func (n *Node) Clone() *Node {
+	c := *n
+	c.Children = append([]*Node(nil), n.Children...)
+	if n.Step != nil {
+		s := *n.Step
+		c.Step = &s
+	}
+	if n.Map != nil {
+		m := *n.Map
+		c.Map = &m
+	}
+	return &c
+}
+
+// Callable identifies application code.
+type Callable struct {
+	// Name is the Go symbol (runtime.FuncForPC), e.g.
+	// "example.com/app/steps.Resize".
+	Name string
+	// Resolvable is true when another process running the same binary can
+	// find the function by Name: a package-level function registered at
+	// package initialization. Closures, method values and generic
+	// instantiations are runtime-only identity.
+	Resolvable bool
+	// Async is always false in Go; kept so the plan's callable kind is
+	// explicit ("sync").
+	Async bool
+}
+
+// Step is one leaf call.
+type Step struct {
+	Callable Callable
+	// Invoke runs the step on the decoded input (the exact Go type the
+	// step declared) and returns its result.
+	Invoke func(ctx context.Context, in any) (any, error)
+	// Bound is the number of bound invocation values (0 or 1). Their
+	// values are invocation data, never part of the plan.
+	Bound int
+	// BoundValue returns the bound value (nil when Bound == 0).
+	BoundValue any
+
+	Resources  Resources
+	RayOptions map[string]any
+	RuntimeEnv string // named profile, "" inherits the outer environment
+	Bootstrap  bool
+	Labels     map[string]string
+	Preview    *Preview
+	// OutputType and InputType name the Go types (for diagnostics and
+	// the binding schema), e.g. "[]int".
+	InputType, OutputType string
+}
+
+// Resources are per-leaf Ray resource requests. Zero values are unset.
+type Resources struct {
+	NumCPUs         float64
+	NumGPUs         float64
+	Memory          int64
+	AcceleratorType string
+	Custom          map[string]float64
+}
+
+// Preview projects a successful result into a small JSON value.
+type Preview struct {
+	Callable Callable
+	Project  func(result any) (any, error)
+}
+
+// Map is a dynamic fan-out over its input items.
+type Map struct {
+	// Limits is nil for the eager (unbounded) map.
+	Limits *Limits
+	Buffer *ResultBuffer
+	Fold   *Fold
+	// Items adapts the node's input ([]In or iter.Seq[In]) to an item
+	// source.
+	Items func(in any) (Items, error)
+}
+
+// Limits bound a map.
+type Limits struct {
+	MaxConcurrency int
+	MaxItems       int
+	CancelTimeout  time.Duration
+}
+
+// ActorOptions are the validated options of a result-buffer or fold actor.
+type ActorOptions struct {
+	NumCPUs            float64
+	Memory             int64
+	Resources          map[string]float64
+	SchedulingStrategy string // "DEFAULT" or "SPREAD"
+}
+
+// ResultBuffer keeps a map's ordered results in a Ray actor.
+type ResultBuffer struct {
+	MaxSerializedBytes int64
+	Actor              ActorOptions
+}
+
+// Fold is a strict input-order left fold of a map's results.
+type Fold struct {
+	Reducer            Step // Invoke is unused; see Apply
+	Apply              func(ctx context.Context, acc, item any) (any, error)
+	Initial            func() (any, error) // a fresh copy through the value codec
+	MaxSerializedBytes int64
+	Actor              ActorOptions
+}
+
+// Items is a map's input: a known-length slice or a lazily pulled
+// sequence.
+type Items struct {
+	// Len is the number of items when known (a slice), else -1.
+	Len int
+	// Seq yields the items in order.
+	Seq iter.Seq[any]
+}
