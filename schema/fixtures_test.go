@@ -1,0 +1,7 @@
+package schema_test
+
+func allFixtures() []fixture {
+	var all []fixture
+	all = append(all, lifecycleFixtures()...)
+	return all
+}
