@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,6 +70,9 @@ func TestDifferential(t *testing.T) {
 		if (cueErr == nil) != (goErr == nil) {
 			t.Errorf("%s: verdicts differ:\n  cue: %v\n  go:  %v", f.Path, cueErr, goErr)
 			continue
+		}
+		if strings.HasPrefix(filepath.Base(f.Path), "rule_") && (cueErr == nil || !strings.Contains(cueErr.Error(), "._r")) {
+			t.Errorf("%s: CUE did not reject it through a rule field: %v", f.Path, cueErr)
 		}
 		if f.Valid && goErr != nil {
 			t.Errorf("%s: valid fixture rejected: %v", f.Path, goErr)

@@ -3,5 +3,6 @@ package schema_test
 func allFixtures() []fixture {
 	var all []fixture
 	all = append(all, lifecycleFixtures()...)
+	all = append(all, summaryFixtures()...)
 	return all
 }

@@ -7,7 +7,9 @@ package registry
 import (
 	"strings"
 
+	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/lifecycle"
+	"github.com/rayflow/rayflow/gen/summary"
 )
 
 // Schema is one record definition.
@@ -27,6 +29,16 @@ var all = []Schema{
 	{Name: "LifecyclePendingAction", Decode: func(b []byte) (any, error) { return lifecycle.DecodePendingAction(b) }},
 	{Name: "LifecycleSessionIdentity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSessionIdentity(b) }},
 	{Name: "LifecycleSnapshot", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSnapshot(b) }},
+	{Name: "PublicRunIdentity", Decode: func(b []byte) (any, error) { return common.DecodePublicRunIdentity(b) }},
+	{Name: "RunIdentity", Decode: func(b []byte) (any, error) { return common.DecodeRunIdentity(b) }},
+	{Name: "Summary", Decode: func(b []byte) (any, error) { return summary.DecodeSummary(b) }},
+	{Name: "SummaryDetail", Decode: func(b []byte) (any, error) { return summary.DecodeDetail(b) }},
+	{Name: "SummaryEdgeCounts", Decode: func(b []byte) (any, error) { return summary.DecodeEdgeCounts(b) }},
+	{Name: "SummaryNodeCounts", Decode: func(b []byte) (any, error) { return summary.DecodeNodeCounts(b) }},
+	{Name: "SummaryRetention", Decode: func(b []byte) (any, error) { return summary.DecodeRetention(b) }},
+	{Name: "SummaryStorage", Decode: func(b []byte) (any, error) { return summary.DecodeStorage(b) }},
+	{Name: "SummaryTerminal", Decode: func(b []byte) (any, error) { return summary.DecodeTerminal(b) }},
+	{Name: "SummaryTimestamps", Decode: func(b []byte) (any, error) { return summary.DecodeTimestamps(b) }},
 }
 
 // Lookup returns the schema with this CUE definition name (with or without

@@ -166,9 +166,9 @@ func (l *loader) collect(f *ast.File) {
 			for _, s := range x.Specs {
 				p, _ := literal.Unquote(s.Path.Value)
 				switch p {
-				case "list", "strings", "struct":
+				case "list", "strings", "struct", "time":
 				default:
-					l.errf(s.Pos(), "import %q is not in the profile (allowed: list, strings, struct)", p)
+					l.errf(s.Pos(), "import %q is not in the profile (allowed: list, strings, struct; time in rules only)", p)
 				}
 			}
 		case *ast.Attribute:
