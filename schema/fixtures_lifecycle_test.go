@@ -54,7 +54,7 @@ func lifecycleFixtures() []fixture {
 		bad("declared_outputs_zero", "MIN /pending_action/declared_outputs", set("/pending_action/declared_outputs", 0)),
 		ok("deadline_zero", set("/deadlines/outer", 0)),
 		ok("deadline_max_float", set("/deadlines/outer", json.Number("1.7976931348623157e308"))),
-		bad("deadline_over_max_float", "MAX /deadlines/outer", set("/deadlines/outer", json.Number("1e309"))),
+		bad("deadline_over_max_float", "NON_FINITE /deadlines/outer", set("/deadlines/outer", json.Number("1e309"))),
 		bad("deadline_negative", "MIN /deadlines/drain", set("/deadlines/drain", -0.5)),
 		bad("capacity_queue", "CONST /capacity/queue_capacity", set("/capacity/queue_capacity", 1)),
 		bad("capacity_callers", "CONST /capacity/callers", set("/capacity/callers", 2)),

@@ -27,6 +27,7 @@ func summaryFixtures() []fixture {
 		bad("percent_over_cap", "base", "MAX /progress_percent", set("/progress_percent", 100.1)),
 		bad("percent_negative", "base", "MIN /progress_percent", set("/progress_percent", -0.1)),
 		bad("percent_bool", "base", "TYPE /progress_percent", set("/progress_percent", true)),
+		bad("percent_overflow", "base", "NON_FINITE /progress_percent", set("/progress_percent", json.Number("1e999999"))),
 		ok("detail_days_at_cap", "terminal", set("/retention/detail_days", 30), set("/retention/detail_expires_at", "2026-08-19T10:01:00.500000Z")),
 		bad("detail_days_over_cap", "terminal", "MAX /retention/detail_days", set("/retention/detail_days", 31), set("/retention/detail_expires_at", "2026-08-20T10:01:00.500000Z")),
 		ok("detail_days_zero", "terminal", set("/retention/detail_days", 0), set("/retention/detail_expires_at", "2026-07-20T10:01:00.500000Z")),

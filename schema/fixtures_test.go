@@ -4,5 +4,6 @@ func allFixtures() []fixture {
 	var all []fixture
 	all = append(all, lifecycleFixtures()...)
 	all = append(all, summaryFixtures()...)
+	all = append(all, planSelectionFixtures()...)
 	return all
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/lifecycle"
+	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/gen/summary"
 )
 
@@ -29,6 +30,8 @@ var all = []Schema{
 	{Name: "LifecyclePendingAction", Decode: func(b []byte) (any, error) { return lifecycle.DecodePendingAction(b) }},
 	{Name: "LifecycleSessionIdentity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSessionIdentity(b) }},
 	{Name: "LifecycleSnapshot", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSnapshot(b) }},
+	{Name: "PlanRejection", Decode: func(b []byte) (any, error) { return plan.DecodeRejection(b) }},
+	{Name: "PlanSelection", Decode: func(b []byte) (any, error) { return plan.DecodeSelection(b) }},
 	{Name: "PublicRunIdentity", Decode: func(b []byte) (any, error) { return common.DecodePublicRunIdentity(b) }},
 	{Name: "RunIdentity", Decode: func(b []byte) (any, error) { return common.DecodeRunIdentity(b) }},
 	{Name: "Summary", Decode: func(b []byte) (any, error) { return summary.DecodeSummary(b) }},

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -114,6 +115,17 @@ func Wire(data []byte) error {
 	return dupKeys(dec, 0)
 }
 
+// finite rejects number literals beyond float64 (they would be Infinity).
+// CUE reads them as huge decimals; it even accepts 1e999999 against <=100
+// and can spend minutes on arithmetic with them.
+func finite(n json.Number) error {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil && math.IsInf(f, 0) {
+		return fmt.Errorf("wire: number %s overflows float64", n)
+	}
+	return nil
+}
+
 func dupKeys(dec *json.Decoder, depth int) error {
 	if depth > 64 {
 		return errors.New("wire: nesting too deep")
@@ -152,6 +164,9 @@ func dupKeys(dec *json.Decoder, depth int) error {
 		}
 		_, err = dec.Token()
 		return err
+	}
+	if n, ok := tok.(json.Number); ok {
+		return finite(n)
 	}
 	return nil
 }

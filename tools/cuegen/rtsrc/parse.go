@@ -1,7 +1,9 @@
 package rt
 
 import (
+	"math"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -163,6 +165,11 @@ func (p *parser) value(v *Value, path *Path, depth int) bool {
 			return false
 		}
 		v.Kind, v.Str = KindNumber, string(p.data[start:p.pos])
+		if overflows(v.Str) {
+			p.pos = start
+			p.fail(path, CodeNonFinite, "number overflows float64 (it would be Infinity)")
+			return false
+		}
 	default:
 		p.fail(path, CodeSyntax, "unexpected character "+strconv.QuoteRune(rune(c)))
 		return false
@@ -422,4 +429,14 @@ func (p *parser) str(path *Path) (string, bool) {
 	p.pos = len(d)
 	p.fail(path, CodeSyntax, "unterminated string")
 	return "", false
+}
+
+// overflows reports whether a number literal is beyond float64, i.e. it
+// would read as ±Infinity. Such literals are rejected like Infinity itself.
+func overflows(lit string) bool {
+	if len(lit) < 309 && !strings.ContainsAny(lit, "eE") {
+		return false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	return err != nil && math.IsInf(f, 0)
 }

@@ -27,8 +27,8 @@ const (
 
 // Run parses args (without the program and subcommand names) and validates
 // each file. Output lines are "FILE: ok" or "FILE: PATH: CODE: message",
-// where PATH is a JSON pointer ("/" for the record itself). "-" reads stdin
-// is not supported: records are files.
+// where PATH is a JSON pointer ("/" for the record itself). Records are read
+// from files (no stdin).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
