@@ -6,10 +6,10 @@ BIN     := bin
 RAYFLOW := $(BIN)/rayflow
 PYREF   := $(PYTHON) conformance/reference/python/rayflow_canon.py
 
-# Files carrying Go's generated-code header, tracked or not, with their hashes.
-GENSUM = git ls-files -z -co --exclude-standard -- '*.go' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
+# Files carrying the generated-code header (Go and CUE), tracked or not, with their hashes.
+GENSUM = git ls-files -z -co --exclude-standard -- '*.go' '*.cue' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
 
-.PHONY: help build demo test fmt-check vet staticcheck generate generate-check gotest pytest conformance bench clean
+.PHONY: help build demo test fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -25,7 +25,7 @@ demo: build ## run the main demo end to end
 	@echo
 	$(GO) run ./examples/fingerprint -json | $(RAYFLOW) fingerprint --domain rayflow.workflow-plan-v1
 
-test: fmt-check vet staticcheck generate-check gotest pytest ## everything CI checks
+test: fmt-check vet staticcheck cue-check generate-check gotest pytest ## everything CI checks
 	@echo "make test: all checks passed"
 
 fmt-check: ## gofmt must have nothing to change
@@ -37,6 +37,9 @@ vet: ## go vet
 
 staticcheck: ## staticcheck, pinned by the tool directive in go.mod
 	$(GO) tool staticcheck ./...
+
+cue-check: ## cue vet and cue fmt of schema/ with the pinned CUE (go tool cue)
+	cd schema && $(GO) tool cue vet . && $(GO) tool cue fmt --check .
 
 generate: ## regenerate every generated file (go generate ./...)
 	$(GO) generate ./...
@@ -59,7 +62,11 @@ conformance: build ## every vector, 1,000,000 number lines, against Go, the CLI 
 	$(RAYFLOW) conformance run --numbers 1000000 --impl '$(PYREF)'
 
 bench: ## benchmarks, side by side in one run
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/
+
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
+	@for t in FuzzTransform FuzzDecodeAgreesWithEncodingJSON; do $(GO) test ./sdk/canonical -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} || exit 1; done
+	$(GO) test ./schema -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $${FUZZTIME:-30s}
 
 clean: ## remove build output
 	rm -rf $(BIN)

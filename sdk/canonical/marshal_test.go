@@ -31,7 +31,7 @@ type record struct {
 	Any      any               `json:"any"`
 	//lint:ignore U1000 present to check that unexported fields are skipped
 	unexported int
-	NoTag    bool
+	NoTag      bool
 }
 
 type recursive struct {
