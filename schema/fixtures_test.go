@@ -1,0 +1,8 @@
+package schema_test
+
+func allFixtures() []fixture {
+	var all []fixture
+	all = append(all, lifecycleFixtures()...)
+	all = append(all, summaryFixtures()...)
+	return all
+}

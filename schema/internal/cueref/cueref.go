@@ -1,0 +1,204 @@
+// Package cueref is the reference verdict for the differential tests: CUE's
+// own evaluator (Unify with the definition, then Validate with
+// cue.Concrete(true)) plus the wire rules that CUE cannot express (the
+// record byte cap from @rayflow(maxBytes=N), duplicate keys, invalid UTF-8,
+// lone surrogates, NaN/Infinity), implemented here independently of the
+// generated parser.
+//
+// It is for tests and benchmarks only: generated code never uses CUE.
+package cueref
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+	cuejson "cuelang.org/go/encoding/json"
+)
+
+// Ref holds the compiled schema.
+type Ref struct {
+	ctx  *cue.Context
+	root cue.Value
+	defs map[string]def
+}
+
+type def struct {
+	v        cue.Value
+	maxBytes int
+}
+
+// New loads the CUE package in dir.
+func New(dir string) (*Ref, error) {
+	insts := load.Instances([]string{"."}, &load.Config{Dir: dir})
+	if len(insts) != 1 || insts[0].Err != nil {
+		if len(insts) == 1 {
+			return nil, insts[0].Err
+		}
+		return nil, fmt.Errorf("expected one CUE instance in %s", dir)
+	}
+	ctx := cuecontext.New()
+	root := ctx.BuildInstance(insts[0])
+	if err := root.Err(); err != nil {
+		return nil, err
+	}
+	return &Ref{ctx: ctx, root: root, defs: map[string]def{}}, nil
+}
+
+// Def returns the definition's value and its record byte cap (0 if none).
+func (r *Ref) def(name string) (def, error) {
+	if d, ok := r.defs[name]; ok {
+		return d, nil
+	}
+	v := r.root.LookupPath(cue.MakePath(cue.Def(name)))
+	if !v.Exists() {
+		return def{}, fmt.Errorf("no definition #%s", name)
+	}
+	d := def{v: v}
+	a := v.Attribute("rayflow")
+	if a.Err() == nil {
+		if s, ok, _ := a.Lookup(0, "maxBytes"); ok {
+			d.maxBytes, _ = strconv.Atoi(s)
+		}
+	}
+	r.defs[name] = d
+	return d, nil
+}
+
+// Check returns nil if data is a valid #name record.
+func (r *Ref) Check(name string, data []byte) error {
+	d, err := r.def(name)
+	if err != nil {
+		return err
+	}
+	if d.maxBytes > 0 && len(data) > d.maxBytes {
+		return fmt.Errorf("wire: %d bytes over the %d-byte cap", len(data), d.maxBytes)
+	}
+	if err := Wire(data); err != nil {
+		return err
+	}
+	expr, err := cuejson.Extract(name+".json", data)
+	if err != nil {
+		return fmt.Errorf("cue json: %w", err)
+	}
+	v := r.ctx.BuildExpr(expr)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	return d.v.Unify(v).Validate(cue.Concrete(true))
+}
+
+// Wire checks the rules that CUE's JSON reading does not enforce: valid
+// UTF-8, JSON syntax (which has no NaN/Infinity), no duplicate object keys,
+// no lone surrogate escapes, bounded nesting.
+func Wire(data []byte) error {
+	if !utf8.Valid(data) {
+		return errors.New("wire: invalid UTF-8")
+	}
+	if !json.Valid(data) {
+		return errors.New("wire: not JSON")
+	}
+	if err := surrogates(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dupKeys(dec, 0)
+}
+
+func dupKeys(dec *json.Decoder, depth int) error {
+	if depth > 64 {
+		return errors.New("wire: nesting too deep")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			ks := k.(string)
+			if seen[ks] {
+				return fmt.Errorf("wire: duplicate key %q", ks)
+			}
+			seen[ks] = true
+			if err := dupKeys(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	case json.Delim('['):
+		for dec.More() {
+			if err := dupKeys(dec, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+		return err
+	}
+	return nil
+}
+
+// surrogates finds \uD800-\uDFFF escapes that are not a high+low pair.
+func surrogates(data []byte) error {
+	s := string(data)
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		if i+1 < len(s) && s[i+1] != 'u' {
+			i++ // skip the escaped character (handles \\)
+			continue
+		}
+		if i+6 > len(s) {
+			return nil
+		}
+		r, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
+		if err != nil {
+			return nil
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+				if r2, err := strconv.ParseUint(s[i+8:i+12], 16, 32); err == nil && r2 >= 0xDC00 && r2 <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+			return errors.New("wire: lone surrogate")
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return errors.New("wire: lone surrogate")
+		}
+		i += 5
+	}
+	return nil
+}
+
+// Names lists the definitions that are records (structs or unions).
+func (r *Ref) Names() []string {
+	var out []string
+	it, _ := r.root.Fields(cue.Definitions(true))
+	for it.Next() {
+		if it.Selector().IsDefinition() && it.Value().IncompleteKind() == cue.StructKind {
+			out = append(out, strings.TrimPrefix(it.Selector().String(), "#"))
+		}
+	}
+	return out
+}
