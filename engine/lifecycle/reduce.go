@@ -10,8 +10,10 @@ package lifecycle
 // identity scope; then the command or callback rules of §4.4–§4.6; finally
 // the invariants of §4.7 again on the result.
 func (s State) Apply(ev Event) (State, *Action, *Rejection) {
-	if m := s.invariantError(); m != "" {
-		return s, nil, reject(CodeInvalidState, m)
+	if !s.verified {
+		if m := s.invariantError(); m != "" {
+			return s, nil, reject(CodeInvalidState, m)
+		}
 	}
 	if r := s.validate(&ev); r != nil {
 		return s, nil, r
@@ -30,6 +32,7 @@ func (s State) Apply(ev Event) (State, *Action, *Rejection) {
 	if m := w.invariantError(); m != "" {
 		return s, nil, reject(CodeInvalidState, m)
 	}
+	w.verified = true
 	if w.hasPending && (!s.hasPending || w.pending.seq != s.pending.seq) {
 		a := w.action()
 		return w, &a, nil

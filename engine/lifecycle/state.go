@@ -40,6 +40,11 @@ type State struct {
 
 	hasObserved bool
 	observed    float64
+
+	// verified records that the invariants held when Apply produced this
+	// state, so the next Apply need not check them again. Restored states
+	// start unverified.
+	verified bool
 }
 
 type pendingAction struct {
@@ -158,6 +163,7 @@ func (s State) WithLastCompletedToken(tok string) (State, error) {
 		return s, reject(CodeInvalidState, "last completed token must name an action issued before the pending one")
 	}
 	s.lastDone, s.lastDoneSeq = tok, seq
+	s.verified = false
 	return s, nil
 }
 
