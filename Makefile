@@ -62,11 +62,12 @@ conformance: build ## every vector, 1,000,000 number lines, against Go, the CLI 
 	$(RAYFLOW) conformance run --numbers 1000000 --impl '$(PYREF)'
 
 bench: ## benchmarks, side by side in one run
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/ ./engine/lifecycle/
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@for t in FuzzTransform FuzzDecodeAgreesWithEncodingJSON; do $(GO) test ./sdk/canonical -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} || exit 1; done
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./engine/lifecycle -run '^$$' -fuzz '^FuzzReducer$$' -fuzztime $${FUZZTIME:-30s}
 
 clean: ## remove build output
 	rm -rf $(BIN)
