@@ -1,0 +1,178 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// CancelTimeoutDefault is how long a failed map waits for its in-flight
+// items to finish after cancelling them, unless Limits says otherwise.
+const CancelTimeoutDefault = time.Second
+
+// Limits bound a map (WithLimits).
+type Limits struct {
+	// MaxConcurrency is the admission window: at most this many items are
+	// in flight at once. Required, ≥ 1.
+	MaxConcurrency int
+	// MaxItems caps the number of input items; 0 means unbounded. A sized
+	// input over the cap fails before any leaf runs; a sequence fails when
+	// item MaxItems+1 is read.
+	MaxItems int
+	// CancelTimeout bounds the wait for cancelled in-flight items after the
+	// first failure; 0 means CancelTimeoutDefault.
+	CancelTimeout time.Duration
+}
+
+// ActorOptions are the resources of a result-buffer or fold actor. Only
+// these fields exist, so no other Ray actor option can be passed.
+type ActorOptions struct {
+	NumCPUs            float64            // required, > 0
+	Memory             int64              // required, ≥ MaxSerializedBytes
+	Resources          map[string]float64 // ≤ 32 custom resources, each > 0
+	SchedulingStrategy string             // "DEFAULT" (or "") or "SPREAD"
+}
+
+// ResultBuffer keeps a bounded map's ordered results in one Ray actor so
+// the coordinator never holds the list (WithResultBuffer). Local runs
+// validate and fingerprint it but keep results in memory.
+type ResultBuffer struct {
+	MaxSerializedBytes int64 // required, > 0: retained encoded bytes
+	Actor              ActorOptions
+}
+
+// FoldOptions configure Reduce.
+type FoldOptions struct {
+	MaxSerializedBytes int64 // required, > 0: accumulator plus retained items
+	Actor              ActorOptions
+	RuntimeEnv         string // named runtime environment profile of the reducer
+	Bootstrap          bool   // run the worker-start hook before the reducer
+}
+
+// Map runs each once per input item and returns the results in input
+// order. Without WithLimits it is eager: every item is admitted at once.
+func Map[In, Out any](each Flow[In, Out]) Flow[[]In, []Out] {
+	return Flow[[]In, []Out]{mapNode[Out](each.node, func(in any) (flowgraph.Items, error) {
+		items, err := as[[]In](in)
+		if err != nil {
+			return flowgraph.Items{}, err
+		}
+		return flowgraph.Items{Len: len(items), Seq: func(yield func(any) bool) {
+			for _, v := range items {
+				if !yield(v) {
+					return
+				}
+			}
+		}}, nil
+	})}
+}
+
+// MapSeq is Map over an in-process sequence, admitted lazily: items are
+// pulled only as the admission window has room.
+func MapSeq[In, Out any](each Flow[In, Out]) Flow[iter.Seq[In], []Out] {
+	return Flow[iter.Seq[In], []Out]{mapNode[Out](each.node, func(in any) (flowgraph.Items, error) {
+		seq, err := as[iter.Seq[In]](in)
+		if err != nil {
+			return flowgraph.Items{}, err
+		}
+		if seq == nil {
+			seq = func(func(In) bool) {}
+		}
+		return flowgraph.Items{Len: -1, Seq: func(yield func(any) bool) {
+			for v := range seq {
+				if !yield(v) {
+					return
+				}
+			}
+		}}, nil
+	})}
+}
+
+func mapNode[Out any](body *flowgraph.Node, items func(any) (flowgraph.Items, error)) *flowgraph.Node {
+	return &flowgraph.Node{
+		Kind:     flowgraph.KindMap,
+		Children: []*flowgraph.Node{body},
+		Map:      &flowgraph.Map{Items: items},
+		Collect:  collectSlice[Out],
+	}
+}
+
+// WithLimits bounds a map (Map or MapSeq); on any other flow it is a
+// definition error reported before the flow runs.
+func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
+	n := f.node.Clone()
+	if n.Kind != flowgraph.KindMap {
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithLimits applies to sdk.Map and sdk.MapSeq only"}
+		return Flow[In, Out]{n}
+	}
+	fl := flowgraph.Limits{MaxConcurrency: l.MaxConcurrency, MaxItems: l.MaxItems, CancelTimeout: l.CancelTimeout}
+	if fl.CancelTimeout == 0 {
+		fl.CancelTimeout = CancelTimeoutDefault
+	}
+	n.Map.Limits = &fl
+	return Flow[In, Out]{n}
+}
+
+// WithResultBuffer keeps the map's results in a Ray actor (see
+// ResultBuffer). It requires WithLimits with MaxItems.
+func (f Flow[In, Out]) WithResultBuffer(b ResultBuffer) Flow[In, Out] {
+	n := f.node.Clone()
+	if n.Kind != flowgraph.KindMap {
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithResultBuffer applies to sdk.Map and sdk.MapSeq only"}
+		return Flow[In, Out]{n}
+	}
+	n.Map.Buffer = &flowgraph.ResultBuffer{MaxSerializedBytes: b.MaxSerializedBytes, Actor: flowgraph.ActorOptions(b.Actor)}
+	return Flow[In, Out]{n}
+}
+
+// Reduce folds a bounded map's results, strictly in input order, into one
+// accumulator: acc = reducer(ctx, acc, item). initial is invocation data:
+// every run gets a fresh copy through the value codec. reducer should be a
+// package-level function (its identity is part of the plan).
+func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.Context, acc Acc, item Out) (Acc, error), initial Acc, opts FoldOptions) Flow[MapIn, Acc] {
+	n := m.node.Clone()
+	if n.Kind != flowgraph.KindMap {
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "Reduce applies to sdk.Map and sdk.MapSeq only"}
+		return Flow[MapIn, Acc]{n}
+	}
+	if reducer == nil {
+		n.Err = &DefinitionError{Code: CodeNotAStep, Msg: "Reduce needs a reducer function"}
+		return Flow[MapIn, Acc]{n}
+	}
+	codec := DefaultCodec
+	initialBytes, initErr := codec.Marshal(initial)
+	id := identify(reducer)
+	register(id, nil)
+	n.Map.Fold = &flowgraph.Fold{
+		Reducer: flowgraph.Step{Callable: id, RuntimeEnv: opts.RuntimeEnv, Bootstrap: opts.Bootstrap,
+			InputType: typeName[Out](), OutputType: typeName[Acc]()},
+		Apply: func(ctx context.Context, acc, item any) (any, error) {
+			a, err := as[Acc](acc)
+			if err != nil {
+				return nil, err
+			}
+			it, err := as[Out](item)
+			if err != nil {
+				return nil, err
+			}
+			return reducer(ctx, a, it)
+		},
+		Initial: func() (any, error) {
+			if initErr != nil {
+				return nil, fmt.Errorf("rayflow: encoding the initial accumulator: %w", initErr)
+			}
+			var fresh Acc
+			if err := codec.Unmarshal(initialBytes, &fresh); err != nil {
+				return nil, fmt.Errorf("rayflow: decoding the initial accumulator: %w", err)
+			}
+			return fresh, nil
+		},
+		MaxSerializedBytes: opts.MaxSerializedBytes,
+		Actor:              flowgraph.ActorOptions(opts.Actor),
+	}
+	n.Collect = nil // the engine returns the accumulator itself
+	return Flow[MapIn, Acc]{n}
+}

@@ -1,0 +1,112 @@
+package sdk
+
+import (
+	"context"
+
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// StepOption configures a step (Step, Bind).
+type StepOption func(*flowgraph.Node)
+
+// Resources are per-leaf Ray resource requests; zero fields are unset.
+type Resources struct {
+	NumCPUs         float64
+	NumGPUs         float64
+	Memory          int64 // bytes
+	AcceleratorType string
+	Custom          map[string]float64
+}
+
+// RayOptions are Ray task options of a leaf, keyed as in Ray
+// ("max_retries", "scheduling_strategy", ...). Only the keys Ray tasks
+// accept are allowed; values equal to Ray's defaults are dropped from the
+// plan. Resource keys are better set with WithResources.
+type RayOptions map[string]any
+
+// WithResources sets the leaf's resource requests.
+func WithResources(r Resources) StepOption {
+	return func(n *flowgraph.Node) {
+		n.Step.Resources = flowgraph.Resources{NumCPUs: r.NumCPUs, NumGPUs: r.NumGPUs, Memory: r.Memory,
+			AcceleratorType: r.AcceleratorType, Custom: cloneMap(r.Custom)}
+	}
+}
+
+// WithRayOptions sets Ray task options of the leaf.
+func WithRayOptions(o RayOptions) StepOption {
+	return func(n *flowgraph.Node) { n.Step.RayOptions = cloneMap(o) }
+}
+
+// WithRuntimeEnv runs the leaf in a named runtime environment profile
+// registered with RegisterRuntimeEnv; the name is resolved once, when the
+// flow is materialized.
+func WithRuntimeEnv(profile string) StepOption {
+	return func(n *flowgraph.Node) { n.Step.RuntimeEnv = profile }
+}
+
+// WithBootstrap runs the application's worker-start hook (RegisterBootstrap)
+// once per leaf process before this step, like the seed's django=True.
+func WithBootstrap() StepOption {
+	return func(n *flowgraph.Node) {
+		if n.Step.Bootstrap {
+			return
+		}
+		n.Step.Bootstrap = true
+		invoke := n.Step.Invoke
+		n.Step.Invoke = func(ctx context.Context, in any) (any, error) {
+			if err := runBootstrap(ctx); err != nil {
+				return nil, err
+			}
+			return invoke(ctx, in)
+		}
+	}
+}
+
+// WithLabel adds a label to the leaf (fingerprinted).
+func WithLabel(key, value string) StepOption {
+	return func(n *flowgraph.Node) {
+		m := cloneMap(n.Step.Labels)
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[key] = value
+		n.Step.Labels = m
+	}
+}
+
+// Label names the step's node (its display name).
+func Label(name string) StepOption {
+	return func(n *flowgraph.Node) { n.Label = name }
+}
+
+// WithOutputPreview projects a step's successful result into one small
+// JSON value for operators (full-reporting Ray runs only; local runs do
+// not run it). project should be a package-level function.
+func (f Flow[In, Out]) WithOutputPreview(project func(Out) (any, error)) Flow[In, Out] {
+	n := f.node.Clone()
+	if n.Kind != flowgraph.KindStep {
+		n.Err = &DefinitionError{Code: CodeNotAStep, Msg: "WithOutputPreview applies to steps only"}
+		return Flow[In, Out]{n}
+	}
+	id := identify(project)
+	register(id, nil)
+	n.Step.Preview = &flowgraph.Preview{Callable: id, Project: func(v any) (any, error) {
+		o, err := as[Out](v)
+		if err != nil {
+			return nil, err
+		}
+		return project(o)
+	}}
+	return Flow[In, Out]{n}
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}

@@ -1,0 +1,233 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// MaxActorCustomResources caps ActorOptions.Resources.
+const MaxActorCustomResources = 32
+
+// allowedRayOptions are the Ray task options a leaf may set (CONTRACTS §2.2).
+var allowedRayOptions = map[string]bool{
+	"_generator_backpressure_num_objects": true, "_labels": true, "accelerator_type": true,
+	"enable_task_events": true, "fallback_strategy": true, "label_selector": true, "max_retries": true,
+	"memory": true, "name": true, "num_cpus": true, "num_gpus": true, "num_returns": true,
+	"placement_group": true, "placement_group_bundle_index": true,
+	"placement_group_capture_child_tasks": true, "resources": true, "retry_exceptions": true,
+	"scheduling_strategy": true,
+}
+
+// RuntimeEnv is a named runtime environment profile (Ray runtime_env
+// fields, e.g. "env_vars", "working_dir", "image_uri").
+type RuntimeEnv map[string]any
+
+var runtimeEnvs = struct {
+	sync.RWMutex
+	m map[string]RuntimeEnv
+}{m: map[string]RuntimeEnv{}}
+
+var profileName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+
+// RegisterRuntimeEnv registers a named runtime environment profile for
+// WithRuntimeEnv. Profiles are resolved once, when a flow is materialized;
+// changing a profile afterwards does not change that plan.
+func RegisterRuntimeEnv(name string, env RuntimeEnv) error {
+	if !profileName.MatchString(name) {
+		return fmt.Errorf("rayflow: runtime environment profile name %q must match %s", name, profileName)
+	}
+	runtimeEnvs.Lock()
+	defer runtimeEnvs.Unlock()
+	runtimeEnvs.m[name] = cloneMap(env)
+	return nil
+}
+
+// lookupRuntimeEnv returns a registered profile.
+func lookupRuntimeEnv(name string) (RuntimeEnv, bool) {
+	runtimeEnvs.RLock()
+	defer runtimeEnvs.RUnlock()
+	e, ok := runtimeEnvs.m[name]
+	return e, ok
+}
+
+// Validate checks a workflow graph against every definition rule and
+// returns the first violation as a *DefinitionError naming the node; it
+// runs before any leaf. Run calls it; tools may too.
+func Validate(root *flowgraph.Node) error {
+	return validate(root, "0", false, false)
+}
+
+// validate walks n; inMap is true under a dynamic map, inFold under a
+// fold's mapper.
+func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
+	fail := func(code DefinitionCode, format string, args ...any) error {
+		return &DefinitionError{Path: id, Code: code, Msg: fmt.Sprintf(format, args...)}
+	}
+	if n == nil {
+		return fail(CodeEmpty, "nil node")
+	}
+	if n.Err != nil {
+		var de *DefinitionError
+		if errors.As(n.Err, &de) {
+			c := *de
+			c.Path = id
+			return &c
+		}
+		return fail(CodeNotAStep, "%v", n.Err)
+	}
+	switch n.Kind {
+	case flowgraph.KindStep:
+		return validateStep(n.Step, fail)
+	case flowgraph.KindChain, flowgraph.KindGroup:
+		if len(n.Children) == 0 {
+			return fail(CodeEmpty, "a %s needs at least one child", n.Kind)
+		}
+		for i, c := range n.Children {
+			cid := id + "." + strconv.Itoa(i)
+			if n.Kind == flowgraph.KindGroup {
+				cid = id + ".g" + strconv.Itoa(i)
+			}
+			if err := validate(c, cid, inMap, inFold); err != nil {
+				return err
+			}
+		}
+		return nil
+	case flowgraph.KindMap:
+		m := n.Map
+		if inFold {
+			return fail(CodeForbiddenNesting, "a fold's mapper cannot contain a dynamic map")
+		}
+		if err := validateMap(m, inMap, fail); err != nil {
+			return err
+		}
+		return validate(n.Children[0], id+".m*", true, m.Fold != nil)
+	}
+	return fail(CodeEmpty, "unknown node kind %v", n.Kind)
+}
+
+type failFunc func(code DefinitionCode, format string, args ...any) error
+
+func validateStep(s *flowgraph.Step, fail failFunc) error {
+	if s == nil || s.Invoke == nil {
+		return fail(CodeNotAStep, "the step has no function")
+	}
+	r := s.Resources
+	if r.NumCPUs < 0 || r.NumGPUs < 0 || r.Memory < 0 || math.IsNaN(r.NumCPUs) || math.IsNaN(r.NumGPUs) {
+		return fail(CodeInvalidRayOptions, "resources must not be negative")
+	}
+	for k, v := range r.Custom {
+		if k == "" || !(v > 0) || math.IsInf(v, 0) {
+			return fail(CodeInvalidRayOptions, "custom resource %q must have a positive amount", k)
+		}
+	}
+	keys := make([]string, 0, len(s.RayOptions))
+	for k := range s.RayOptions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !allowedRayOptions[k] {
+			return fail(CodeInvalidRayOptions, "Ray option %q is not a task option rayflow accepts (allowed: %s)", k, strings.Join(sortedKeys(allowedRayOptions), ", "))
+		}
+	}
+	if v, ok := s.RayOptions["num_returns"]; ok && !isOne(v) {
+		return fail(CodeInvalidRayOptions, "num_returns must be 1")
+	}
+	if s.RuntimeEnv != "" {
+		if _, ok := lookupRuntimeEnv(s.RuntimeEnv); !ok {
+			return fail(CodeUnknownRuntimeEnv, "runtime environment profile %q is not registered (sdk.RegisterRuntimeEnv)", s.RuntimeEnv)
+		}
+	}
+	if s.Preview != nil && !s.Preview.Callable.Resolvable {
+		return fail(CodeInvalidIdentity, "the output preview projector %q must be a package-level function", s.Preview.Callable.Name)
+	}
+	return nil
+}
+
+func validateMap(m *flowgraph.Map, inMap bool, fail failFunc) error {
+	if l := m.Limits; l != nil {
+		if l.MaxConcurrency < 1 {
+			return fail(CodeInvalidLimits, "MaxConcurrency must be at least 1, got %d", l.MaxConcurrency)
+		}
+		if l.MaxItems < 0 {
+			return fail(CodeInvalidLimits, "MaxItems must not be negative, got %d", l.MaxItems)
+		}
+		if l.CancelTimeout < 0 {
+			return fail(CodeInvalidLimits, "CancelTimeout must not be negative, got %s", l.CancelTimeout)
+		}
+	}
+	if m.Buffer != nil && m.Fold != nil {
+		return fail(CodeFoldAndBuffer, "a map cannot have both a result buffer and a fold")
+	}
+	what, bytes, actor := "", int64(0), flowgraph.ActorOptions{}
+	switch {
+	case m.Buffer != nil:
+		what, bytes, actor = "result buffer", m.Buffer.MaxSerializedBytes, m.Buffer.Actor
+	case m.Fold != nil:
+		what, bytes, actor = "fold", m.Fold.MaxSerializedBytes, m.Fold.Actor
+	default:
+		return nil
+	}
+	if inMap {
+		return fail(CodeForbiddenNesting, "a %s cannot be nested inside a dynamic map", what)
+	}
+	if m.Limits == nil || m.Limits.MaxItems < 1 {
+		return fail(CodeInvalidLimits, "a %s needs WithLimits with positive MaxConcurrency and MaxItems", what)
+	}
+	if bytes < 1 {
+		return fail(CodeInvalidLimits, "the %s needs a positive MaxSerializedBytes, got %d", what, bytes)
+	}
+	return validateActor(actor, bytes, what, fail)
+}
+
+func validateActor(a flowgraph.ActorOptions, maxBytes int64, what string, fail failFunc) error {
+	if !(a.NumCPUs > 0) || math.IsInf(a.NumCPUs, 0) {
+		return fail(CodeInvalidActorOptions, "the %s actor needs NumCPUs > 0, got %v", what, a.NumCPUs)
+	}
+	if a.Memory < maxBytes {
+		return fail(CodeInvalidActorOptions, "the %s actor needs Memory ≥ MaxSerializedBytes (%d), got %d", what, maxBytes, a.Memory)
+	}
+	if len(a.Resources) > MaxActorCustomResources {
+		return fail(CodeInvalidActorOptions, "the %s actor has %d custom resources, at most %d", what, len(a.Resources), MaxActorCustomResources)
+	}
+	for _, k := range sortedKeys(a.Resources) {
+		if v := a.Resources[k]; k == "" || !(v > 0) || math.IsInf(v, 0) {
+			return fail(CodeInvalidActorOptions, "the %s actor's custom resource %q must be positive", what, k)
+		}
+	}
+	switch a.SchedulingStrategy {
+	case "", "DEFAULT", "SPREAD":
+	default:
+		return fail(CodeInvalidActorOptions, "the %s actor's SchedulingStrategy must be DEFAULT or SPREAD, got %q", what, a.SchedulingStrategy)
+	}
+	return nil
+}
+
+func isOne(v any) bool {
+	switch x := v.(type) {
+	case int:
+		return x == 1
+	case int64:
+		return x == 1
+	case float64:
+		return x == 1
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
