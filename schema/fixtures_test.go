@@ -5,5 +5,6 @@ func allFixtures() []fixture {
 	all = append(all, lifecycleFixtures()...)
 	all = append(all, summaryFixtures()...)
 	all = append(all, planSelectionFixtures()...)
+	all = append(all, planFixtures()...)
 	return all
 }

@@ -227,6 +227,8 @@ func (g *emitter) goType(t *Type) string {
 	case KRaw:
 		g.imports["encoding/json"] = true
 		return "json.RawMessage"
+	case KNull:
+		return g.rt() + ".Null"
 	}
 	panic("unknown kind")
 }
@@ -236,7 +238,7 @@ func isIface(t *Type) bool { return t.Kind == KRef && t.Ref.Kind == DefUnion }
 
 // usesPtr reports whether a value of t is stored behind a pointer.
 func usesPtr(t *Type, optional bool) bool {
-	if isIface(t) || t.Kind == KRaw {
+	if isIface(t) || t.Kind == KRaw || t.Kind == KNull {
 		return false
 	}
 	return optional || t.Nullable
@@ -348,6 +350,10 @@ func (g *emitter) structType(st *Struct) {
 			g.p("\t\t\tseen[%d] = true", ri)
 			ri++
 		}
+		if f.Type.Kind == KRaw {
+			g.p("\t\t\tx.%s = %s.RawJSON(&m.Value)", f.GoName, rt)
+			continue
+		}
 		g.p("\t\t\tfp := p.Key(%q)", f.JSON)
 		g.decode(f.Type, "(&m.Value)", "x."+f.GoName, "fp", usesPtr(f.Type, f.Optional), "\t\t\t")
 	}
@@ -418,6 +424,10 @@ func (g *emitter) decode(t *Type, src, dst, path string, ptr bool, ind string) {
 	}
 	if t.Kind == KRaw {
 		out("%s = %s.RawJSON(%s)", dst, rt, src)
+		return
+	}
+	if t.Kind == KNull {
+		out("%s.NullValue(%s, %s, e)", rt, src, path)
 		return
 	}
 	if ptr {
@@ -571,7 +581,7 @@ func (g *emitter) validate(t *Type, val, path string, ptr, required bool, ind st
 		}
 		return
 	}
-	if t.Kind == KRaw {
+	if t.Kind == KRaw || t.Kind == KNull {
 		return
 	}
 	if ptr {
@@ -641,7 +651,7 @@ func needsChecks(t *Type) bool {
 
 func needsValidate(t *Type) bool {
 	switch t.Kind {
-	case KRaw:
+	case KRaw, KNull:
 		return false
 	case KString, KEnum, KInt, KFloat, KBool:
 		return needsChecks(t)
