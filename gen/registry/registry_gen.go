@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/lifecycle"
+	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/gen/summary"
 )
@@ -30,6 +31,9 @@ var all = []Schema{
 	{Name: "LifecyclePendingAction", Decode: func(b []byte) (any, error) { return lifecycle.DecodePendingAction(b) }},
 	{Name: "LifecycleSessionIdentity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSessionIdentity(b) }},
 	{Name: "LifecycleSnapshot", Decode: func(b []byte) (any, error) { return lifecycle.DecodeSnapshot(b) }},
+	{Name: "LimitsMetricsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeMetricsProfile(b) }},
+	{Name: "LimitsPreviewProfile", Decode: func(b []byte) (any, error) { return limits.DecodePreviewProfile(b) }},
+	{Name: "LimitsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeProfile(b) }},
 	{Name: "Plan", Decode: func(b []byte) (any, error) { return plan.DecodePlan(b) }},
 	{Name: "PlanActor", Decode: func(b []byte) (any, error) { return plan.DecodeActor(b) }},
 	{Name: "PlanActorCodec", Decode: func(b []byte) (any, error) { return plan.DecodeActorCodec(b) }},

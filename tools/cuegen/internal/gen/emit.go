@@ -51,6 +51,11 @@ func EmitPackage(s *Schema, pkg string, opt Options) ([]byte, error) {
 			g.structType(st)
 		}
 	}
+	for _, v := range s.Values {
+		if v.GoPkg == pkg && v.JSON != nil {
+			g.value(v)
+		}
+	}
 	var out bytes.Buffer
 	out.WriteString(Header)
 	fmt.Fprintf(&out, "package %s\n\n", pkg)
@@ -665,4 +670,15 @@ func gofmtSource(src []byte) ([]byte, error) {
 		return src, fmt.Errorf("gofmt generated source: %w", err)
 	}
 	return out, nil
+}
+
+// value emits a concrete value as a variable decoded (and so validated) at
+// init from the JSON CUE evaluated at generation time.
+func (g *emitter) value(v *Value) {
+	doc := v.GoName + " is the schema value " + v.Path + " (#" + v.Def.Name + ")."
+	if v.Doc != "" {
+		doc += "\n" + v.Doc
+	}
+	g.p("%s\nvar %s = func() %s {\n\tx, err := Decode%s([]byte(%s))\n\tif err != nil {\n\t\tpanic(%q + err.Error())\n\t}\n\treturn *x\n}()\n",
+		comment(doc, ""), v.GoName, v.Def.GoName, v.Def.GoName, strconv.Quote(string(v.JSON)), "schema value "+v.Path+": ")
 }

@@ -144,4 +144,5 @@ type Value struct {
 	Def    *Def
 	Doc    string
 	Pos    token.Pos
+	JSON   []byte // the evaluated value, compact JSON (set by Generate)
 }
