@@ -14,7 +14,7 @@ import (
 // TestFixtures regenerates (-update) or checks the generated fixtures.
 func TestFixtures(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range allFixtures() {
+	for _, f := range allFixtures(t) {
 		path := f.dir() + "/" + f.Name + ".json"
 		if seen[path] {
 			t.Fatalf("fixture %s declared twice", path)

@@ -1,9 +1,13 @@
 package schema_test
 
-func allFixtures() []fixture {
+import "testing"
+
+func allFixtures(t testing.TB) []fixture {
 	var all []fixture
 	all = append(all, lifecycleFixtures()...)
 	all = append(all, summaryFixtures()...)
 	all = append(all, planSelectionFixtures()...)
+	all = append(all, planFixtures()...)
+	all = append(all, limitsFixtures(t)...)
 	return all
 }

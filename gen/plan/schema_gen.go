@@ -3,6 +3,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"regexp"
 
 	"github.com/rayflow/rayflow/gen/common"
@@ -10,10 +11,72 @@ import (
 )
 
 var (
-	re0 = regexp.MustCompile("^[a-z][a-z0-9_]{0,63}$")
+	re0  = regexp.MustCompile("^workflow:.")
+	re1  = regexp.MustCompile("^sha256:[0-9a-f]{64}$")
+	re2  = regexp.MustCompile("^(arg:(0|[1-9][0-9]*)|kw:.+)$")
+	re3  = regexp.MustCompile("^node:0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result$")
+	re4  = regexp.MustCompile("^callable:(0|[1-9][0-9]*)$")
+	re5  = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result|result_buffer|result_fold|reducer))*$")
+	re6  = regexp.MustCompile("^(_generator_backpressure_num_objects|accelerator_type|enable_task_events|fallback_strategy|label_selector|max_retries|memory|num_cpus|num_gpus|num_returns|placement_group|placement_group_bundle_index|placement_group_capture_child_tasks|resources|retry_exceptions|scheduling_strategy)$")
+	re7  = regexp.MustCompile("^(node:0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result|invocation:root|invocation:arg:0)$")
+	re8  = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*\\.(result_buffer|result_fold)$")
+	re9  = regexp.MustCompile("\\.result_buffer$")
+	re10 = regexp.MustCompile("\\.result_fold$")
+	re11 = regexp.MustCompile("^[0-9a-f]{64}$")
+	re12 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result$")
+	re13 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:input$")
+	re14 = regexp.MustCompile("^[A-Za-z0-9_.:*\\[\\]-]{1,512}$")
+	re15 = regexp.MustCompile("^[a-z][a-z0-9_]{0,63}$")
 )
 
 const (
+	// Format names the plan format (PLAN_FORMAT, renamed per CONTRACTS §0).
+	Format = "rayflow.workflow-plan"
+	// FormatVersion is PLAN_FORMAT_VERSION.
+	FormatVersion = 1
+	// APIVersion is compatibility.rayflow_plan_api.
+	APIVersion = 1
+	// MaxPlanBytes is MAX_PLAN_BYTES: the canonical UTF-8 size cap of a plan.
+	MaxPlanBytes = 65536
+	// MaxPlanNodes is MAX_PLAN_NODES: the most nodes of a detailed plan.
+	MaxPlanNodes = 64
+	// MaxDepth is the JSON nesting cap of the canonical plan document.
+	MaxDepth = 16
+	// MaxMappingEntries caps every object of the plan document.
+	MaxMappingEntries = 256
+	// MaxSequenceItems caps every list of the plan document.
+	MaxSequenceItems = 1024
+	// MaxStringRunes caps every string of the plan document (code points).
+	MaxStringRunes = 2048
+	// MaxByNodeEnvironments caps environments.by_node (schema_limit).
+	MaxByNodeEnvironments = 256
+	// MaxDiagnosticPaths caps the RuntimeEnv and retry diagnostic path lists.
+	MaxDiagnosticPaths = 16
+	// MaxRuntimeEnvIdentityBytes caps one canonical RuntimeEnv identity.
+	MaxRuntimeEnvIdentityBytes = 16384
+	// MaxCodeFileBytes caps one code file hashed for code identity (16 MiB).
+	MaxCodeFileBytes = 16777216
+	// MaxCodeTreeFiles caps the files of one local code tree snapshot.
+	MaxCodeTreeFiles = 2048
+	// MaxCodeTreeBytes caps the bytes of one local code tree snapshot (32 MiB).
+	MaxCodeTreeBytes = 33554432
+	// MaxCodeTreeEntries caps the entries of one local code tree snapshot.
+	MaxCodeTreeEntries = 4096
+	// MaxActorCustomResources caps an actor's custom resources.
+	MaxActorCustomResources = 32
+	// MaxRuntimeFieldRunes caps each compiled-graph runtime identity field.
+	MaxRuntimeFieldRunes = 1024
+	// MaxTrustFieldRunes caps each trust identity field.
+	MaxTrustFieldRunes = 256
+	// RuntimeEnvFormat names the RuntimeEnv identity manifest format.
+	RuntimeEnvFormat = "rayflow.runtime-env-plan"
+	// ResultBufferProtocol names the result-buffer actor protocol.
+	ResultBufferProtocol = "rayflow.workflow-map-result-buffer"
+	// ResultFoldProtocol names the ordered-fold actor protocol (rayflow's
+	// definition; the reference contract was not read, see README.md).
+	ResultFoldProtocol = "rayflow.workflow-map-result-fold"
+	// PlanMaxBytes is the byte cap of one #Plan record.
+	PlanMaxBytes = 65536
 	// SelectionFormat names the selection format.
 	SelectionFormat = "rayflow.workflow-plan-selection"
 	// MaxSelectionBytes is MAX_PLAN_SELECTION_BYTES.
@@ -25,6 +88,411 @@ const (
 	// SelectionMaxBytes is the byte cap of one #PlanSelection record.
 	SelectionMaxBytes = 16384
 )
+
+// TopologyClass classifies the topology; fixed_width is reserved and
+// never produced by v1, so v1 plans do not carry it.
+type TopologyClass string
+
+// Values of TopologyClass.
+const (
+	TopologyClassStatic  TopologyClass = "static"
+	TopologyClassDynamic TopologyClass = "dynamic"
+)
+
+// TopologyClassValues lists every TopologyClass in schema order.
+var TopologyClassValues = []TopologyClass{
+	TopologyClassStatic,
+	TopologyClassDynamic,
+}
+
+// Valid reports whether x is one of the TopologyClass values.
+func (x TopologyClass) Valid() bool {
+	switch x {
+	case TopologyClassStatic, TopologyClassDynamic:
+		return true
+	}
+	return false
+}
+
+// SelectorIdentityIdentity is an enumeration.
+type SelectorIdentityIdentity string
+
+// Values of SelectorIdentityIdentity.
+const (
+	SelectorIdentityIdentityCoveredBySchedulingRevision SelectorIdentityIdentity = "covered_by_scheduling_revision"
+	SelectorIdentityIdentityRuntimeOnly                 SelectorIdentityIdentity = "runtime_only"
+)
+
+// SelectorIdentityIdentityValues lists every SelectorIdentityIdentity in schema order.
+var SelectorIdentityIdentityValues = []SelectorIdentityIdentity{
+	SelectorIdentityIdentityCoveredBySchedulingRevision,
+	SelectorIdentityIdentityRuntimeOnly,
+}
+
+// Valid reports whether x is one of the SelectorIdentityIdentity values.
+func (x SelectorIdentityIdentity) Valid() bool {
+	switch x {
+	case SelectorIdentityIdentityCoveredBySchedulingRevision, SelectorIdentityIdentityRuntimeOnly:
+		return true
+	}
+	return false
+}
+
+// EnvironmentMode says whether a step inherits the outer RuntimeEnv.
+type EnvironmentMode string
+
+// Values of EnvironmentMode.
+const (
+	EnvironmentModeInherit  EnvironmentMode = "inherit"
+	EnvironmentModeOverride EnvironmentMode = "override"
+)
+
+// EnvironmentModeValues lists every EnvironmentMode in schema order.
+var EnvironmentModeValues = []EnvironmentMode{
+	EnvironmentModeInherit,
+	EnvironmentModeOverride,
+}
+
+// Valid reports whether x is one of the EnvironmentMode values.
+func (x EnvironmentMode) Valid() bool {
+	switch x {
+	case EnvironmentModeInherit, EnvironmentModeOverride:
+		return true
+	}
+	return false
+}
+
+// CallableKind classifies a callable. Go functions are sync; closures,
+// method values and other runtime-only callables are callable_object;
+// async is kept for the vocabulary and not produced by the Go SDK.
+type CallableKind string
+
+// Values of CallableKind.
+const (
+	CallableKindAsync          CallableKind = "async"
+	CallableKindSync           CallableKind = "sync"
+	CallableKindCallableObject CallableKind = "callable_object"
+	CallableKindUnknown        CallableKind = "unknown"
+)
+
+// CallableKindValues lists every CallableKind in schema order.
+var CallableKindValues = []CallableKind{
+	CallableKindAsync,
+	CallableKindSync,
+	CallableKindCallableObject,
+	CallableKindUnknown,
+}
+
+// Valid reports whether x is one of the CallableKind values.
+func (x CallableKind) Valid() bool {
+	switch x {
+	case CallableKindAsync, CallableKindSync, CallableKindCallableObject, CallableKindUnknown:
+		return true
+	}
+	return false
+}
+
+// ModuleOrigin says where a module identity comes from.
+type ModuleOrigin string
+
+// Values of ModuleOrigin.
+const (
+	ModuleOriginUnresolved             ModuleOrigin = "unresolved"
+	ModuleOriginModuleContent          ModuleOrigin = "module_content"
+	ModuleOriginIdentityBudgetExceeded ModuleOrigin = "identity_budget_exceeded"
+	ModuleOriginUnavailableOnSubmitter ModuleOrigin = "unavailable_on_submitter"
+)
+
+// ModuleOriginValues lists every ModuleOrigin in schema order.
+var ModuleOriginValues = []ModuleOrigin{
+	ModuleOriginUnresolved,
+	ModuleOriginModuleContent,
+	ModuleOriginIdentityBudgetExceeded,
+	ModuleOriginUnavailableOnSubmitter,
+}
+
+// Valid reports whether x is one of the ModuleOrigin values.
+func (x ModuleOrigin) Valid() bool {
+	switch x {
+	case ModuleOriginUnresolved, ModuleOriginModuleContent, ModuleOriginIdentityBudgetExceeded, ModuleOriginUnavailableOnSubmitter:
+		return true
+	}
+	return false
+}
+
+// CodeIdentityDeployment is an enumeration.
+type CodeIdentityDeployment string
+
+// Values of CodeIdentityDeployment.
+const (
+	CodeIdentityDeploymentModuleAndTargetIdentity CodeIdentityDeployment = "module_and_target_identity"
+	CodeIdentityDeploymentWorkerRuntimeOnly       CodeIdentityDeployment = "worker_runtime_only"
+)
+
+// CodeIdentityDeploymentValues lists every CodeIdentityDeployment in schema order.
+var CodeIdentityDeploymentValues = []CodeIdentityDeployment{
+	CodeIdentityDeploymentModuleAndTargetIdentity,
+	CodeIdentityDeploymentWorkerRuntimeOnly,
+}
+
+// Valid reports whether x is one of the CodeIdentityDeployment values.
+func (x CodeIdentityDeployment) Valid() bool {
+	switch x {
+	case CodeIdentityDeploymentModuleAndTargetIdentity, CodeIdentityDeploymentWorkerRuntimeOnly:
+		return true
+	}
+	return false
+}
+
+// CodeIdentityCallableState is an enumeration.
+type CodeIdentityCallableState string
+
+// Values of CodeIdentityCallableState.
+const (
+	CodeIdentityCallableStateModuleDefined CodeIdentityCallableState = "module_defined"
+	CodeIdentityCallableStateRuntimeOnly   CodeIdentityCallableState = "runtime_only"
+)
+
+// CodeIdentityCallableStateValues lists every CodeIdentityCallableState in schema order.
+var CodeIdentityCallableStateValues = []CodeIdentityCallableState{
+	CodeIdentityCallableStateModuleDefined,
+	CodeIdentityCallableStateRuntimeOnly,
+}
+
+// Valid reports whether x is one of the CodeIdentityCallableState values.
+func (x CodeIdentityCallableState) Valid() bool {
+	switch x {
+	case CodeIdentityCallableStateModuleDefined, CodeIdentityCallableStateRuntimeOnly:
+		return true
+	}
+	return false
+}
+
+// SchedulingStrategy is the scheduling strategy of a map actor.
+type SchedulingStrategy string
+
+// Values of SchedulingStrategy.
+const (
+	SchedulingStrategyDefault SchedulingStrategy = "DEFAULT"
+	SchedulingStrategySpread  SchedulingStrategy = "SPREAD"
+)
+
+// SchedulingStrategyValues lists every SchedulingStrategy in schema order.
+var SchedulingStrategyValues = []SchedulingStrategy{
+	SchedulingStrategyDefault,
+	SchedulingStrategySpread,
+}
+
+// Valid reports whether x is one of the SchedulingStrategy values.
+func (x SchedulingStrategy) Valid() bool {
+	switch x {
+	case SchedulingStrategyDefault, SchedulingStrategySpread:
+		return true
+	}
+	return false
+}
+
+// NodeModel is the physical node model.
+type NodeModel string
+
+// Values of NodeModel.
+const (
+	NodeModelRayTasks          NodeModel = "ray_tasks"
+	NodeModelRayTasksAndActors NodeModel = "ray_tasks_and_actors"
+)
+
+// NodeModelValues lists every NodeModel in schema order.
+var NodeModelValues = []NodeModel{
+	NodeModelRayTasks,
+	NodeModelRayTasksAndActors,
+}
+
+// Valid reports whether x is one of the NodeModel values.
+func (x NodeModel) Valid() bool {
+	switch x {
+	case NodeModelRayTasks, NodeModelRayTasksAndActors:
+		return true
+	}
+	return false
+}
+
+// SideEffects is the side-effect vocabulary (unknown is the safe default).
+type SideEffects string
+
+// Values of SideEffects.
+const (
+	SideEffectsNone               SideEffects = "none"
+	SideEffectsReadOnly           SideEffects = "read_only"
+	SideEffectsIdempotent         SideEffects = "idempotent"
+	SideEffectsExternalIdempotent SideEffects = "external_idempotent"
+	SideEffectsUnknown            SideEffects = "unknown"
+)
+
+// SideEffectsValues lists every SideEffects in schema order.
+var SideEffectsValues = []SideEffects{
+	SideEffectsNone,
+	SideEffectsReadOnly,
+	SideEffectsIdempotent,
+	SideEffectsExternalIdempotent,
+	SideEffectsUnknown,
+}
+
+// Valid reports whether x is one of the SideEffects values.
+func (x SideEffects) Valid() bool {
+	switch x {
+	case SideEffectsNone, SideEffectsReadOnly, SideEffectsIdempotent, SideEffectsExternalIdempotent, SideEffectsUnknown:
+		return true
+	}
+	return false
+}
+
+// LogicalItems classifies the logical item count.
+type LogicalItems string
+
+// Values of LogicalItems.
+const (
+	LogicalItemsFixed        LogicalItems = "fixed"
+	LogicalItemsInputBounded LogicalItems = "input_bounded"
+	LogicalItemsUnbounded    LogicalItems = "unbounded"
+)
+
+// LogicalItemsValues lists every LogicalItems in schema order.
+var LogicalItemsValues = []LogicalItems{
+	LogicalItemsFixed,
+	LogicalItemsInputBounded,
+	LogicalItemsUnbounded,
+}
+
+// Valid reports whether x is one of the LogicalItems values.
+func (x LogicalItems) Valid() bool {
+	switch x {
+	case LogicalItemsFixed, LogicalItemsInputBounded, LogicalItemsUnbounded:
+		return true
+	}
+	return false
+}
+
+// ChannelTransport is a compiled-graph channel transport.
+type ChannelTransport string
+
+// Values of ChannelTransport.
+const (
+	ChannelTransportCPUSharedMemory ChannelTransport = "cpu-shared-memory"
+	ChannelTransportGPUNCCL         ChannelTransport = "gpu-nccl"
+)
+
+// ChannelTransportValues lists every ChannelTransport in schema order.
+var ChannelTransportValues = []ChannelTransport{
+	ChannelTransportCPUSharedMemory,
+	ChannelTransportGPUNCCL,
+}
+
+// Valid reports whether x is one of the ChannelTransport values.
+func (x ChannelTransport) Valid() bool {
+	switch x {
+	case ChannelTransportCPUSharedMemory, ChannelTransportGPUNCCL:
+		return true
+	}
+	return false
+}
+
+// OwnerTopology is where the workflow owner runs.
+type OwnerTopology string
+
+// Values of OwnerTopology.
+const (
+	OwnerTopologyDirectDriver    OwnerTopology = "direct-driver"
+	OwnerTopologyNestedRayTask   OwnerTopology = "nested-ray-task"
+	OwnerTopologyRayJobDriver    OwnerTopology = "ray-job-driver"
+	OwnerTopologyRayClientDriver OwnerTopology = "ray-client-driver"
+)
+
+// OwnerTopologyValues lists every OwnerTopology in schema order.
+var OwnerTopologyValues = []OwnerTopology{
+	OwnerTopologyDirectDriver,
+	OwnerTopologyNestedRayTask,
+	OwnerTopologyRayJobDriver,
+	OwnerTopologyRayClientDriver,
+}
+
+// Valid reports whether x is one of the OwnerTopology values.
+func (x OwnerTopology) Valid() bool {
+	switch x {
+	case OwnerTopologyDirectDriver, OwnerTopologyNestedRayTask, OwnerTopologyRayJobDriver, OwnerTopologyRayClientDriver:
+		return true
+	}
+	return false
+}
+
+// SubmissionTransport is how work reaches Ray.
+type SubmissionTransport string
+
+// Values of SubmissionTransport.
+const (
+	SubmissionTransportDirectRayCore SubmissionTransport = "direct-ray-core"
+	SubmissionTransportRayClient     SubmissionTransport = "ray-client"
+	SubmissionTransportRayJob        SubmissionTransport = "ray-job"
+)
+
+// SubmissionTransportValues lists every SubmissionTransport in schema order.
+var SubmissionTransportValues = []SubmissionTransport{
+	SubmissionTransportDirectRayCore,
+	SubmissionTransportRayClient,
+	SubmissionTransportRayJob,
+}
+
+// Valid reports whether x is one of the SubmissionTransport values.
+func (x SubmissionTransport) Valid() bool {
+	switch x {
+	case SubmissionTransportDirectRayCore, SubmissionTransportRayClient, SubmissionTransportRayJob:
+		return true
+	}
+	return false
+}
+
+// CompiledGraphReason is the compiled-graph policy decision.
+type CompiledGraphReason string
+
+// Values of CompiledGraphReason.
+const (
+	CompiledGraphReasonEligible                       CompiledGraphReason = "ELIGIBLE"
+	CompiledGraphReasonCandidateRequiresSmoke         CompiledGraphReason = "CANDIDATE_REQUIRES_SMOKE"
+	CompiledGraphReasonIncompleteCapabilityContext    CompiledGraphReason = "INCOMPLETE_CAPABILITY_CONTEXT"
+	CompiledGraphReasonInvalidRuntimeIdentity         CompiledGraphReason = "INVALID_RUNTIME_IDENTITY"
+	CompiledGraphReasonRayNotInstalled                CompiledGraphReason = "RAY_NOT_INSTALLED"
+	CompiledGraphReasonUnsupportedRayVersion          CompiledGraphReason = "UNSUPPORTED_RAY_VERSION"
+	CompiledGraphReasonUnsupportedPython              CompiledGraphReason = "UNSUPPORTED_PYTHON"
+	CompiledGraphReasonUnsupportedOperatingSystem     CompiledGraphReason = "UNSUPPORTED_OPERATING_SYSTEM"
+	CompiledGraphReasonUnsupportedArchitecture        CompiledGraphReason = "UNSUPPORTED_ARCHITECTURE"
+	CompiledGraphReasonUnsupportedTopology            CompiledGraphReason = "UNSUPPORTED_TOPOLOGY"
+	CompiledGraphReasonUnsupportedSubmissionTransport CompiledGraphReason = "UNSUPPORTED_SUBMISSION_TRANSPORT"
+	CompiledGraphReasonUnsupportedTransport           CompiledGraphReason = "UNSUPPORTED_TRANSPORT"
+)
+
+// CompiledGraphReasonValues lists every CompiledGraphReason in schema order.
+var CompiledGraphReasonValues = []CompiledGraphReason{
+	CompiledGraphReasonEligible,
+	CompiledGraphReasonCandidateRequiresSmoke,
+	CompiledGraphReasonIncompleteCapabilityContext,
+	CompiledGraphReasonInvalidRuntimeIdentity,
+	CompiledGraphReasonRayNotInstalled,
+	CompiledGraphReasonUnsupportedRayVersion,
+	CompiledGraphReasonUnsupportedPython,
+	CompiledGraphReasonUnsupportedOperatingSystem,
+	CompiledGraphReasonUnsupportedArchitecture,
+	CompiledGraphReasonUnsupportedTopology,
+	CompiledGraphReasonUnsupportedSubmissionTransport,
+	CompiledGraphReasonUnsupportedTransport,
+}
+
+// Valid reports whether x is one of the CompiledGraphReason values.
+func (x CompiledGraphReason) Valid() bool {
+	switch x {
+	case CompiledGraphReasonEligible, CompiledGraphReasonCandidateRequiresSmoke, CompiledGraphReasonIncompleteCapabilityContext, CompiledGraphReasonInvalidRuntimeIdentity, CompiledGraphReasonRayNotInstalled, CompiledGraphReasonUnsupportedRayVersion, CompiledGraphReasonUnsupportedPython, CompiledGraphReasonUnsupportedOperatingSystem, CompiledGraphReasonUnsupportedArchitecture, CompiledGraphReasonUnsupportedTopology, CompiledGraphReasonUnsupportedSubmissionTransport, CompiledGraphReasonUnsupportedTransport:
+		return true
+	}
+	return false
+}
 
 // RejectionCode says why a strategy cannot run a plan (§3).
 type RejectionCode string
@@ -70,6 +538,9038 @@ func (x RejectionCode) Valid() bool {
 	return false
 }
 
+// CompatibilityByteorder is an enumeration.
+type CompatibilityByteorder string
+
+// Values of CompatibilityByteorder.
+const (
+	CompatibilityByteorderLittle CompatibilityByteorder = "little"
+	CompatibilityByteorderBig    CompatibilityByteorder = "big"
+)
+
+// CompatibilityByteorderValues lists every CompatibilityByteorder in schema order.
+var CompatibilityByteorderValues = []CompatibilityByteorder{
+	CompatibilityByteorderLittle,
+	CompatibilityByteorderBig,
+}
+
+// Valid reports whether x is one of the CompatibilityByteorder values.
+func (x CompatibilityByteorder) Valid() bool {
+	switch x {
+	case CompatibilityByteorderLittle, CompatibilityByteorderBig:
+		return true
+	}
+	return false
+}
+
+// OverflowReason says why a plan was compacted.
+type OverflowReason string
+
+// Values of OverflowReason.
+const (
+	OverflowReasonNodeLimit       OverflowReason = "node_limit"
+	OverflowReasonSchemaLimit     OverflowReason = "schema_limit"
+	OverflowReasonIdentifierLimit OverflowReason = "identifier_limit"
+	OverflowReasonByteLimit       OverflowReason = "byte_limit"
+)
+
+// OverflowReasonValues lists every OverflowReason in schema order.
+var OverflowReasonValues = []OverflowReason{
+	OverflowReasonNodeLimit,
+	OverflowReasonSchemaLimit,
+	OverflowReasonIdentifierLimit,
+	OverflowReasonByteLimit,
+}
+
+// Valid reports whether x is one of the OverflowReason values.
+func (x OverflowReason) Valid() bool {
+	switch x {
+	case OverflowReasonNodeLimit, OverflowReasonSchemaLimit, OverflowReasonIdentifierLimit, OverflowReasonByteLimit:
+		return true
+	}
+	return false
+}
+
+// Node is one node of the plan, chosen by operation.
+//
+// It is one of *CallNode, *OrderedCollectNode, *DynamicMapNode, *OrderedDynamicCollectNode, *OrderedActorFinalizeNode, *OrderedActorFoldFinalizeNode, chosen by the field "operation".
+type Node interface {
+	isNode()
+	// ValidateAt checks every constraint; used by generated code.
+	ValidateAt(p *rt.Path, e *rt.Errors)
+}
+
+func (*CallNode) isNode() {}
+
+func (*OrderedCollectNode) isNode() {}
+
+func (*DynamicMapNode) isNode() {}
+
+func (*OrderedDynamicCollectNode) isNode() {}
+
+func (*OrderedActorFinalizeNode) isNode() {}
+
+func (*OrderedActorFoldFinalizeNode) isNode() {}
+
+// DecodeNodeValue decodes a parsed value; used by generated code.
+func DecodeNodeValue(v *rt.Value, p *rt.Path, e *rt.Errors) Node {
+	if !rt.Object(v, p, e) {
+		return nil
+	}
+	var tag *rt.Value
+	for i := range v.Members {
+		if v.Members[i].Key == "operation" {
+			tag = &v.Members[i].Value
+			break
+		}
+	}
+	if tag == nil {
+		rt.Missing(p, "operation", e)
+		return nil
+	}
+	s, ok := rt.String(tag, p.Key("operation"), e)
+	if !ok {
+		return nil
+	}
+	switch s {
+	case "call":
+		x := new(CallNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "ordered_collect":
+		x := new(OrderedCollectNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "dynamic_map":
+		x := new(DynamicMapNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "ordered_dynamic_collect":
+		x := new(OrderedDynamicCollectNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "ordered_actor_finalize":
+		x := new(OrderedActorFinalizeNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "ordered_actor_fold_finalize":
+		x := new(OrderedActorFoldFinalizeNode)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	}
+	e.Add(p.Key("operation"), rt.CodeUnionTag, "%q names no variant of #PlanNode", s)
+	return nil
+}
+
+// DecodeNode decodes and validates one #PlanNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeNode(data []byte) (Node, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := DecodeNodeValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Actor is a map actor, chosen by kind.
+//
+// It is one of *ResultBufferActor, *ResultFoldActor, chosen by the field "kind".
+type Actor interface {
+	isActor()
+	// ValidateAt checks every constraint; used by generated code.
+	ValidateAt(p *rt.Path, e *rt.Errors)
+}
+
+func (*ResultBufferActor) isActor() {}
+
+func (*ResultFoldActor) isActor() {}
+
+// DecodeActorValue decodes a parsed value; used by generated code.
+func DecodeActorValue(v *rt.Value, p *rt.Path, e *rt.Errors) Actor {
+	if !rt.Object(v, p, e) {
+		return nil
+	}
+	var tag *rt.Value
+	for i := range v.Members {
+		if v.Members[i].Key == "kind" {
+			tag = &v.Members[i].Value
+			break
+		}
+	}
+	if tag == nil {
+		rt.Missing(p, "kind", e)
+		return nil
+	}
+	s, ok := rt.String(tag, p.Key("kind"), e)
+	if !ok {
+		return nil
+	}
+	switch s {
+	case "ordered_map_result_buffer":
+		x := new(ResultBufferActor)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	case "ordered_map_result_fold":
+		x := new(ResultFoldActor)
+		x.DecodeJSONValue(v, p, e)
+		return x
+	}
+	e.Add(p.Key("kind"), rt.CodeUnionTag, "%q names no variant of #PlanActor", s)
+	return nil
+}
+
+// DecodeActor decodes and validates one #PlanActor record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActor(data []byte) (Actor, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := DecodeActorValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Definition identifies the workflow definition.
+type Definition struct {
+	// name is "workflow:" + the first registered callable's Go function name,
+	// or "workflow:anonymous".
+	Name string `json:"name"`
+	// revision is the definition digest (§1.4).
+	Revision string `json:"revision"`
+	// build_revision is "environment:<VAR>:<value>" or a configured revision.
+	BuildRevision        *string `json:"build_revision"`
+	ContainerImageDigest *string `json:"container_image_digest"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Definition) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "name":
+			seen[0] = true
+			fp := p.Key("name")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re0, s1, fp, e)
+				x.Name = s1
+			}
+		case "revision":
+			seen[1] = true
+			fp := p.Key("revision")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re1, s2, fp, e)
+				x.Revision = s2
+			}
+		case "build_revision":
+			seen[2] = true
+			fp := p.Key("build_revision")
+			if (&m.Value).Kind == rt.KindNull {
+				x.BuildRevision = nil
+			} else {
+				var v3 string
+				if s4, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s4, 1, fp, e)
+					rt.MaxRunes(s4, 2048, fp, e)
+					v3 = s4
+				}
+				x.BuildRevision = &v3
+			}
+		case "container_image_digest":
+			seen[3] = true
+			fp := p.Key("container_image_digest")
+			if (&m.Value).Kind == rt.KindNull {
+				x.ContainerImageDigest = nil
+			} else {
+				var v5 string
+				if s6, ok := rt.String((&m.Value), fp, e); ok {
+					rt.Pattern(re1, s6, fp, e)
+					v5 = s6
+				}
+				x.ContainerImageDigest = &v5
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "name", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "revision", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "build_revision", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "container_image_digest", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Definition) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Definition) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("name"); true {
+		rt.MaxRunes(x.Name, 2048, fp1, e)
+		rt.Pattern(re0, x.Name, fp1, e)
+	}
+	if fp2 := p.Key("revision"); true {
+		rt.Pattern(re1, x.Revision, fp2, e)
+	}
+	if x.BuildRevision != nil {
+		if fp3 := p.Key("build_revision"); true {
+			rt.MinRunes((*x.BuildRevision), 1, fp3, e)
+			rt.MaxRunes((*x.BuildRevision), 2048, fp3, e)
+		}
+	}
+	if x.ContainerImageDigest != nil {
+		if fp4 := p.Key("container_image_digest"); true {
+			rt.Pattern(re1, (*x.ContainerImageDigest), fp4, e)
+		}
+	}
+}
+
+// DecodeDefinition decodes and validates one #PlanDefinition record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeDefinition(data []byte) (*Definition, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Definition)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Topology lists the entry and result ports.
+type Topology struct {
+	Class TopologyClass `json:"class"`
+	// entry_ports are "arg:0".."arg:N-1" then "kw:<name>" (sorted, NFC).
+	EntryPorts []string `json:"entry_ports"`
+	// result_ports are "node:<terminal id>:result".
+	ResultPorts []string `json:"result_ports"`
+	// entry_port_count and result_port_count appear only in the overflow form.
+	EntryPortCount  *int64 `json:"entry_port_count,omitempty"`
+	ResultPortCount *int64 `json:"result_port_count,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Topology) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "class":
+			seen[0] = true
+			fp := p.Key("class")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !TopologyClass(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.Class = TopologyClass(s1)
+			}
+		case "entry_ports":
+			seen[1] = true
+			fp := p.Key("entry_ports")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l2 := make([]string, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
+						rt.MaxRunes(s5, 2048, ip4, e)
+						rt.Pattern(re2, s5, ip4, e)
+						l2[i3] = s5
+					}
+				}
+				rt.Unique(l2, fp, e)
+				x.EntryPorts = l2
+			}
+		case "result_ports":
+			seen[2] = true
+			fp := p.Key("result_ports")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l6 := make([]string, len((&m.Value).Elems))
+				for i7 := range (&m.Value).Elems {
+					ip8 := fp.Index(i7)
+					if s9, ok := rt.String((&(&m.Value).Elems[i7]), ip8, e); ok {
+						rt.MaxRunes(s9, 2048, ip8, e)
+						rt.Pattern(re3, s9, ip8, e)
+						l6[i7] = s9
+					}
+				}
+				rt.Unique(l6, fp, e)
+				x.ResultPorts = l6
+			}
+		case "entry_port_count":
+			fp := p.Key("entry_port_count")
+			{
+				var v10 int64
+				if n11, ok := rt.Int((&m.Value), fp, e); ok {
+					if n11 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n11 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v10 = n11
+				}
+				x.EntryPortCount = &v10
+			}
+		case "result_port_count":
+			fp := p.Key("result_port_count")
+			{
+				var v12 int64
+				if n13, ok := rt.Int((&m.Value), fp, e); ok {
+					if n13 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n13 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v12 = n13
+				}
+				x.ResultPortCount = &v12
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "class", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "entry_ports", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "result_ports", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Topology) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Topology) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("class"); true {
+		if !x.Class.Valid() {
+			rt.Enum(string(x.Class), fp1, e)
+		}
+	}
+	{
+		lp2 := p.Key("entry_ports")
+		rt.MaxItems(len(x.EntryPorts), 1024, lp2, e)
+		rt.Unique(x.EntryPorts, lp2, e)
+		for i3 := range x.EntryPorts {
+			if fp4 := lp2.Index(i3); true {
+				rt.MaxRunes(x.EntryPorts[i3], 2048, fp4, e)
+				rt.Pattern(re2, x.EntryPorts[i3], fp4, e)
+			}
+		}
+	}
+	{
+		lp5 := p.Key("result_ports")
+		rt.MaxItems(len(x.ResultPorts), 1024, lp5, e)
+		rt.Unique(x.ResultPorts, lp5, e)
+		for i6 := range x.ResultPorts {
+			if fp7 := lp5.Index(i6); true {
+				rt.MaxRunes(x.ResultPorts[i6], 2048, fp7, e)
+				rt.Pattern(re3, x.ResultPorts[i6], fp7, e)
+			}
+		}
+	}
+	if x.EntryPortCount != nil {
+		if fp8 := p.Key("entry_port_count"); true {
+			if (*x.EntryPortCount) < 0 {
+				e.Add(fp8, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.EntryPortCount) > 9223372036854775807 {
+				e.Add(fp8, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.ResultPortCount != nil {
+		if fp9 := p.Key("result_port_count"); true {
+			if (*x.ResultPortCount) < 0 {
+				e.Add(fp9, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.ResultPortCount) > 9223372036854775807 {
+				e.Add(fp9, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+}
+
+// DecodeTopology decodes and validates one #PlanTopology record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeTopology(data []byte) (*Topology, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Topology)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CallableRef points into the callable table.
+type CallableRef struct {
+	Ref string `json:"ref"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CallableRef) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "ref":
+			seen[0] = true
+			fp := p.Key("ref")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re4, s1, fp, e)
+				x.Ref = s1
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "ref", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CallableRef) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CallableRef) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("ref"); true {
+		rt.Pattern(re4, x.Ref, fp1, e)
+	}
+}
+
+// DecodeCallableRef decodes and validates one #PlanCallableRef record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCallableRef(data []byte) (*CallableRef, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CallableRef)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// BindingSchema describes the arguments bound at definition time.
+type BindingSchema struct {
+	BoundPositionalCount int64    `json:"bound_positional_count"`
+	BoundKeywordNames    []string `json:"bound_keyword_names"`
+	KeywordPrecedence    string   `json:"keyword_precedence"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *BindingSchema) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "bound_positional_count":
+			seen[0] = true
+			fp := p.Key("bound_positional_count")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n1 > 1024 {
+					e.Add(fp, rt.CodeMax, "must be <= 1024")
+				}
+				x.BoundPositionalCount = n1
+			}
+		case "bound_keyword_names":
+			seen[1] = true
+			fp := p.Key("bound_keyword_names")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l2 := make([]string, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
+						rt.MinRunes(s5, 1, ip4, e)
+						rt.MaxRunes(s5, 2048, ip4, e)
+						l2[i3] = s5
+					}
+				}
+				rt.Unique(l2, fp, e)
+				x.BoundKeywordNames = l2
+			}
+		case "keyword_precedence":
+			seen[2] = true
+			fp := p.Key("keyword_precedence")
+			if s6, ok := rt.String((&m.Value), fp, e); ok {
+				if s6 != "bound_over_invocation" {
+					e.Add(fp, rt.CodeConst, "must be %q", "bound_over_invocation")
+				}
+				x.KeywordPrecedence = s6
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "bound_positional_count", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "bound_keyword_names", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "keyword_precedence", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *BindingSchema) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *BindingSchema) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("bound_positional_count"); true {
+		if x.BoundPositionalCount < 0 {
+			e.Add(fp1, rt.CodeMin, "must be >= 0")
+		}
+		if x.BoundPositionalCount > 1024 {
+			e.Add(fp1, rt.CodeMax, "must be <= 1024")
+		}
+	}
+	{
+		lp2 := p.Key("bound_keyword_names")
+		rt.MaxItems(len(x.BoundKeywordNames), 1024, lp2, e)
+		rt.Unique(x.BoundKeywordNames, lp2, e)
+		for i3 := range x.BoundKeywordNames {
+			if fp4 := lp2.Index(i3); true {
+				rt.MinRunes(x.BoundKeywordNames[i3], 1, fp4, e)
+				rt.MaxRunes(x.BoundKeywordNames[i3], 2048, fp4, e)
+			}
+		}
+	}
+	if fp5 := p.Key("keyword_precedence"); true {
+		if x.KeywordPrecedence != "bound_over_invocation" {
+			e.Add(fp5, rt.CodeConst, "must be %q", "bound_over_invocation")
+		}
+	}
+}
+
+// DecodeBindingSchema decodes and validates one #PlanBindingSchema record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeBindingSchema(data []byte) (*BindingSchema, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(BindingSchema)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Resources are a step's normalized resource requests.
+type Resources struct {
+	NumCpus         *float64            `json:"num_cpus,omitempty"`
+	NumGpus         *float64            `json:"num_gpus,omitempty"`
+	Memory          *int64              `json:"memory,omitempty"`
+	AcceleratorType *string             `json:"accelerator_type,omitempty"`
+	Custom          *map[string]float64 `json:"custom,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Resources) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "num_cpus":
+			fp := p.Key("num_cpus")
+			{
+				var v1 float64
+				if n2, ok := rt.Float((&m.Value), fp, e); ok {
+					if n2 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n2 > 1.7976931348623157e308 {
+						e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+					}
+					v1 = n2
+				}
+				x.NumCpus = &v1
+			}
+		case "num_gpus":
+			fp := p.Key("num_gpus")
+			{
+				var v3 float64
+				if n4, ok := rt.Float((&m.Value), fp, e); ok {
+					if n4 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n4 > 1.7976931348623157e308 {
+						e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+					}
+					v3 = n4
+				}
+				x.NumGpus = &v3
+			}
+		case "memory":
+			fp := p.Key("memory")
+			{
+				var v5 int64
+				if n6, ok := rt.Int((&m.Value), fp, e); ok {
+					if n6 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n6 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v5 = n6
+				}
+				x.Memory = &v5
+			}
+		case "accelerator_type":
+			fp := p.Key("accelerator_type")
+			{
+				var v7 string
+				if s8, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s8, 1, fp, e)
+					rt.MaxRunes(s8, 2048, fp, e)
+					v7 = s8
+				}
+				x.AcceleratorType = &v7
+			}
+		case "custom":
+			fp := p.Key("custom")
+			{
+				var v9 map[string]float64
+				if rt.Object((&m.Value), fp, e) {
+					rt.MaxFields(len((&m.Value).Members), 256, fp, e)
+					m10 := make(map[string]float64, len((&m.Value).Members))
+					for i11 := range (&m.Value).Members {
+						mm := &(&m.Value).Members[i11]
+						kp13 := fp.Key(mm.Key)
+						rt.MinRunes(mm.Key, 1, kp13, e)
+						rt.MaxRunes(mm.Key, 2048, kp13, e)
+						var mv12 float64
+						if n14, ok := rt.Float((&mm.Value), kp13, e); ok {
+							if n14 < 0 {
+								e.Add(kp13, rt.CodeMin, "must be >= 0")
+							}
+							if n14 > 1.7976931348623157e308 {
+								e.Add(kp13, rt.CodeMax, "must be <= 1.7976931348623157e308")
+							}
+							mv12 = n14
+						}
+						m10[mm.Key] = mv12
+					}
+					v9 = m10
+				}
+				x.Custom = &v9
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Resources) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Resources) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.NumCpus != nil {
+		if fp1 := p.Key("num_cpus"); true {
+			if (*x.NumCpus) < 0 {
+				e.Add(fp1, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.NumCpus) > 1.7976931348623157e308 {
+				e.Add(fp1, rt.CodeMax, "must be <= 1.7976931348623157e308")
+			}
+		}
+	}
+	if x.NumGpus != nil {
+		if fp2 := p.Key("num_gpus"); true {
+			if (*x.NumGpus) < 0 {
+				e.Add(fp2, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.NumGpus) > 1.7976931348623157e308 {
+				e.Add(fp2, rt.CodeMax, "must be <= 1.7976931348623157e308")
+			}
+		}
+	}
+	if x.Memory != nil {
+		if fp3 := p.Key("memory"); true {
+			if (*x.Memory) < 0 {
+				e.Add(fp3, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.Memory) > 9223372036854775807 {
+				e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.AcceleratorType != nil {
+		if fp4 := p.Key("accelerator_type"); true {
+			rt.MinRunes((*x.AcceleratorType), 1, fp4, e)
+			rt.MaxRunes((*x.AcceleratorType), 2048, fp4, e)
+		}
+	}
+	if x.Custom != nil {
+		{
+			mp5 := p.Key("custom")
+			rt.MaxFields(len((*x.Custom)), 256, mp5, e)
+			for _, k6 := range rt.SortedKeys((*x.Custom)) {
+				kp7 := mp5.Key(k6)
+				rt.MinRunes(k6, 1, kp7, e)
+				rt.MaxRunes(k6, 2048, kp7, e)
+				mv8 := (*x.Custom)[k6]
+				if fp9 := kp7; true {
+					if mv8 < 0 {
+						e.Add(fp9, rt.CodeMin, "must be >= 0")
+					}
+					if mv8 > 1.7976931348623157e308 {
+						e.Add(fp9, rt.CodeMax, "must be <= 1.7976931348623157e308")
+					}
+				}
+			}
+		}
+	}
+}
+
+// DecodeResources decodes and validates one #PlanResources record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResources(data []byte) (*Resources, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Resources)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// SelectorIdentity replaces a label selector or fallback strategy.
+type SelectorIdentity struct {
+	EntryCount int64                    `json:"entry_count"`
+	Identity   SelectorIdentityIdentity `json:"identity"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *SelectorIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "entry_count":
+			seen[0] = true
+			fp := p.Key("entry_count")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n1 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.EntryCount = n1
+			}
+		case "identity":
+			seen[1] = true
+			fp := p.Key("identity")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if !SelectorIdentityIdentity(s2).Valid() {
+					rt.Enum(s2, fp, e)
+				}
+				x.Identity = SelectorIdentityIdentity(s2)
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "entry_count", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "identity", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *SelectorIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *SelectorIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("entry_count"); true {
+		if x.EntryCount < 0 {
+			e.Add(fp1, rt.CodeMin, "must be >= 0")
+		}
+		if x.EntryCount > 9223372036854775807 {
+			e.Add(fp1, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp2 := p.Key("identity"); true {
+		if !x.Identity.Valid() {
+			rt.Enum(string(x.Identity), fp2, e)
+		}
+	}
+}
+
+// DecodeSelectorIdentity decodes and validates one #PlanSelectorIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeSelectorIdentity(data []byte) (*SelectorIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(SelectorIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Scheduling is a step's normalized scheduling. scheduling_strategy is
+// "SPREAD" or an identity object ({present, identity} or
+// {process_local_type}), so it stays raw JSON.
+type Scheduling struct {
+	SchedulingStrategy json.RawMessage   `json:"scheduling_strategy,omitempty"`
+	LabelSelector      *SelectorIdentity `json:"label_selector,omitempty"`
+	FallbackStrategy   *SelectorIdentity `json:"fallback_strategy,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Scheduling) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "scheduling_strategy":
+			x.SchedulingStrategy = rt.RawJSON(&m.Value)
+		case "label_selector":
+			fp := p.Key("label_selector")
+			{
+				var v1 SelectorIdentity
+				v1.DecodeJSONValue((&m.Value), fp, e)
+				x.LabelSelector = &v1
+			}
+		case "fallback_strategy":
+			fp := p.Key("fallback_strategy")
+			{
+				var v2 SelectorIdentity
+				v2.DecodeJSONValue((&m.Value), fp, e)
+				x.FallbackStrategy = &v2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Scheduling) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Scheduling) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.LabelSelector != nil {
+		x.LabelSelector.ValidateAt(p.Key("label_selector"), e)
+	}
+	if x.FallbackStrategy != nil {
+		x.FallbackStrategy.ValidateAt(p.Key("fallback_strategy"), e)
+	}
+}
+
+// DecodeScheduling decodes and validates one #PlanScheduling record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeScheduling(data []byte) (*Scheduling, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Scheduling)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Empty is the empty object of collectors' resources and scheduling.
+type Empty struct {
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Empty) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Empty) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Empty) ValidateAt(p *rt.Path, e *rt.Errors) {
+}
+
+// DecodeEmpty decodes and validates one #PlanEmpty record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeEmpty(data []byte) (*Empty, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Empty)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// EnvironmentRef is a step's effective RuntimeEnv.
+type EnvironmentRef struct {
+	Mode EnvironmentMode `json:"mode"`
+	Hash string          `json:"hash"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *EnvironmentRef) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "mode":
+			seen[0] = true
+			fp := p.Key("mode")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !EnvironmentMode(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.Mode = EnvironmentMode(s1)
+			}
+		case "hash":
+			seen[1] = true
+			fp := p.Key("hash")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re1, s2, fp, e)
+				x.Hash = s2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "mode", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "hash", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *EnvironmentRef) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *EnvironmentRef) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("mode"); true {
+		if !x.Mode.Valid() {
+			rt.Enum(string(x.Mode), fp1, e)
+		}
+	}
+	if fp2 := p.Key("hash"); true {
+		rt.Pattern(re1, x.Hash, fp2, e)
+	}
+}
+
+// DecodeEnvironmentRef decodes and validates one #PlanEnvironmentRef record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeEnvironmentRef(data []byte) (*EnvironmentRef, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(EnvironmentRef)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// OutputPreview opts a step into an author projection preview.
+type OutputPreview struct {
+	Mode          string      `json:"mode"`
+	Callable      CallableRef `json:"callable"`
+	LimitsProfile string      `json:"limits_profile"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *OutputPreview) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "mode":
+			seen[0] = true
+			fp := p.Key("mode")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "author_projection" {
+					e.Add(fp, rt.CodeConst, "must be %q", "author_projection")
+				}
+				x.Mode = s1
+			}
+		case "callable":
+			seen[1] = true
+			fp := p.Key("callable")
+			x.Callable.DecodeJSONValue((&m.Value), fp, e)
+		case "limits_profile":
+			seen[2] = true
+			fp := p.Key("limits_profile")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "v1" {
+					e.Add(fp, rt.CodeConst, "must be %q", "v1")
+				}
+				x.LimitsProfile = s2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "mode", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "callable", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "limits_profile", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *OutputPreview) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *OutputPreview) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("mode"); true {
+		if x.Mode != "author_projection" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "author_projection")
+		}
+	}
+	x.Callable.ValidateAt(p.Key("callable"), e)
+	if fp2 := p.Key("limits_profile"); true {
+		if x.LimitsProfile != "v1" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "v1")
+		}
+	}
+}
+
+// DecodeOutputPreview decodes and validates one #PlanOutputPreview record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeOutputPreview(data []byte) (*OutputPreview, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(OutputPreview)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CallNode is a step() call.
+type CallNode struct {
+	ID            string        `json:"id"`
+	Operation     string        `json:"operation"`
+	NodeModel     string        `json:"node_model"`
+	Callable      CallableRef   `json:"callable"`
+	BindingSchema BindingSchema `json:"binding_schema"`
+	Outputs       []string      `json:"outputs"`
+	// bootstrap says whether the application's worker-start hook runs
+	// first (sdk.WithBootstrap; bootstrap_django in the reference).
+	Bootstrap     bool                       `json:"bootstrap"`
+	Resources     Resources                  `json:"resources"`
+	Scheduling    Scheduling                 `json:"scheduling"`
+	RayOptions    map[string]json.RawMessage `json:"ray_options"`
+	Environment   EnvironmentRef             `json:"environment"`
+	OutputPreview *OutputPreview             `json:"output_preview,omitempty"`
+	Inputs        []string                   `json:"inputs"`
+	ActorLayout   rt.Null                    `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CallNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [13]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "call" {
+					e.Add(fp, rt.CodeConst, "must be %q", "call")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "task" {
+					e.Add(fp, rt.CodeConst, "must be %q", "task")
+				}
+				x.NodeModel = s3
+			}
+		case "callable":
+			seen[3] = true
+			fp := p.Key("callable")
+			x.Callable.DecodeJSONValue((&m.Value), fp, e)
+		case "binding_schema":
+			seen[4] = true
+			fp := p.Key("binding_schema")
+			x.BindingSchema.DecodeJSONValue((&m.Value), fp, e)
+		case "outputs":
+			seen[5] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						if s7 != "result" {
+							e.Add(ip6, rt.CodeConst, "must be %q", "result")
+						}
+						l4[i5] = s7
+					}
+				}
+				x.Outputs = l4
+			}
+		case "bootstrap":
+			seen[6] = true
+			fp := p.Key("bootstrap")
+			if n8, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Bootstrap = n8
+			}
+		case "resources":
+			seen[7] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "scheduling":
+			seen[8] = true
+			fp := p.Key("scheduling")
+			x.Scheduling.DecodeJSONValue((&m.Value), fp, e)
+		case "ray_options":
+			seen[9] = true
+			fp := p.Key("ray_options")
+			if rt.Object((&m.Value), fp, e) {
+				rt.MaxFields(len((&m.Value).Members), 256, fp, e)
+				m9 := make(map[string]json.RawMessage, len((&m.Value).Members))
+				for i10 := range (&m.Value).Members {
+					mm := &(&m.Value).Members[i10]
+					kp12 := fp.Key(mm.Key)
+					rt.Pattern(re6, mm.Key, kp12, e)
+					var mv11 json.RawMessage
+					mv11 = rt.RawJSON((&mm.Value))
+					m9[mm.Key] = mv11
+				}
+				x.RayOptions = m9
+			}
+		case "environment":
+			seen[10] = true
+			fp := p.Key("environment")
+			x.Environment.DecodeJSONValue((&m.Value), fp, e)
+		case "output_preview":
+			fp := p.Key("output_preview")
+			{
+				var v13 OutputPreview
+				v13.DecodeJSONValue((&m.Value), fp, e)
+				x.OutputPreview = &v13
+			}
+		case "inputs":
+			seen[11] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l14 := make([]string, len((&m.Value).Elems))
+				for i15 := range (&m.Value).Elems {
+					ip16 := fp.Index(i15)
+					if s17, ok := rt.String((&(&m.Value).Elems[i15]), ip16, e); ok {
+						rt.MaxRunes(s17, 2048, ip16, e)
+						rt.Pattern(re7, s17, ip16, e)
+						l14[i15] = s17
+					}
+				}
+				x.Inputs = l14
+			}
+		case "actor_layout":
+			seen[12] = true
+			fp := p.Key("actor_layout")
+			rt.NullValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "callable", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "binding_schema", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "bootstrap", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "scheduling", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "ray_options", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "environment", e)
+	}
+	if !seen[11] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[12] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CallNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CallNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "call" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "call")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "task" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "task")
+		}
+	}
+	x.Callable.ValidateAt(p.Key("callable"), e)
+	x.BindingSchema.ValidateAt(p.Key("binding_schema"), e)
+	{
+		lp4 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp4, e)
+		rt.MaxItems(len(x.Outputs), 1, lp4, e)
+		for i5 := range x.Outputs {
+			if fp6 := lp4.Index(i5); true {
+				if x.Outputs[i5] != "result" {
+					e.Add(fp6, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
+	{
+		mp7 := p.Key("ray_options")
+		rt.MaxFields(len(x.RayOptions), 256, mp7, e)
+		for _, k8 := range rt.SortedKeys(x.RayOptions) {
+			kp9 := mp7.Key(k8)
+			rt.Pattern(re6, k8, kp9, e)
+		}
+	}
+	x.Environment.ValidateAt(p.Key("environment"), e)
+	if x.OutputPreview != nil {
+		x.OutputPreview.ValidateAt(p.Key("output_preview"), e)
+	}
+	{
+		lp10 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp10, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp10, e)
+		for i11 := range x.Inputs {
+			if fp12 := lp10.Index(i11); true {
+				rt.MaxRunes(x.Inputs[i11], 2048, fp12, e)
+				rt.Pattern(re7, x.Inputs[i11], fp12, e)
+			}
+		}
+	}
+}
+
+// DecodeCallNode decodes and validates one #PlanCallNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCallNode(data []byte) (*CallNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CallNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// OrderedCollectNode is a group() collector.
+type OrderedCollectNode struct {
+	ID          string   `json:"id"`
+	Operation   string   `json:"operation"`
+	NodeModel   string   `json:"node_model"`
+	Inputs      []string `json:"inputs"`
+	Outputs     []string `json:"outputs"`
+	Resources   Empty    `json:"resources"`
+	Scheduling  Empty    `json:"scheduling"`
+	ActorLayout rt.Null  `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *OrderedCollectNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [8]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_collect" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_collect")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "task" {
+					e.Add(fp, rt.CodeConst, "must be %q", "task")
+				}
+				x.NodeModel = s3
+			}
+		case "inputs":
+			seen[3] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						rt.MaxRunes(s7, 2048, ip6, e)
+						rt.Pattern(re7, s7, ip6, e)
+						l4[i5] = s7
+					}
+				}
+				x.Inputs = l4
+			}
+		case "outputs":
+			seen[4] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l8 := make([]string, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					if s11, ok := rt.String((&(&m.Value).Elems[i9]), ip10, e); ok {
+						if s11 != "result" {
+							e.Add(ip10, rt.CodeConst, "must be %q", "result")
+						}
+						l8[i9] = s11
+					}
+				}
+				x.Outputs = l8
+			}
+		case "resources":
+			seen[5] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "scheduling":
+			seen[6] = true
+			fp := p.Key("scheduling")
+			x.Scheduling.DecodeJSONValue((&m.Value), fp, e)
+		case "actor_layout":
+			seen[7] = true
+			fp := p.Key("actor_layout")
+			rt.NullValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "scheduling", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *OrderedCollectNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *OrderedCollectNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "ordered_collect" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_collect")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "task" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "task")
+		}
+	}
+	{
+		lp4 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp4, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp4, e)
+		for i5 := range x.Inputs {
+			if fp6 := lp4.Index(i5); true {
+				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
+				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+			}
+		}
+	}
+	{
+		lp7 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp7, e)
+		rt.MaxItems(len(x.Outputs), 1, lp7, e)
+		for i8 := range x.Outputs {
+			if fp9 := lp7.Index(i8); true {
+				if x.Outputs[i8] != "result" {
+					e.Add(fp9, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
+}
+
+// DecodeOrderedCollectNode decodes and validates one #PlanOrderedCollectNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeOrderedCollectNode(data []byte) (*OrderedCollectNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(OrderedCollectNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// MapBounds are a dynamic map's admission bounds; the last two appear
+// only on folding maps.
+type MapBounds struct {
+	MaximumItems              *int64  `json:"maximum_items"`
+	MaximumInFlight           *int64  `json:"maximum_in_flight"`
+	CancelTimeoutSeconds      float64 `json:"cancel_timeout_seconds"`
+	MaximumRetainedOutOfOrder *int64  `json:"maximum_retained_out_of_order,omitempty"`
+	AdmissionCreditSource     *string `json:"admission_credit_source,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *MapBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "maximum_items":
+			seen[0] = true
+			fp := p.Key("maximum_items")
+			if (&m.Value).Kind == rt.KindNull {
+				x.MaximumItems = nil
+			} else {
+				var v1 int64
+				if n2, ok := rt.Int((&m.Value), fp, e); ok {
+					if n2 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n2 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v1 = n2
+				}
+				x.MaximumItems = &v1
+			}
+		case "maximum_in_flight":
+			seen[1] = true
+			fp := p.Key("maximum_in_flight")
+			if (&m.Value).Kind == rt.KindNull {
+				x.MaximumInFlight = nil
+			} else {
+				var v3 int64
+				if n4, ok := rt.Int((&m.Value), fp, e); ok {
+					if n4 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n4 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v3 = n4
+				}
+				x.MaximumInFlight = &v3
+			}
+		case "cancel_timeout_seconds":
+			seen[2] = true
+			fp := p.Key("cancel_timeout_seconds")
+			if n5, ok := rt.Float((&m.Value), fp, e); ok {
+				if n5 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n5 > 1.7976931348623157e308 {
+					e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+				x.CancelTimeoutSeconds = n5
+			}
+		case "maximum_retained_out_of_order":
+			fp := p.Key("maximum_retained_out_of_order")
+			{
+				var v6 int64
+				if n7, ok := rt.Int((&m.Value), fp, e); ok {
+					if n7 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n7 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v6 = n7
+				}
+				x.MaximumRetainedOutOfOrder = &v6
+			}
+		case "admission_credit_source":
+			fp := p.Key("admission_credit_source")
+			{
+				var v8 string
+				if s9, ok := rt.String((&m.Value), fp, e); ok {
+					if s9 != "incorporated_items" {
+						e.Add(fp, rt.CodeConst, "must be %q", "incorporated_items")
+					}
+					v8 = s9
+				}
+				x.AdmissionCreditSource = &v8
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "maximum_items", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "maximum_in_flight", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "cancel_timeout_seconds", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *MapBounds) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *MapBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.MaximumItems != nil {
+		if fp1 := p.Key("maximum_items"); true {
+			if (*x.MaximumItems) < 1 {
+				e.Add(fp1, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumItems) > 9223372036854775807 {
+				e.Add(fp1, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.MaximumInFlight != nil {
+		if fp2 := p.Key("maximum_in_flight"); true {
+			if (*x.MaximumInFlight) < 1 {
+				e.Add(fp2, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumInFlight) > 9223372036854775807 {
+				e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if fp3 := p.Key("cancel_timeout_seconds"); true {
+		if x.CancelTimeoutSeconds < 0 {
+			e.Add(fp3, rt.CodeMin, "must be >= 0")
+		}
+		if x.CancelTimeoutSeconds > 1.7976931348623157e308 {
+			e.Add(fp3, rt.CodeMax, "must be <= 1.7976931348623157e308")
+		}
+	}
+	if x.MaximumRetainedOutOfOrder != nil {
+		if fp4 := p.Key("maximum_retained_out_of_order"); true {
+			if (*x.MaximumRetainedOutOfOrder) < 0 {
+				e.Add(fp4, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.MaximumRetainedOutOfOrder) > 9223372036854775807 {
+				e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.AdmissionCreditSource != nil {
+		if fp5 := p.Key("admission_credit_source"); true {
+			if (*x.AdmissionCreditSource) != "incorporated_items" {
+				e.Add(fp5, rt.CodeConst, "must be %q", "incorporated_items")
+			}
+		}
+	}
+}
+
+// DecodeMapBounds decodes and validates one #PlanMapBounds record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeMapBounds(data []byte) (*MapBounds, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(MapBounds)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// DynamicMapNode is a map_step() template.
+type DynamicMapNode struct {
+	ID          string    `json:"id"`
+	Operation   string    `json:"operation"`
+	NodeModel   string    `json:"node_model"`
+	Inputs      []string  `json:"inputs"`
+	Outputs     []string  `json:"outputs"`
+	Bounds      MapBounds `json:"bounds"`
+	ActorLayout *string   `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *DynamicMapNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [7]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "dynamic_map" {
+					e.Add(fp, rt.CodeConst, "must be %q", "dynamic_map")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "task_template" {
+					e.Add(fp, rt.CodeConst, "must be %q", "task_template")
+				}
+				x.NodeModel = s3
+			}
+		case "inputs":
+			seen[3] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						rt.MaxRunes(s7, 2048, ip6, e)
+						rt.Pattern(re7, s7, ip6, e)
+						l4[i5] = s7
+					}
+				}
+				x.Inputs = l4
+			}
+		case "outputs":
+			seen[4] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l8 := make([]string, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					if s11, ok := rt.String((&(&m.Value).Elems[i9]), ip10, e); ok {
+						if s11 != "result" {
+							e.Add(ip10, rt.CodeConst, "must be %q", "result")
+						}
+						l8[i9] = s11
+					}
+				}
+				x.Outputs = l8
+			}
+		case "bounds":
+			seen[5] = true
+			fp := p.Key("bounds")
+			x.Bounds.DecodeJSONValue((&m.Value), fp, e)
+		case "actor_layout":
+			seen[6] = true
+			fp := p.Key("actor_layout")
+			if (&m.Value).Kind == rt.KindNull {
+				x.ActorLayout = nil
+			} else {
+				var v12 string
+				if s13, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s13, 2048, fp, e)
+					rt.Pattern(re8, s13, fp, e)
+					v12 = s13
+				}
+				x.ActorLayout = &v12
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "bounds", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *DynamicMapNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *DynamicMapNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "dynamic_map" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "dynamic_map")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "task_template" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "task_template")
+		}
+	}
+	{
+		lp4 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp4, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp4, e)
+		for i5 := range x.Inputs {
+			if fp6 := lp4.Index(i5); true {
+				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
+				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+			}
+		}
+	}
+	{
+		lp7 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp7, e)
+		rt.MaxItems(len(x.Outputs), 1, lp7, e)
+		for i8 := range x.Outputs {
+			if fp9 := lp7.Index(i8); true {
+				if x.Outputs[i8] != "result" {
+					e.Add(fp9, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Bounds.ValidateAt(p.Key("bounds"), e)
+	if x.ActorLayout != nil {
+		if fp10 := p.Key("actor_layout"); true {
+			rt.MaxRunes((*x.ActorLayout), 2048, fp10, e)
+			rt.Pattern(re8, (*x.ActorLayout), fp10, e)
+		}
+	}
+}
+
+// DecodeDynamicMapNode decodes and validates one #PlanDynamicMapNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeDynamicMapNode(data []byte) (*DynamicMapNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(DynamicMapNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// OrderedDynamicCollectNode collects a plain map's results.
+type OrderedDynamicCollectNode struct {
+	ID          string   `json:"id"`
+	Operation   string   `json:"operation"`
+	NodeModel   string   `json:"node_model"`
+	Inputs      []string `json:"inputs"`
+	Outputs     []string `json:"outputs"`
+	Resources   Empty    `json:"resources"`
+	Scheduling  Empty    `json:"scheduling"`
+	ActorLayout rt.Null  `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *OrderedDynamicCollectNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [8]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_dynamic_collect" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_dynamic_collect")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "owner" {
+					e.Add(fp, rt.CodeConst, "must be %q", "owner")
+				}
+				x.NodeModel = s3
+			}
+		case "inputs":
+			seen[3] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						rt.MaxRunes(s7, 2048, ip6, e)
+						rt.Pattern(re7, s7, ip6, e)
+						l4[i5] = s7
+					}
+				}
+				x.Inputs = l4
+			}
+		case "outputs":
+			seen[4] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l8 := make([]string, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					if s11, ok := rt.String((&(&m.Value).Elems[i9]), ip10, e); ok {
+						if s11 != "result" {
+							e.Add(ip10, rt.CodeConst, "must be %q", "result")
+						}
+						l8[i9] = s11
+					}
+				}
+				x.Outputs = l8
+			}
+		case "resources":
+			seen[5] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "scheduling":
+			seen[6] = true
+			fp := p.Key("scheduling")
+			x.Scheduling.DecodeJSONValue((&m.Value), fp, e)
+		case "actor_layout":
+			seen[7] = true
+			fp := p.Key("actor_layout")
+			rt.NullValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "scheduling", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *OrderedDynamicCollectNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *OrderedDynamicCollectNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "ordered_dynamic_collect" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_dynamic_collect")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "owner" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "owner")
+		}
+	}
+	{
+		lp4 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp4, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp4, e)
+		for i5 := range x.Inputs {
+			if fp6 := lp4.Index(i5); true {
+				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
+				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+			}
+		}
+	}
+	{
+		lp7 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp7, e)
+		rt.MaxItems(len(x.Outputs), 1, lp7, e)
+		for i8 := range x.Outputs {
+			if fp9 := lp7.Index(i8); true {
+				if x.Outputs[i8] != "result" {
+					e.Add(fp9, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
+}
+
+// DecodeOrderedDynamicCollectNode decodes and validates one #PlanOrderedDynamicCollectNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeOrderedDynamicCollectNode(data []byte) (*OrderedDynamicCollectNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(OrderedDynamicCollectNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// OrderedActorFinalizeNode finalizes a map's result buffer.
+type OrderedActorFinalizeNode struct {
+	ID          string   `json:"id"`
+	Operation   string   `json:"operation"`
+	NodeModel   string   `json:"node_model"`
+	Inputs      []string `json:"inputs"`
+	Outputs     []string `json:"outputs"`
+	Resources   Empty    `json:"resources"`
+	Scheduling  Empty    `json:"scheduling"`
+	ActorLayout string   `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *OrderedActorFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [8]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_actor_finalize" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_actor_finalize")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "actor" {
+					e.Add(fp, rt.CodeConst, "must be %q", "actor")
+				}
+				x.NodeModel = s3
+			}
+		case "inputs":
+			seen[3] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						rt.MaxRunes(s7, 2048, ip6, e)
+						rt.Pattern(re7, s7, ip6, e)
+						l4[i5] = s7
+					}
+				}
+				x.Inputs = l4
+			}
+		case "outputs":
+			seen[4] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l8 := make([]string, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					if s11, ok := rt.String((&(&m.Value).Elems[i9]), ip10, e); ok {
+						if s11 != "result" {
+							e.Add(ip10, rt.CodeConst, "must be %q", "result")
+						}
+						l8[i9] = s11
+					}
+				}
+				x.Outputs = l8
+			}
+		case "resources":
+			seen[5] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "scheduling":
+			seen[6] = true
+			fp := p.Key("scheduling")
+			x.Scheduling.DecodeJSONValue((&m.Value), fp, e)
+		case "actor_layout":
+			seen[7] = true
+			fp := p.Key("actor_layout")
+			if s12, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s12, 2048, fp, e)
+				rt.Pattern(re9, s12, fp, e)
+				x.ActorLayout = s12
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "scheduling", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *OrderedActorFinalizeNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *OrderedActorFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "ordered_actor_finalize" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_actor_finalize")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "actor" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "actor")
+		}
+	}
+	{
+		lp4 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp4, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp4, e)
+		for i5 := range x.Inputs {
+			if fp6 := lp4.Index(i5); true {
+				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
+				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+			}
+		}
+	}
+	{
+		lp7 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp7, e)
+		rt.MaxItems(len(x.Outputs), 1, lp7, e)
+		for i8 := range x.Outputs {
+			if fp9 := lp7.Index(i8); true {
+				if x.Outputs[i8] != "result" {
+					e.Add(fp9, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
+	if fp10 := p.Key("actor_layout"); true {
+		rt.MaxRunes(x.ActorLayout, 2048, fp10, e)
+		rt.Pattern(re9, x.ActorLayout, fp10, e)
+	}
+}
+
+// DecodeOrderedActorFinalizeNode decodes and validates one #PlanOrderedActorFinalizeNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeOrderedActorFinalizeNode(data []byte) (*OrderedActorFinalizeNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(OrderedActorFinalizeNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// OrderedActorFoldFinalizeNode finalizes a map's ordered fold.
+type OrderedActorFoldFinalizeNode struct {
+	ID          string   `json:"id"`
+	Operation   string   `json:"operation"`
+	NodeModel   string   `json:"node_model"`
+	Inputs      []string `json:"inputs"`
+	Outputs     []string `json:"outputs"`
+	Resources   Empty    `json:"resources"`
+	Scheduling  Empty    `json:"scheduling"`
+	ActorLayout string   `json:"actor_layout"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *OrderedActorFoldFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [8]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "operation":
+			seen[1] = true
+			fp := p.Key("operation")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_actor_fold_finalize" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_actor_fold_finalize")
+				}
+				x.Operation = s2
+			}
+		case "node_model":
+			seen[2] = true
+			fp := p.Key("node_model")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "actor" {
+					e.Add(fp, rt.CodeConst, "must be %q", "actor")
+				}
+				x.NodeModel = s3
+			}
+		case "inputs":
+			seen[3] = true
+			fp := p.Key("inputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l4 := make([]string, len((&m.Value).Elems))
+				for i5 := range (&m.Value).Elems {
+					ip6 := fp.Index(i5)
+					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
+						rt.MaxRunes(s7, 2048, ip6, e)
+						rt.Pattern(re7, s7, ip6, e)
+						l4[i5] = s7
+					}
+				}
+				x.Inputs = l4
+			}
+		case "outputs":
+			seen[4] = true
+			fp := p.Key("outputs")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 1, fp, e)
+				l8 := make([]string, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					if s11, ok := rt.String((&(&m.Value).Elems[i9]), ip10, e); ok {
+						if s11 != "result" {
+							e.Add(ip10, rt.CodeConst, "must be %q", "result")
+						}
+						l8[i9] = s11
+					}
+				}
+				x.Outputs = l8
+			}
+		case "resources":
+			seen[5] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "scheduling":
+			seen[6] = true
+			fp := p.Key("scheduling")
+			x.Scheduling.DecodeJSONValue((&m.Value), fp, e)
+		case "actor_layout":
+			seen[7] = true
+			fp := p.Key("actor_layout")
+			if s12, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s12, 2048, fp, e)
+				rt.Pattern(re10, s12, fp, e)
+				x.ActorLayout = s12
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "operation", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "inputs", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "outputs", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "scheduling", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "actor_layout", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *OrderedActorFoldFinalizeNode) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *OrderedActorFoldFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("operation"); true {
+		if x.Operation != "ordered_actor_fold_finalize" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_actor_fold_finalize")
+		}
+	}
+	if fp3 := p.Key("node_model"); true {
+		if x.NodeModel != "actor" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "actor")
+		}
+	}
+	{
+		lp4 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp4, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp4, e)
+		for i5 := range x.Inputs {
+			if fp6 := lp4.Index(i5); true {
+				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
+				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+			}
+		}
+	}
+	{
+		lp7 := p.Key("outputs")
+		rt.MinItems(len(x.Outputs), 1, lp7, e)
+		rt.MaxItems(len(x.Outputs), 1, lp7, e)
+		for i8 := range x.Outputs {
+			if fp9 := lp7.Index(i8); true {
+				if x.Outputs[i8] != "result" {
+					e.Add(fp9, rt.CodeConst, "must be %q", "result")
+				}
+			}
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
+	if fp10 := p.Key("actor_layout"); true {
+		rt.MaxRunes(x.ActorLayout, 2048, fp10, e)
+		rt.Pattern(re10, x.ActorLayout, fp10, e)
+	}
+}
+
+// DecodeOrderedActorFoldFinalizeNode decodes and validates one #PlanOrderedActorFoldFinalizeNode record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeOrderedActorFoldFinalizeNode(data []byte) (*OrderedActorFoldFinalizeNode, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(OrderedActorFoldFinalizeNode)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ModulePackage is one Go module in a callable's build: path, version
+// and go.sum hash (null for the main module or a devel build).
+type ModulePackage struct {
+	Name    string  `json:"name"`
+	Version string  `json:"version"`
+	Sum     *string `json:"sum"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ModulePackage) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "name":
+			seen[0] = true
+			fp := p.Key("name")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s1, 1, fp, e)
+				rt.MaxRunes(s1, 2048, fp, e)
+				x.Name = s1
+			}
+		case "version":
+			seen[1] = true
+			fp := p.Key("version")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s2, 1, fp, e)
+				rt.MaxRunes(s2, 2048, fp, e)
+				x.Version = s2
+			}
+		case "sum":
+			seen[2] = true
+			fp := p.Key("sum")
+			if (&m.Value).Kind == rt.KindNull {
+				x.Sum = nil
+			} else {
+				var v3 string
+				if s4, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s4, 1, fp, e)
+					rt.MaxRunes(s4, 2048, fp, e)
+					v3 = s4
+				}
+				x.Sum = &v3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "name", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "sum", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ModulePackage) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ModulePackage) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("name"); true {
+		rt.MinRunes(x.Name, 1, fp1, e)
+		rt.MaxRunes(x.Name, 2048, fp1, e)
+	}
+	if fp2 := p.Key("version"); true {
+		rt.MinRunes(x.Version, 1, fp2, e)
+		rt.MaxRunes(x.Version, 2048, fp2, e)
+	}
+	if x.Sum != nil {
+		if fp3 := p.Key("sum"); true {
+			rt.MinRunes((*x.Sum), 1, fp3, e)
+			rt.MaxRunes((*x.Sum), 2048, fp3, e)
+		}
+	}
+}
+
+// DecodeModulePackage decodes and validates one #PlanModulePackage record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeModulePackage(data []byte) (*ModulePackage, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ModulePackage)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ModuleIdentity identifies the Go package owning a callable.
+type ModuleIdentity struct {
+	Module   string           `json:"module"`
+	Stable   bool             `json:"stable"`
+	Origin   ModuleOrigin     `json:"origin"`
+	Packages *[]ModulePackage `json:"packages,omitempty"`
+	SHA256   *string          `json:"sha256,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ModuleIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "module":
+			seen[0] = true
+			fp := p.Key("module")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				x.Module = s1
+			}
+		case "stable":
+			seen[1] = true
+			fp := p.Key("stable")
+			if n2, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Stable = n2
+			}
+		case "origin":
+			seen[2] = true
+			fp := p.Key("origin")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if !ModuleOrigin(s3).Valid() {
+					rt.Enum(s3, fp, e)
+				}
+				x.Origin = ModuleOrigin(s3)
+			}
+		case "packages":
+			fp := p.Key("packages")
+			{
+				var v4 []ModulePackage
+				if rt.Array((&m.Value), fp, e) {
+					rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+					rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+					l5 := make([]ModulePackage, len((&m.Value).Elems))
+					for i6 := range (&m.Value).Elems {
+						ip7 := fp.Index(i6)
+						l5[i6].DecodeJSONValue((&(&m.Value).Elems[i6]), ip7, e)
+					}
+					v4 = l5
+				}
+				x.Packages = &v4
+			}
+		case "sha256":
+			fp := p.Key("sha256")
+			{
+				var v8 string
+				if s9, ok := rt.String((&m.Value), fp, e); ok {
+					rt.Pattern(re11, s9, fp, e)
+					v8 = s9
+				}
+				x.SHA256 = &v8
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "module", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "stable", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "origin", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ModuleIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ModuleIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("module"); true {
+		rt.MaxRunes(x.Module, 2048, fp1, e)
+	}
+	if fp2 := p.Key("origin"); true {
+		if !x.Origin.Valid() {
+			rt.Enum(string(x.Origin), fp2, e)
+		}
+	}
+	if x.Packages != nil {
+		{
+			lp3 := p.Key("packages")
+			rt.MinItems(len((*x.Packages)), 1, lp3, e)
+			rt.MaxItems(len((*x.Packages)), 1024, lp3, e)
+			for i4 := range *x.Packages {
+				(*x.Packages)[i4].ValidateAt(lp3.Index(i4), e)
+			}
+		}
+	}
+	if x.SHA256 != nil {
+		if fp5 := p.Key("sha256"); true {
+			rt.Pattern(re11, (*x.SHA256), fp5, e)
+		}
+	}
+}
+
+// DecodeModuleIdentity decodes and validates one #PlanModuleIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeModuleIdentity(data []byte) (*ModuleIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ModuleIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CodeIdentity identifies a callable's code.
+type CodeIdentity struct {
+	Module           string                     `json:"module"`
+	ResolvedQualname string                     `json:"resolved_qualname"`
+	Kind             CallableKind               `json:"kind"`
+	Stable           bool                       `json:"stable"`
+	Deployment       CodeIdentityDeployment     `json:"deployment"`
+	CallableState    *CodeIdentityCallableState `json:"callable_state,omitempty"`
+	ImportOwner      ModuleIdentity             `json:"import_owner"`
+	ResolvedTarget   ModuleIdentity             `json:"resolved_target"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CodeIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [7]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "module":
+			seen[0] = true
+			fp := p.Key("module")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				x.Module = s1
+			}
+		case "resolved_qualname":
+			seen[1] = true
+			fp := p.Key("resolved_qualname")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s2, 2048, fp, e)
+				x.ResolvedQualname = s2
+			}
+		case "kind":
+			seen[2] = true
+			fp := p.Key("kind")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if !CallableKind(s3).Valid() {
+					rt.Enum(s3, fp, e)
+				}
+				x.Kind = CallableKind(s3)
+			}
+		case "stable":
+			seen[3] = true
+			fp := p.Key("stable")
+			if n4, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Stable = n4
+			}
+		case "deployment":
+			seen[4] = true
+			fp := p.Key("deployment")
+			if s5, ok := rt.String((&m.Value), fp, e); ok {
+				if !CodeIdentityDeployment(s5).Valid() {
+					rt.Enum(s5, fp, e)
+				}
+				x.Deployment = CodeIdentityDeployment(s5)
+			}
+		case "callable_state":
+			fp := p.Key("callable_state")
+			{
+				var v6 CodeIdentityCallableState
+				if s7, ok := rt.String((&m.Value), fp, e); ok {
+					if !CodeIdentityCallableState(s7).Valid() {
+						rt.Enum(s7, fp, e)
+					}
+					v6 = CodeIdentityCallableState(s7)
+				}
+				x.CallableState = &v6
+			}
+		case "import_owner":
+			seen[5] = true
+			fp := p.Key("import_owner")
+			x.ImportOwner.DecodeJSONValue((&m.Value), fp, e)
+		case "resolved_target":
+			seen[6] = true
+			fp := p.Key("resolved_target")
+			x.ResolvedTarget.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "module", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "resolved_qualname", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "stable", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "deployment", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "import_owner", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "resolved_target", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CodeIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CodeIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("module"); true {
+		rt.MaxRunes(x.Module, 2048, fp1, e)
+	}
+	if fp2 := p.Key("resolved_qualname"); true {
+		rt.MaxRunes(x.ResolvedQualname, 2048, fp2, e)
+	}
+	if fp3 := p.Key("kind"); true {
+		if !x.Kind.Valid() {
+			rt.Enum(string(x.Kind), fp3, e)
+		}
+	}
+	if fp4 := p.Key("deployment"); true {
+		if !x.Deployment.Valid() {
+			rt.Enum(string(x.Deployment), fp4, e)
+		}
+	}
+	if x.CallableState != nil {
+		if fp5 := p.Key("callable_state"); true {
+			if !(*x.CallableState).Valid() {
+				rt.Enum(string((*x.CallableState)), fp5, e)
+			}
+		}
+	}
+	x.ImportOwner.ValidateAt(p.Key("import_owner"), e)
+	x.ResolvedTarget.ValidateAt(p.Key("resolved_target"), e)
+}
+
+// DecodeCodeIdentity decodes and validates one #PlanCodeIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCodeIdentity(data []byte) (*CodeIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CodeIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Callable is one entry of the de-duplicated callable table.
+type Callable struct {
+	ID           string       `json:"id"`
+	ImportPath   string       `json:"import_path"`
+	Kind         CallableKind `json:"kind"`
+	CodeIdentity CodeIdentity `json:"code_identity"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Callable) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re4, s1, fp, e)
+				x.ID = s1
+			}
+		case "import_path":
+			seen[1] = true
+			fp := p.Key("import_path")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s2, 1, fp, e)
+				rt.MaxRunes(s2, 2048, fp, e)
+				x.ImportPath = s2
+			}
+		case "kind":
+			seen[2] = true
+			fp := p.Key("kind")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if !CallableKind(s3).Valid() {
+					rt.Enum(s3, fp, e)
+				}
+				x.Kind = CallableKind(s3)
+			}
+		case "code_identity":
+			seen[3] = true
+			fp := p.Key("code_identity")
+			x.CodeIdentity.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "import_path", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "code_identity", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Callable) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Callable) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.Pattern(re4, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("import_path"); true {
+		rt.MinRunes(x.ImportPath, 1, fp2, e)
+		rt.MaxRunes(x.ImportPath, 2048, fp2, e)
+	}
+	if fp3 := p.Key("kind"); true {
+		if !x.Kind.Valid() {
+			rt.Enum(string(x.Kind), fp3, e)
+		}
+	}
+	x.CodeIdentity.ValidateAt(p.Key("code_identity"), e)
+}
+
+// DecodeCallable decodes and validates one #PlanCallable record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCallable(data []byte) (*Callable, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Callable)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Edge connects a dependency's result to a node's input.
+type Edge struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Edge) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "source":
+			seen[0] = true
+			fp := p.Key("source")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re12, s1, fp, e)
+				x.Source = s1
+			}
+		case "target":
+			seen[1] = true
+			fp := p.Key("target")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s2, 2048, fp, e)
+				rt.Pattern(re13, s2, fp, e)
+				x.Target = s2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "source", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "target", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Edge) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Edge) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("source"); true {
+		rt.MaxRunes(x.Source, 2048, fp1, e)
+		rt.Pattern(re12, x.Source, fp1, e)
+	}
+	if fp2 := p.Key("target"); true {
+		rt.MaxRunes(x.Target, 2048, fp2, e)
+		rt.Pattern(re13, x.Target, fp2, e)
+	}
+}
+
+// DecodeEdge decodes and validates one #PlanEdge record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeEdge(data []byte) (*Edge, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Edge)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Stage is reserved: v1 plans have no stages.
+type Stage struct {
+	ID       string `json:"id"`
+	Replicas int64  `json:"replicas"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Stage) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s1, 1, fp, e)
+				rt.MaxRunes(s1, 2048, fp, e)
+				x.ID = s1
+			}
+		case "replicas":
+			seen[1] = true
+			fp := p.Key("replicas")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.Replicas = n2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "replicas", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Stage) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Stage) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MinRunes(x.ID, 1, fp1, e)
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+	}
+	if fp2 := p.Key("replicas"); true {
+		if x.Replicas < 1 {
+			e.Add(fp2, rt.CodeMin, "must be >= 1")
+		}
+		if x.Replicas > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+}
+
+// DecodeStage decodes and validates one #PlanStage record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeStage(data []byte) (*Stage, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Stage)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorResources are a map actor's resource requests.
+type ActorResources struct {
+	NumCpus float64            `json:"num_cpus"`
+	Memory  int64              `json:"memory"`
+	Custom  map[string]float64 `json:"custom"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorResources) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "num_cpus":
+			seen[0] = true
+			fp := p.Key("num_cpus")
+			if n1, ok := rt.Float((&m.Value), fp, e); ok {
+				if n1 <= 0 {
+					e.Add(fp, rt.CodeMin, "must be > 0")
+				}
+				if n1 > 1.7976931348623157e308 {
+					e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+				x.NumCpus = n1
+			}
+		case "memory":
+			seen[1] = true
+			fp := p.Key("memory")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.Memory = n2
+			}
+		case "custom":
+			seen[2] = true
+			fp := p.Key("custom")
+			if rt.Object((&m.Value), fp, e) {
+				rt.MaxFields(len((&m.Value).Members), 32, fp, e)
+				m3 := make(map[string]float64, len((&m.Value).Members))
+				for i4 := range (&m.Value).Members {
+					mm := &(&m.Value).Members[i4]
+					kp6 := fp.Key(mm.Key)
+					rt.MinRunes(mm.Key, 1, kp6, e)
+					rt.MaxRunes(mm.Key, 2048, kp6, e)
+					var mv5 float64
+					if n7, ok := rt.Float((&mm.Value), kp6, e); ok {
+						if n7 <= 0 {
+							e.Add(kp6, rt.CodeMin, "must be > 0")
+						}
+						if n7 > 1.7976931348623157e308 {
+							e.Add(kp6, rt.CodeMax, "must be <= 1.7976931348623157e308")
+						}
+						mv5 = n7
+					}
+					m3[mm.Key] = mv5
+				}
+				x.Custom = m3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "num_cpus", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "memory", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "custom", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorResources) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorResources) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("num_cpus"); true {
+		if x.NumCpus <= 0 {
+			e.Add(fp1, rt.CodeMin, "must be > 0")
+		}
+		if x.NumCpus > 1.7976931348623157e308 {
+			e.Add(fp1, rt.CodeMax, "must be <= 1.7976931348623157e308")
+		}
+	}
+	if fp2 := p.Key("memory"); true {
+		if x.Memory < 1 {
+			e.Add(fp2, rt.CodeMin, "must be >= 1")
+		}
+		if x.Memory > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	{
+		mp3 := p.Key("custom")
+		rt.MaxFields(len(x.Custom), 32, mp3, e)
+		for _, k4 := range rt.SortedKeys(x.Custom) {
+			kp5 := mp3.Key(k4)
+			rt.MinRunes(k4, 1, kp5, e)
+			rt.MaxRunes(k4, 2048, kp5, e)
+			mv6 := x.Custom[k4]
+			if fp7 := kp5; true {
+				if mv6 <= 0 {
+					e.Add(fp7, rt.CodeMin, "must be > 0")
+				}
+				if mv6 > 1.7976931348623157e308 {
+					e.Add(fp7, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+			}
+		}
+	}
+}
+
+// DecodeActorResources decodes and validates one #PlanActorResources record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorResources(data []byte) (*ActorResources, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorResources)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorCodec is the value codec of a map actor: rayflow's versioned
+// codec (json v1) in place of ray.cloudpickle.
+type ActorCodec struct {
+	Name        string `json:"name"`
+	Version     int64  `json:"version"`
+	Measurement string `json:"measurement"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorCodec) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "name":
+			seen[0] = true
+			fp := p.Key("name")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "json" {
+					e.Add(fp, rt.CodeConst, "must be %q", "json")
+				}
+				x.Name = s1
+			}
+		case "version":
+			seen[1] = true
+			fp := p.Key("version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.Version = n2
+			}
+		case "measurement":
+			seen[2] = true
+			fp := p.Key("measurement")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "retained_serialized_bytes" {
+					e.Add(fp, rt.CodeConst, "must be %q", "retained_serialized_bytes")
+				}
+				x.Measurement = s3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "name", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "measurement", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorCodec) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorCodec) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("name"); true {
+		if x.Name != "json" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "json")
+		}
+	}
+	if fp2 := p.Key("version"); true {
+		if x.Version != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp3 := p.Key("measurement"); true {
+		if x.Measurement != "retained_serialized_bytes" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "retained_serialized_bytes")
+		}
+	}
+}
+
+// DecodeActorCodec decodes and validates one #PlanActorCodec record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorCodec(data []byte) (*ActorCodec, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorCodec)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorOptions are the fixed and chosen options of a map actor.
+type ActorOptions struct {
+	NumCpus            float64            `json:"num_cpus"`
+	Memory             int64              `json:"memory"`
+	Resources          map[string]float64 `json:"resources"`
+	SchedulingStrategy SchedulingStrategy `json:"scheduling_strategy"`
+	Lifetime           string             `json:"lifetime"`
+	MaxRestarts        int64              `json:"max_restarts"`
+	MaxTaskRetries     int64              `json:"max_task_retries"`
+	MaxConcurrency     int64              `json:"max_concurrency"`
+	MaxPendingCalls    int64              `json:"max_pending_calls"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorOptions) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [9]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "num_cpus":
+			seen[0] = true
+			fp := p.Key("num_cpus")
+			if n1, ok := rt.Float((&m.Value), fp, e); ok {
+				if n1 <= 0 {
+					e.Add(fp, rt.CodeMin, "must be > 0")
+				}
+				if n1 > 1.7976931348623157e308 {
+					e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+				x.NumCpus = n1
+			}
+		case "memory":
+			seen[1] = true
+			fp := p.Key("memory")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.Memory = n2
+			}
+		case "resources":
+			seen[2] = true
+			fp := p.Key("resources")
+			if rt.Object((&m.Value), fp, e) {
+				rt.MaxFields(len((&m.Value).Members), 32, fp, e)
+				m3 := make(map[string]float64, len((&m.Value).Members))
+				for i4 := range (&m.Value).Members {
+					mm := &(&m.Value).Members[i4]
+					kp6 := fp.Key(mm.Key)
+					rt.MinRunes(mm.Key, 1, kp6, e)
+					rt.MaxRunes(mm.Key, 2048, kp6, e)
+					var mv5 float64
+					if n7, ok := rt.Float((&mm.Value), kp6, e); ok {
+						if n7 <= 0 {
+							e.Add(kp6, rt.CodeMin, "must be > 0")
+						}
+						if n7 > 1.7976931348623157e308 {
+							e.Add(kp6, rt.CodeMax, "must be <= 1.7976931348623157e308")
+						}
+						mv5 = n7
+					}
+					m3[mm.Key] = mv5
+				}
+				x.Resources = m3
+			}
+		case "scheduling_strategy":
+			seen[3] = true
+			fp := p.Key("scheduling_strategy")
+			if s8, ok := rt.String((&m.Value), fp, e); ok {
+				if !SchedulingStrategy(s8).Valid() {
+					rt.Enum(s8, fp, e)
+				}
+				x.SchedulingStrategy = SchedulingStrategy(s8)
+			}
+		case "lifetime":
+			seen[4] = true
+			fp := p.Key("lifetime")
+			if s9, ok := rt.String((&m.Value), fp, e); ok {
+				if s9 != "non_detached" {
+					e.Add(fp, rt.CodeConst, "must be %q", "non_detached")
+				}
+				x.Lifetime = s9
+			}
+		case "max_restarts":
+			seen[5] = true
+			fp := p.Key("max_restarts")
+			if n10, ok := rt.Int((&m.Value), fp, e); ok {
+				if n10 != 0 {
+					e.Add(fp, rt.CodeConst, "must be 0")
+				}
+				x.MaxRestarts = n10
+			}
+		case "max_task_retries":
+			seen[6] = true
+			fp := p.Key("max_task_retries")
+			if n11, ok := rt.Int((&m.Value), fp, e); ok {
+				if n11 != 0 {
+					e.Add(fp, rt.CodeConst, "must be 0")
+				}
+				x.MaxTaskRetries = n11
+			}
+		case "max_concurrency":
+			seen[7] = true
+			fp := p.Key("max_concurrency")
+			if n12, ok := rt.Int((&m.Value), fp, e); ok {
+				if n12 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.MaxConcurrency = n12
+			}
+		case "max_pending_calls":
+			seen[8] = true
+			fp := p.Key("max_pending_calls")
+			if n13, ok := rt.Int((&m.Value), fp, e); ok {
+				if n13 != 2 {
+					e.Add(fp, rt.CodeConst, "must be 2")
+				}
+				x.MaxPendingCalls = n13
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "num_cpus", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "memory", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "scheduling_strategy", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "lifetime", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "max_restarts", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "max_task_retries", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "max_concurrency", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "max_pending_calls", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorOptions) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorOptions) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("num_cpus"); true {
+		if x.NumCpus <= 0 {
+			e.Add(fp1, rt.CodeMin, "must be > 0")
+		}
+		if x.NumCpus > 1.7976931348623157e308 {
+			e.Add(fp1, rt.CodeMax, "must be <= 1.7976931348623157e308")
+		}
+	}
+	if fp2 := p.Key("memory"); true {
+		if x.Memory < 1 {
+			e.Add(fp2, rt.CodeMin, "must be >= 1")
+		}
+		if x.Memory > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	{
+		mp3 := p.Key("resources")
+		rt.MaxFields(len(x.Resources), 32, mp3, e)
+		for _, k4 := range rt.SortedKeys(x.Resources) {
+			kp5 := mp3.Key(k4)
+			rt.MinRunes(k4, 1, kp5, e)
+			rt.MaxRunes(k4, 2048, kp5, e)
+			mv6 := x.Resources[k4]
+			if fp7 := kp5; true {
+				if mv6 <= 0 {
+					e.Add(fp7, rt.CodeMin, "must be > 0")
+				}
+				if mv6 > 1.7976931348623157e308 {
+					e.Add(fp7, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+			}
+		}
+	}
+	if fp8 := p.Key("scheduling_strategy"); true {
+		if !x.SchedulingStrategy.Valid() {
+			rt.Enum(string(x.SchedulingStrategy), fp8, e)
+		}
+	}
+	if fp9 := p.Key("lifetime"); true {
+		if x.Lifetime != "non_detached" {
+			e.Add(fp9, rt.CodeConst, "must be %q", "non_detached")
+		}
+	}
+	if fp10 := p.Key("max_restarts"); true {
+		if x.MaxRestarts != 0 {
+			e.Add(fp10, rt.CodeConst, "must be 0")
+		}
+	}
+	if fp11 := p.Key("max_task_retries"); true {
+		if x.MaxTaskRetries != 0 {
+			e.Add(fp11, rt.CodeConst, "must be 0")
+		}
+	}
+	if fp12 := p.Key("max_concurrency"); true {
+		if x.MaxConcurrency != 1 {
+			e.Add(fp12, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp13 := p.Key("max_pending_calls"); true {
+		if x.MaxPendingCalls != 2 {
+			e.Add(fp13, rt.CodeConst, "must be 2")
+		}
+	}
+}
+
+// DecodeActorOptions decodes and validates one #PlanActorOptions record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorOptions(data []byte) (*ActorOptions, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorOptions)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorPlacement says where a map actor may run. custom_resources are
+// the sorted names of the custom resources a node must advertise.
+type ActorPlacement struct {
+	SchedulingStrategy SchedulingStrategy `json:"scheduling_strategy"`
+	CustomResources    []string           `json:"custom_resources"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorPlacement) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "scheduling_strategy":
+			seen[0] = true
+			fp := p.Key("scheduling_strategy")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !SchedulingStrategy(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.SchedulingStrategy = SchedulingStrategy(s1)
+			}
+		case "custom_resources":
+			seen[1] = true
+			fp := p.Key("custom_resources")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 32, fp, e)
+				l2 := make([]string, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
+						rt.MinRunes(s5, 1, ip4, e)
+						rt.MaxRunes(s5, 2048, ip4, e)
+						l2[i3] = s5
+					}
+				}
+				rt.Unique(l2, fp, e)
+				x.CustomResources = l2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "scheduling_strategy", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "custom_resources", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorPlacement) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorPlacement) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("scheduling_strategy"); true {
+		if !x.SchedulingStrategy.Valid() {
+			rt.Enum(string(x.SchedulingStrategy), fp1, e)
+		}
+	}
+	{
+		lp2 := p.Key("custom_resources")
+		rt.MaxItems(len(x.CustomResources), 32, lp2, e)
+		rt.Unique(x.CustomResources, lp2, e)
+		for i3 := range x.CustomResources {
+			if fp4 := lp2.Index(i3); true {
+				rt.MinRunes(x.CustomResources[i3], 1, fp4, e)
+				rt.MaxRunes(x.CustomResources[i3], 2048, fp4, e)
+			}
+		}
+	}
+}
+
+// DecodeActorPlacement decodes and validates one #PlanActorPlacement record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorPlacement(data []byte) (*ActorPlacement, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorPlacement)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorLifetime is the fixed lifetime of a map actor.
+type ActorLifetime struct {
+	Kind             string `json:"kind"`
+	Owner            string `json:"owner"`
+	Cleanup          string `json:"cleanup"`
+	NodeLossRecovery bool   `json:"node_loss_recovery"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorLifetime) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "kind":
+			seen[0] = true
+			fp := p.Key("kind")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "non_detached" {
+					e.Add(fp, rt.CodeConst, "must be %q", "non_detached")
+				}
+				x.Kind = s1
+			}
+		case "owner":
+			seen[1] = true
+			fp := p.Key("owner")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "workflow_coordinator" {
+					e.Add(fp, rt.CodeConst, "must be %q", "workflow_coordinator")
+				}
+				x.Owner = s2
+			}
+		case "cleanup":
+			seen[2] = true
+			fp := p.Key("cleanup")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "best_effort" {
+					e.Add(fp, rt.CodeConst, "must be %q", "best_effort")
+				}
+				x.Cleanup = s3
+			}
+		case "node_loss_recovery":
+			seen[3] = true
+			fp := p.Key("node_loss_recovery")
+			if n4, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n4 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.NodeLossRecovery = n4
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "owner", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "cleanup", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "node_loss_recovery", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorLifetime) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorLifetime) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("kind"); true {
+		if x.Kind != "non_detached" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "non_detached")
+		}
+	}
+	if fp2 := p.Key("owner"); true {
+		if x.Owner != "workflow_coordinator" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "workflow_coordinator")
+		}
+	}
+	if fp3 := p.Key("cleanup"); true {
+		if x.Cleanup != "best_effort" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "best_effort")
+		}
+	}
+	if fp4 := p.Key("node_loss_recovery"); true {
+		if x.NodeLossRecovery != false {
+			e.Add(fp4, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// DecodeActorLifetime decodes and validates one #PlanActorLifetime record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorLifetime(data []byte) (*ActorLifetime, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorLifetime)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorRestart is the fixed restart policy of a map actor.
+type ActorRestart struct {
+	MaxRestarts    int64 `json:"max_restarts"`
+	MaxTaskRetries int64 `json:"max_task_retries"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorRestart) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "max_restarts":
+			seen[0] = true
+			fp := p.Key("max_restarts")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 != 0 {
+					e.Add(fp, rt.CodeConst, "must be 0")
+				}
+				x.MaxRestarts = n1
+			}
+		case "max_task_retries":
+			seen[1] = true
+			fp := p.Key("max_task_retries")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 0 {
+					e.Add(fp, rt.CodeConst, "must be 0")
+				}
+				x.MaxTaskRetries = n2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "max_restarts", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "max_task_retries", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorRestart) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorRestart) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("max_restarts"); true {
+		if x.MaxRestarts != 0 {
+			e.Add(fp1, rt.CodeConst, "must be 0")
+		}
+	}
+	if fp2 := p.Key("max_task_retries"); true {
+		if x.MaxTaskRetries != 0 {
+			e.Add(fp2, rt.CodeConst, "must be 0")
+		}
+	}
+}
+
+// DecodeActorRestart decodes and validates one #PlanActorRestart record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorRestart(data []byte) (*ActorRestart, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorRestart)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ActorResult is the fixed result handling of a map actor.
+type ActorResult struct {
+	Ordered                         bool  `json:"ordered"`
+	FinalizeReturns                 int64 `json:"finalize_returns"`
+	PayloadRefResolvedByCoordinator bool  `json:"payload_ref_resolved_by_coordinator"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ActorResult) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "ordered":
+			seen[0] = true
+			fp := p.Key("ordered")
+			if n1, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n1 != true {
+					e.Add(fp, rt.CodeConst, "must be true")
+				}
+				x.Ordered = n1
+			}
+		case "finalize_returns":
+			seen[1] = true
+			fp := p.Key("finalize_returns")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 2 {
+					e.Add(fp, rt.CodeConst, "must be 2")
+				}
+				x.FinalizeReturns = n2
+			}
+		case "payload_ref_resolved_by_coordinator":
+			seen[2] = true
+			fp := p.Key("payload_ref_resolved_by_coordinator")
+			if n3, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n3 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.PayloadRefResolvedByCoordinator = n3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "ordered", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "finalize_returns", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "payload_ref_resolved_by_coordinator", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ActorResult) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ActorResult) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("ordered"); true {
+		if x.Ordered != true {
+			e.Add(fp1, rt.CodeConst, "must be true")
+		}
+	}
+	if fp2 := p.Key("finalize_returns"); true {
+		if x.FinalizeReturns != 2 {
+			e.Add(fp2, rt.CodeConst, "must be 2")
+		}
+	}
+	if fp3 := p.Key("payload_ref_resolved_by_coordinator"); true {
+		if x.PayloadRefResolvedByCoordinator != false {
+			e.Add(fp3, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// DecodeActorResult decodes and validates one #PlanActorResult record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeActorResult(data []byte) (*ActorResult, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ActorResult)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultBufferBounds bound a result buffer.
+type ResultBufferBounds struct {
+	MaximumItems             int64 `json:"maximum_items"`
+	MaximumInFlightLeaves    int64 `json:"maximum_in_flight_leaves"`
+	MaximumSerializedBytes   int64 `json:"maximum_serialized_bytes"`
+	MaximumPendingActorCalls int64 `json:"maximum_pending_actor_calls"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultBufferBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "maximum_items":
+			seen[0] = true
+			fp := p.Key("maximum_items")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n1 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumItems = n1
+			}
+		case "maximum_in_flight_leaves":
+			seen[1] = true
+			fp := p.Key("maximum_in_flight_leaves")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumInFlightLeaves = n2
+			}
+		case "maximum_serialized_bytes":
+			seen[2] = true
+			fp := p.Key("maximum_serialized_bytes")
+			if n3, ok := rt.Int((&m.Value), fp, e); ok {
+				if n3 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n3 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumSerializedBytes = n3
+			}
+		case "maximum_pending_actor_calls":
+			seen[3] = true
+			fp := p.Key("maximum_pending_actor_calls")
+			if n4, ok := rt.Int((&m.Value), fp, e); ok {
+				if n4 != 2 {
+					e.Add(fp, rt.CodeConst, "must be 2")
+				}
+				x.MaximumPendingActorCalls = n4
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "maximum_items", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "maximum_in_flight_leaves", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "maximum_serialized_bytes", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "maximum_pending_actor_calls", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultBufferBounds) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultBufferBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("maximum_items"); true {
+		if x.MaximumItems < 1 {
+			e.Add(fp1, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumItems > 9223372036854775807 {
+			e.Add(fp1, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp2 := p.Key("maximum_in_flight_leaves"); true {
+		if x.MaximumInFlightLeaves < 1 {
+			e.Add(fp2, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumInFlightLeaves > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp3 := p.Key("maximum_serialized_bytes"); true {
+		if x.MaximumSerializedBytes < 1 {
+			e.Add(fp3, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumSerializedBytes > 9223372036854775807 {
+			e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp4 := p.Key("maximum_pending_actor_calls"); true {
+		if x.MaximumPendingActorCalls != 2 {
+			e.Add(fp4, rt.CodeConst, "must be 2")
+		}
+	}
+}
+
+// DecodeResultBufferBounds decodes and validates one #PlanResultBufferBounds record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultBufferBounds(data []byte) (*ResultBufferBounds, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultBufferBounds)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultBufferContract is the fingerprinted result-buffer actor contract.
+type ResultBufferContract struct {
+	Protocol        string             `json:"protocol"`
+	ProtocolVersion int64              `json:"protocol_version"`
+	Codec           ActorCodec         `json:"codec"`
+	Bounds          ResultBufferBounds `json:"bounds"`
+	Actor           ActorOptions       `json:"actor"`
+	Placement       ActorPlacement     `json:"placement"`
+	Lifetime        ActorLifetime      `json:"lifetime"`
+	Restart         ActorRestart       `json:"restart"`
+	Result          ActorResult        `json:"result"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultBufferContract) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [9]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "protocol":
+			seen[0] = true
+			fp := p.Key("protocol")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "rayflow.workflow-map-result-buffer" {
+					e.Add(fp, rt.CodeConst, "must be %q", "rayflow.workflow-map-result-buffer")
+				}
+				x.Protocol = s1
+			}
+		case "protocol_version":
+			seen[1] = true
+			fp := p.Key("protocol_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.ProtocolVersion = n2
+			}
+		case "codec":
+			seen[2] = true
+			fp := p.Key("codec")
+			x.Codec.DecodeJSONValue((&m.Value), fp, e)
+		case "bounds":
+			seen[3] = true
+			fp := p.Key("bounds")
+			x.Bounds.DecodeJSONValue((&m.Value), fp, e)
+		case "actor":
+			seen[4] = true
+			fp := p.Key("actor")
+			x.Actor.DecodeJSONValue((&m.Value), fp, e)
+		case "placement":
+			seen[5] = true
+			fp := p.Key("placement")
+			x.Placement.DecodeJSONValue((&m.Value), fp, e)
+		case "lifetime":
+			seen[6] = true
+			fp := p.Key("lifetime")
+			x.Lifetime.DecodeJSONValue((&m.Value), fp, e)
+		case "restart":
+			seen[7] = true
+			fp := p.Key("restart")
+			x.Restart.DecodeJSONValue((&m.Value), fp, e)
+		case "result":
+			seen[8] = true
+			fp := p.Key("result")
+			x.Result.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "protocol", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "protocol_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "codec", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "bounds", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "actor", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "placement", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "lifetime", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "restart", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "result", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultBufferContract) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultBufferContract) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("protocol"); true {
+		if x.Protocol != "rayflow.workflow-map-result-buffer" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "rayflow.workflow-map-result-buffer")
+		}
+	}
+	if fp2 := p.Key("protocol_version"); true {
+		if x.ProtocolVersion != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	x.Codec.ValidateAt(p.Key("codec"), e)
+	x.Bounds.ValidateAt(p.Key("bounds"), e)
+	x.Actor.ValidateAt(p.Key("actor"), e)
+	x.Placement.ValidateAt(p.Key("placement"), e)
+	x.Lifetime.ValidateAt(p.Key("lifetime"), e)
+	x.Restart.ValidateAt(p.Key("restart"), e)
+	x.Result.ValidateAt(p.Key("result"), e)
+}
+
+// DecodeResultBufferContract decodes and validates one #PlanResultBufferContract record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultBufferContract(data []byte) (*ResultBufferContract, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultBufferContract)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultFoldBounds bound an ordered fold: the result-buffer bounds plus
+// the out-of-order retention bound min(max_items-1, max_concurrency-1).
+type ResultFoldBounds struct {
+	MaximumItems              int64 `json:"maximum_items"`
+	MaximumInFlightLeaves     int64 `json:"maximum_in_flight_leaves"`
+	MaximumSerializedBytes    int64 `json:"maximum_serialized_bytes"`
+	MaximumPendingActorCalls  int64 `json:"maximum_pending_actor_calls"`
+	MaximumRetainedOutOfOrder int64 `json:"maximum_retained_out_of_order"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultFoldBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "maximum_items":
+			seen[0] = true
+			fp := p.Key("maximum_items")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n1 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumItems = n1
+			}
+		case "maximum_in_flight_leaves":
+			seen[1] = true
+			fp := p.Key("maximum_in_flight_leaves")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumInFlightLeaves = n2
+			}
+		case "maximum_serialized_bytes":
+			seen[2] = true
+			fp := p.Key("maximum_serialized_bytes")
+			if n3, ok := rt.Int((&m.Value), fp, e); ok {
+				if n3 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n3 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumSerializedBytes = n3
+			}
+		case "maximum_pending_actor_calls":
+			seen[3] = true
+			fp := p.Key("maximum_pending_actor_calls")
+			if n4, ok := rt.Int((&m.Value), fp, e); ok {
+				if n4 != 2 {
+					e.Add(fp, rt.CodeConst, "must be 2")
+				}
+				x.MaximumPendingActorCalls = n4
+			}
+		case "maximum_retained_out_of_order":
+			seen[4] = true
+			fp := p.Key("maximum_retained_out_of_order")
+			if n5, ok := rt.Int((&m.Value), fp, e); ok {
+				if n5 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n5 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.MaximumRetainedOutOfOrder = n5
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "maximum_items", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "maximum_in_flight_leaves", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "maximum_serialized_bytes", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "maximum_pending_actor_calls", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "maximum_retained_out_of_order", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultFoldBounds) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultFoldBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("maximum_items"); true {
+		if x.MaximumItems < 1 {
+			e.Add(fp1, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumItems > 9223372036854775807 {
+			e.Add(fp1, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp2 := p.Key("maximum_in_flight_leaves"); true {
+		if x.MaximumInFlightLeaves < 1 {
+			e.Add(fp2, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumInFlightLeaves > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp3 := p.Key("maximum_serialized_bytes"); true {
+		if x.MaximumSerializedBytes < 1 {
+			e.Add(fp3, rt.CodeMin, "must be >= 1")
+		}
+		if x.MaximumSerializedBytes > 9223372036854775807 {
+			e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp4 := p.Key("maximum_pending_actor_calls"); true {
+		if x.MaximumPendingActorCalls != 2 {
+			e.Add(fp4, rt.CodeConst, "must be 2")
+		}
+	}
+	if fp5 := p.Key("maximum_retained_out_of_order"); true {
+		if x.MaximumRetainedOutOfOrder < 0 {
+			e.Add(fp5, rt.CodeMin, "must be >= 0")
+		}
+		if x.MaximumRetainedOutOfOrder > 9223372036854775807 {
+			e.Add(fp5, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+}
+
+// DecodeResultFoldBounds decodes and validates one #PlanResultFoldBounds record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultFoldBounds(data []byte) (*ResultFoldBounds, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultFoldBounds)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// FoldReducer is the reducer applied inside the fold actor: its callable,
+// bound arguments, bootstrap flag and effective RuntimeEnv.
+type FoldReducer struct {
+	ID            string         `json:"id"`
+	Callable      CallableRef    `json:"callable"`
+	BindingSchema BindingSchema  `json:"binding_schema"`
+	Bootstrap     bool           `json:"bootstrap"`
+	Environment   EnvironmentRef `json:"environment"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *FoldReducer) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.ID = s1
+			}
+		case "callable":
+			seen[1] = true
+			fp := p.Key("callable")
+			x.Callable.DecodeJSONValue((&m.Value), fp, e)
+		case "binding_schema":
+			seen[2] = true
+			fp := p.Key("binding_schema")
+			x.BindingSchema.DecodeJSONValue((&m.Value), fp, e)
+		case "bootstrap":
+			seen[3] = true
+			fp := p.Key("bootstrap")
+			if n2, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Bootstrap = n2
+			}
+		case "environment":
+			seen[4] = true
+			fp := p.Key("environment")
+			x.Environment.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "callable", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "binding_schema", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "bootstrap", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "environment", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *FoldReducer) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *FoldReducer) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re5, x.ID, fp1, e)
+	}
+	x.Callable.ValidateAt(p.Key("callable"), e)
+	x.BindingSchema.ValidateAt(p.Key("binding_schema"), e)
+	x.Environment.ValidateAt(p.Key("environment"), e)
+}
+
+// DecodeFoldReducer decodes and validates one #PlanFoldReducer record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeFoldReducer(data []byte) (*FoldReducer, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(FoldReducer)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// FoldInitial is the initial accumulator's binding schema: the value is
+// invocation data, required and never persisted in the plan.
+type FoldInitial struct {
+	Binding   string `json:"binding"`
+	Persisted bool   `json:"persisted"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *FoldInitial) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "binding":
+			seen[0] = true
+			fp := p.Key("binding")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "required_invocation_value" {
+					e.Add(fp, rt.CodeConst, "must be %q", "required_invocation_value")
+				}
+				x.Binding = s1
+			}
+		case "persisted":
+			seen[1] = true
+			fp := p.Key("persisted")
+			if n2, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n2 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.Persisted = n2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "binding", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "persisted", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *FoldInitial) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *FoldInitial) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("binding"); true {
+		if x.Binding != "required_invocation_value" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "required_invocation_value")
+		}
+	}
+	if fp2 := p.Key("persisted"); true {
+		if x.Persisted != false {
+			e.Add(fp2, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// DecodeFoldInitial decodes and validates one #PlanFoldInitial record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeFoldInitial(data []byte) (*FoldInitial, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(FoldInitial)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultFoldContract is the fingerprinted ordered-fold actor contract.
+type ResultFoldContract struct {
+	Protocol        string           `json:"protocol"`
+	ProtocolVersion int64            `json:"protocol_version"`
+	Codec           ActorCodec       `json:"codec"`
+	Bounds          ResultFoldBounds `json:"bounds"`
+	Actor           ActorOptions     `json:"actor"`
+	Placement       ActorPlacement   `json:"placement"`
+	Lifetime        ActorLifetime    `json:"lifetime"`
+	Restart         ActorRestart     `json:"restart"`
+	Result          ActorResult      `json:"result"`
+	Reducer         FoldReducer      `json:"reducer"`
+	Initial         FoldInitial      `json:"initial"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultFoldContract) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [11]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "protocol":
+			seen[0] = true
+			fp := p.Key("protocol")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "rayflow.workflow-map-result-fold" {
+					e.Add(fp, rt.CodeConst, "must be %q", "rayflow.workflow-map-result-fold")
+				}
+				x.Protocol = s1
+			}
+		case "protocol_version":
+			seen[1] = true
+			fp := p.Key("protocol_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.ProtocolVersion = n2
+			}
+		case "codec":
+			seen[2] = true
+			fp := p.Key("codec")
+			x.Codec.DecodeJSONValue((&m.Value), fp, e)
+		case "bounds":
+			seen[3] = true
+			fp := p.Key("bounds")
+			x.Bounds.DecodeJSONValue((&m.Value), fp, e)
+		case "actor":
+			seen[4] = true
+			fp := p.Key("actor")
+			x.Actor.DecodeJSONValue((&m.Value), fp, e)
+		case "placement":
+			seen[5] = true
+			fp := p.Key("placement")
+			x.Placement.DecodeJSONValue((&m.Value), fp, e)
+		case "lifetime":
+			seen[6] = true
+			fp := p.Key("lifetime")
+			x.Lifetime.DecodeJSONValue((&m.Value), fp, e)
+		case "restart":
+			seen[7] = true
+			fp := p.Key("restart")
+			x.Restart.DecodeJSONValue((&m.Value), fp, e)
+		case "result":
+			seen[8] = true
+			fp := p.Key("result")
+			x.Result.DecodeJSONValue((&m.Value), fp, e)
+		case "reducer":
+			seen[9] = true
+			fp := p.Key("reducer")
+			x.Reducer.DecodeJSONValue((&m.Value), fp, e)
+		case "initial":
+			seen[10] = true
+			fp := p.Key("initial")
+			x.Initial.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "protocol", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "protocol_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "codec", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "bounds", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "actor", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "placement", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "lifetime", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "restart", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "result", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "reducer", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "initial", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultFoldContract) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultFoldContract) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("protocol"); true {
+		if x.Protocol != "rayflow.workflow-map-result-fold" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "rayflow.workflow-map-result-fold")
+		}
+	}
+	if fp2 := p.Key("protocol_version"); true {
+		if x.ProtocolVersion != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	x.Codec.ValidateAt(p.Key("codec"), e)
+	x.Bounds.ValidateAt(p.Key("bounds"), e)
+	x.Actor.ValidateAt(p.Key("actor"), e)
+	x.Placement.ValidateAt(p.Key("placement"), e)
+	x.Lifetime.ValidateAt(p.Key("lifetime"), e)
+	x.Restart.ValidateAt(p.Key("restart"), e)
+	x.Result.ValidateAt(p.Key("result"), e)
+	x.Reducer.ValidateAt(p.Key("reducer"), e)
+	x.Initial.ValidateAt(p.Key("initial"), e)
+}
+
+// DecodeResultFoldContract decodes and validates one #PlanResultFoldContract record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultFoldContract(data []byte) (*ResultFoldContract, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultFoldContract)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultBufferActor is a map's result-buffer actor.
+type ResultBufferActor struct {
+	ID          string               `json:"id"`
+	Kind        string               `json:"kind"`
+	Cardinality string               `json:"cardinality"`
+	Resources   ActorResources       `json:"resources"`
+	Contract    ResultBufferContract `json:"contract"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultBufferActor) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re8, s1, fp, e)
+				x.ID = s1
+			}
+		case "kind":
+			seen[1] = true
+			fp := p.Key("kind")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_map_result_buffer" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_map_result_buffer")
+				}
+				x.Kind = s2
+			}
+		case "cardinality":
+			seen[2] = true
+			fp := p.Key("cardinality")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "one_per_workflow_invocation" {
+					e.Add(fp, rt.CodeConst, "must be %q", "one_per_workflow_invocation")
+				}
+				x.Cardinality = s3
+			}
+		case "resources":
+			seen[3] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "contract":
+			seen[4] = true
+			fp := p.Key("contract")
+			x.Contract.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "cardinality", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "contract", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultBufferActor) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultBufferActor) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re8, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("kind"); true {
+		if x.Kind != "ordered_map_result_buffer" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_map_result_buffer")
+		}
+	}
+	if fp3 := p.Key("cardinality"); true {
+		if x.Cardinality != "one_per_workflow_invocation" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "one_per_workflow_invocation")
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Contract.ValidateAt(p.Key("contract"), e)
+}
+
+// DecodeResultBufferActor decodes and validates one #PlanResultBufferActor record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultBufferActor(data []byte) (*ResultBufferActor, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultBufferActor)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// ResultFoldActor is a map's ordered-fold actor.
+type ResultFoldActor struct {
+	ID          string             `json:"id"`
+	Kind        string             `json:"kind"`
+	Cardinality string             `json:"cardinality"`
+	Resources   ActorResources     `json:"resources"`
+	Contract    ResultFoldContract `json:"contract"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *ResultFoldActor) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "id":
+			seen[0] = true
+			fp := p.Key("id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re8, s1, fp, e)
+				x.ID = s1
+			}
+		case "kind":
+			seen[1] = true
+			fp := p.Key("kind")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "ordered_map_result_fold" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ordered_map_result_fold")
+				}
+				x.Kind = s2
+			}
+		case "cardinality":
+			seen[2] = true
+			fp := p.Key("cardinality")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "one_per_workflow_invocation" {
+					e.Add(fp, rt.CodeConst, "must be %q", "one_per_workflow_invocation")
+				}
+				x.Cardinality = s3
+			}
+		case "resources":
+			seen[3] = true
+			fp := p.Key("resources")
+			x.Resources.DecodeJSONValue((&m.Value), fp, e)
+		case "contract":
+			seen[4] = true
+			fp := p.Key("contract")
+			x.Contract.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "cardinality", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "resources", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "contract", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *ResultFoldActor) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *ResultFoldActor) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("id"); true {
+		rt.MaxRunes(x.ID, 2048, fp1, e)
+		rt.Pattern(re8, x.ID, fp1, e)
+	}
+	if fp2 := p.Key("kind"); true {
+		if x.Kind != "ordered_map_result_fold" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "ordered_map_result_fold")
+		}
+	}
+	if fp3 := p.Key("cardinality"); true {
+		if x.Cardinality != "one_per_workflow_invocation" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "one_per_workflow_invocation")
+		}
+	}
+	x.Resources.ValidateAt(p.Key("resources"), e)
+	x.Contract.ValidateAt(p.Key("contract"), e)
+}
+
+// DecodeResultFoldActor decodes and validates one #PlanResultFoldActor record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeResultFoldActor(data []byte) (*ResultFoldActor, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(ResultFoldActor)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// PlacementRelationship says a map owns its actor.
+type PlacementRelationship struct {
+	Source       string         `json:"source"`
+	Target       string         `json:"target"`
+	Relationship string         `json:"relationship"`
+	Placement    ActorPlacement `json:"placement"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *PlacementRelationship) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "source":
+			seen[0] = true
+			fp := p.Key("source")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.Source = s1
+			}
+		case "target":
+			seen[1] = true
+			fp := p.Key("target")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s2, 2048, fp, e)
+				rt.Pattern(re8, s2, fp, e)
+				x.Target = s2
+			}
+		case "relationship":
+			seen[2] = true
+			fp := p.Key("relationship")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "owns_non_detached_actor" {
+					e.Add(fp, rt.CodeConst, "must be %q", "owns_non_detached_actor")
+				}
+				x.Relationship = s3
+			}
+		case "placement":
+			seen[3] = true
+			fp := p.Key("placement")
+			x.Placement.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "source", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "target", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "relationship", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "placement", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *PlacementRelationship) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *PlacementRelationship) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("source"); true {
+		rt.MaxRunes(x.Source, 2048, fp1, e)
+		rt.Pattern(re5, x.Source, fp1, e)
+	}
+	if fp2 := p.Key("target"); true {
+		rt.MaxRunes(x.Target, 2048, fp2, e)
+		rt.Pattern(re8, x.Target, fp2, e)
+	}
+	if fp3 := p.Key("relationship"); true {
+		if x.Relationship != "owns_non_detached_actor" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "owns_non_detached_actor")
+		}
+	}
+	x.Placement.ValidateAt(p.Key("placement"), e)
+}
+
+// DecodePlacementRelationship decodes and validates one #PlanPlacementRelationship record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodePlacementRelationship(data []byte) (*PlacementRelationship, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(PlacementRelationship)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// PhysicalOverflowSummary counts the physical details an overflow plan omits.
+type PhysicalOverflowSummary struct {
+	StageCount                 int64  `json:"stage_count"`
+	ActorCount                 int64  `json:"actor_count"`
+	ResultBufferActorCount     int64  `json:"result_buffer_actor_count"`
+	PlacementRelationshipCount int64  `json:"placement_relationship_count"`
+	DetailsOmitted             bool   `json:"details_omitted"`
+	ResultFoldActorCount       *int64 `json:"result_fold_actor_count,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *PhysicalOverflowSummary) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "stage_count":
+			seen[0] = true
+			fp := p.Key("stage_count")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n1 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.StageCount = n1
+			}
+		case "actor_count":
+			seen[1] = true
+			fp := p.Key("actor_count")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n2 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ActorCount = n2
+			}
+		case "result_buffer_actor_count":
+			seen[2] = true
+			fp := p.Key("result_buffer_actor_count")
+			if n3, ok := rt.Int((&m.Value), fp, e); ok {
+				if n3 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n3 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ResultBufferActorCount = n3
+			}
+		case "placement_relationship_count":
+			seen[3] = true
+			fp := p.Key("placement_relationship_count")
+			if n4, ok := rt.Int((&m.Value), fp, e); ok {
+				if n4 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n4 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.PlacementRelationshipCount = n4
+			}
+		case "details_omitted":
+			seen[4] = true
+			fp := p.Key("details_omitted")
+			if n5, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n5 != true {
+					e.Add(fp, rt.CodeConst, "must be true")
+				}
+				x.DetailsOmitted = n5
+			}
+		case "result_fold_actor_count":
+			fp := p.Key("result_fold_actor_count")
+			{
+				var v6 int64
+				if n7, ok := rt.Int((&m.Value), fp, e); ok {
+					if n7 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n7 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v6 = n7
+				}
+				x.ResultFoldActorCount = &v6
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "stage_count", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "actor_count", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "result_buffer_actor_count", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "placement_relationship_count", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "details_omitted", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *PhysicalOverflowSummary) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *PhysicalOverflowSummary) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("stage_count"); true {
+		if x.StageCount < 0 {
+			e.Add(fp1, rt.CodeMin, "must be >= 0")
+		}
+		if x.StageCount > 9223372036854775807 {
+			e.Add(fp1, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp2 := p.Key("actor_count"); true {
+		if x.ActorCount < 0 {
+			e.Add(fp2, rt.CodeMin, "must be >= 0")
+		}
+		if x.ActorCount > 9223372036854775807 {
+			e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp3 := p.Key("result_buffer_actor_count"); true {
+		if x.ResultBufferActorCount < 0 {
+			e.Add(fp3, rt.CodeMin, "must be >= 0")
+		}
+		if x.ResultBufferActorCount > 9223372036854775807 {
+			e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp4 := p.Key("placement_relationship_count"); true {
+		if x.PlacementRelationshipCount < 0 {
+			e.Add(fp4, rt.CodeMin, "must be >= 0")
+		}
+		if x.PlacementRelationshipCount > 9223372036854775807 {
+			e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp5 := p.Key("details_omitted"); true {
+		if x.DetailsOmitted != true {
+			e.Add(fp5, rt.CodeConst, "must be true")
+		}
+	}
+	if x.ResultFoldActorCount != nil {
+		if fp6 := p.Key("result_fold_actor_count"); true {
+			if (*x.ResultFoldActorCount) < 1 {
+				e.Add(fp6, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.ResultFoldActorCount) > 9223372036854775807 {
+				e.Add(fp6, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+}
+
+// DecodePhysicalOverflowSummary decodes and validates one #PlanPhysicalOverflowSummary record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodePhysicalOverflowSummary(data []byte) (*PhysicalOverflowSummary, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(PhysicalOverflowSummary)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// PhysicalTopology lists the physical actors.
+type PhysicalTopology struct {
+	NodeModel              NodeModel                `json:"node_model"`
+	Stages                 []Stage                  `json:"stages"`
+	Actors                 []Actor                  `json:"actors"`
+	PlacementRelationships []PlacementRelationship  `json:"placement_relationships"`
+	OverflowSummary        *PhysicalOverflowSummary `json:"overflow_summary,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *PhysicalTopology) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "node_model":
+			seen[0] = true
+			fp := p.Key("node_model")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !NodeModel(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.NodeModel = NodeModel(s1)
+			}
+		case "stages":
+			seen[1] = true
+			fp := p.Key("stages")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 0, fp, e)
+				l2 := make([]Stage, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					l2[i3].DecodeJSONValue((&(&m.Value).Elems[i3]), ip4, e)
+				}
+				x.Stages = l2
+			}
+		case "actors":
+			seen[2] = true
+			fp := p.Key("actors")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l5 := make([]Actor, len((&m.Value).Elems))
+				for i6 := range (&m.Value).Elems {
+					ip7 := fp.Index(i6)
+					l5[i6] = DecodeActorValue((&(&m.Value).Elems[i6]), ip7, e)
+				}
+				x.Actors = l5
+			}
+		case "placement_relationships":
+			seen[3] = true
+			fp := p.Key("placement_relationships")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l8 := make([]PlacementRelationship, len((&m.Value).Elems))
+				for i9 := range (&m.Value).Elems {
+					ip10 := fp.Index(i9)
+					l8[i9].DecodeJSONValue((&(&m.Value).Elems[i9]), ip10, e)
+				}
+				x.PlacementRelationships = l8
+			}
+		case "overflow_summary":
+			fp := p.Key("overflow_summary")
+			{
+				var v11 PhysicalOverflowSummary
+				v11.DecodeJSONValue((&m.Value), fp, e)
+				x.OverflowSummary = &v11
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "node_model", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "stages", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "actors", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "placement_relationships", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *PhysicalTopology) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *PhysicalTopology) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("node_model"); true {
+		if !x.NodeModel.Valid() {
+			rt.Enum(string(x.NodeModel), fp1, e)
+		}
+	}
+	{
+		lp2 := p.Key("stages")
+		rt.MaxItems(len(x.Stages), 0, lp2, e)
+		for i3 := range x.Stages {
+			x.Stages[i3].ValidateAt(lp2.Index(i3), e)
+		}
+	}
+	{
+		lp4 := p.Key("actors")
+		rt.MaxItems(len(x.Actors), 1024, lp4, e)
+		for i5 := range x.Actors {
+			if x.Actors[i5] == nil {
+				e.Add(lp4.Index(i5), rt.CodeMissingField, "required value is missing")
+			} else {
+				x.Actors[i5].ValidateAt(lp4.Index(i5), e)
+			}
+		}
+	}
+	{
+		lp6 := p.Key("placement_relationships")
+		rt.MaxItems(len(x.PlacementRelationships), 1024, lp6, e)
+		for i7 := range x.PlacementRelationships {
+			x.PlacementRelationships[i7].ValidateAt(lp6.Index(i7), e)
+		}
+	}
+	if x.OverflowSummary != nil {
+		x.OverflowSummary.ValidateAt(p.Key("overflow_summary"), e)
+	}
+}
+
+// DecodePhysicalTopology decodes and validates one #PlanPhysicalTopology record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodePhysicalTopology(data []byte) (*PhysicalTopology, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(PhysicalTopology)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// MapLimit is one map's admission limits.
+type MapLimit struct {
+	NodeID               string  `json:"node_id"`
+	MaximumItems         *int64  `json:"maximum_items"`
+	MaximumInFlight      *int64  `json:"maximum_in_flight"`
+	CancelTimeoutSeconds float64 `json:"cancel_timeout_seconds"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *MapLimit) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "node_id":
+			seen[0] = true
+			fp := p.Key("node_id")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MaxRunes(s1, 2048, fp, e)
+				rt.Pattern(re5, s1, fp, e)
+				x.NodeID = s1
+			}
+		case "maximum_items":
+			seen[1] = true
+			fp := p.Key("maximum_items")
+			if (&m.Value).Kind == rt.KindNull {
+				x.MaximumItems = nil
+			} else {
+				var v2 int64
+				if n3, ok := rt.Int((&m.Value), fp, e); ok {
+					if n3 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n3 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v2 = n3
+				}
+				x.MaximumItems = &v2
+			}
+		case "maximum_in_flight":
+			seen[2] = true
+			fp := p.Key("maximum_in_flight")
+			if (&m.Value).Kind == rt.KindNull {
+				x.MaximumInFlight = nil
+			} else {
+				var v4 int64
+				if n5, ok := rt.Int((&m.Value), fp, e); ok {
+					if n5 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n5 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v4 = n5
+				}
+				x.MaximumInFlight = &v4
+			}
+		case "cancel_timeout_seconds":
+			seen[3] = true
+			fp := p.Key("cancel_timeout_seconds")
+			if n6, ok := rt.Float((&m.Value), fp, e); ok {
+				if n6 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n6 > 1.7976931348623157e308 {
+					e.Add(fp, rt.CodeMax, "must be <= 1.7976931348623157e308")
+				}
+				x.CancelTimeoutSeconds = n6
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "node_id", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "maximum_items", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "maximum_in_flight", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "cancel_timeout_seconds", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *MapLimit) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *MapLimit) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("node_id"); true {
+		rt.MaxRunes(x.NodeID, 2048, fp1, e)
+		rt.Pattern(re5, x.NodeID, fp1, e)
+	}
+	if x.MaximumItems != nil {
+		if fp2 := p.Key("maximum_items"); true {
+			if (*x.MaximumItems) < 1 {
+				e.Add(fp2, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumItems) > 9223372036854775807 {
+				e.Add(fp2, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.MaximumInFlight != nil {
+		if fp3 := p.Key("maximum_in_flight"); true {
+			if (*x.MaximumInFlight) < 1 {
+				e.Add(fp3, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumInFlight) > 9223372036854775807 {
+				e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if fp4 := p.Key("cancel_timeout_seconds"); true {
+		if x.CancelTimeoutSeconds < 0 {
+			e.Add(fp4, rt.CodeMin, "must be >= 0")
+		}
+		if x.CancelTimeoutSeconds > 1.7976931348623157e308 {
+			e.Add(fp4, rt.CodeMax, "must be <= 1.7976931348623157e308")
+		}
+	}
+}
+
+// DecodeMapLimit decodes and validates one #PlanMapLimit record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeMapLimit(data []byte) (*MapLimit, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(MapLimit)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Admission bounds admission: map_limits in the detailed form,
+// map_count and all_maps_bounded in the overflow form.
+type Admission struct {
+	MapLimits              *[]MapLimit `json:"map_limits,omitempty"`
+	MapCount               *int64      `json:"map_count,omitempty"`
+	AllMapsBounded         *bool       `json:"all_maps_bounded,omitempty"`
+	MaximumBufferedResults *int64      `json:"maximum_buffered_results"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Admission) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "map_limits":
+			fp := p.Key("map_limits")
+			{
+				var v1 []MapLimit
+				if rt.Array((&m.Value), fp, e) {
+					rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+					l2 := make([]MapLimit, len((&m.Value).Elems))
+					for i3 := range (&m.Value).Elems {
+						ip4 := fp.Index(i3)
+						l2[i3].DecodeJSONValue((&(&m.Value).Elems[i3]), ip4, e)
+					}
+					v1 = l2
+				}
+				x.MapLimits = &v1
+			}
+		case "map_count":
+			fp := p.Key("map_count")
+			{
+				var v5 int64
+				if n6, ok := rt.Int((&m.Value), fp, e); ok {
+					if n6 < 0 {
+						e.Add(fp, rt.CodeMin, "must be >= 0")
+					}
+					if n6 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v5 = n6
+				}
+				x.MapCount = &v5
+			}
+		case "all_maps_bounded":
+			fp := p.Key("all_maps_bounded")
+			{
+				var v7 bool
+				if n8, ok := rt.Bool((&m.Value), fp, e); ok {
+					v7 = n8
+				}
+				x.AllMapsBounded = &v7
+			}
+		case "maximum_buffered_results":
+			seen[0] = true
+			fp := p.Key("maximum_buffered_results")
+			if (&m.Value).Kind == rt.KindNull {
+				x.MaximumBufferedResults = nil
+			} else {
+				var v9 int64
+				if n10, ok := rt.Int((&m.Value), fp, e); ok {
+					if n10 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n10 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v9 = n10
+				}
+				x.MaximumBufferedResults = &v9
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "maximum_buffered_results", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Admission) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Admission) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.MapLimits != nil {
+		{
+			lp1 := p.Key("map_limits")
+			rt.MaxItems(len((*x.MapLimits)), 1024, lp1, e)
+			for i2 := range *x.MapLimits {
+				(*x.MapLimits)[i2].ValidateAt(lp1.Index(i2), e)
+			}
+		}
+	}
+	if x.MapCount != nil {
+		if fp3 := p.Key("map_count"); true {
+			if (*x.MapCount) < 0 {
+				e.Add(fp3, rt.CodeMin, "must be >= 0")
+			}
+			if (*x.MapCount) > 9223372036854775807 {
+				e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if x.AllMapsBounded != nil {
+	}
+	if x.MaximumBufferedResults != nil {
+		if fp4 := p.Key("maximum_buffered_results"); true {
+			if (*x.MaximumBufferedResults) < 1 {
+				e.Add(fp4, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumBufferedResults) > 9223372036854775807 {
+				e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+}
+
+// DecodeAdmission decodes and validates one #PlanAdmission record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeAdmission(data []byte) (*Admission, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Admission)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CapabilitiesInvocations is a record of the rayflow schema.
+type CapabilitiesInvocations struct {
+	Cardinality string `json:"cardinality"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesInvocations) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "cardinality":
+			seen[0] = true
+			fp := p.Key("cardinality")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "once" {
+					e.Add(fp, rt.CodeConst, "must be %q", "once")
+				}
+				x.Cardinality = s1
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "cardinality", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesInvocations) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesInvocations) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("cardinality"); true {
+		if x.Cardinality != "once" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "once")
+		}
+	}
+}
+
+// CapabilitiesLogicalItems is a record of the rayflow schema.
+type CapabilitiesLogicalItems struct {
+	Cardinality LogicalItems `json:"cardinality"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesLogicalItems) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "cardinality":
+			seen[0] = true
+			fp := p.Key("cardinality")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !LogicalItems(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.Cardinality = LogicalItems(s1)
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "cardinality", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesLogicalItems) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesLogicalItems) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("cardinality"); true {
+		if !x.Cardinality.Valid() {
+			rt.Enum(string(x.Cardinality), fp1, e)
+		}
+	}
+}
+
+// CapabilitiesTransport is a record of the rayflow schema.
+type CapabilitiesTransport struct {
+	Kind          string `json:"kind"`
+	Serialization string `json:"serialization"`
+	Ordering      string `json:"ordering"`
+	ZeroCopy      bool   `json:"zero_copy"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesTransport) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "kind":
+			seen[0] = true
+			fp := p.Key("kind")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "ray_object_store" {
+					e.Add(fp, rt.CodeConst, "must be %q", "ray_object_store")
+				}
+				x.Kind = s1
+			}
+		case "serialization":
+			seen[1] = true
+			fp := p.Key("serialization")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "json" {
+					e.Add(fp, rt.CodeConst, "must be %q", "json")
+				}
+				x.Serialization = s2
+			}
+		case "ordering":
+			seen[2] = true
+			fp := p.Key("ordering")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "preserved" {
+					e.Add(fp, rt.CodeConst, "must be %q", "preserved")
+				}
+				x.Ordering = s3
+			}
+		case "zero_copy":
+			seen[3] = true
+			fp := p.Key("zero_copy")
+			if n4, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n4 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.ZeroCopy = n4
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "serialization", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "ordering", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "zero_copy", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesTransport) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesTransport) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("kind"); true {
+		if x.Kind != "ray_object_store" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "ray_object_store")
+		}
+	}
+	if fp2 := p.Key("serialization"); true {
+		if x.Serialization != "json" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "json")
+		}
+	}
+	if fp3 := p.Key("ordering"); true {
+		if x.Ordering != "preserved" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "preserved")
+		}
+	}
+	if fp4 := p.Key("zero_copy"); true {
+		if x.ZeroCopy != false {
+			e.Add(fp4, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// CapabilitiesResults is a record of the rayflow schema.
+type CapabilitiesResults struct {
+	Cardinality string `json:"cardinality"`
+	Ownership   string `json:"ownership"`
+	Retention   string `json:"retention"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesResults) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "cardinality":
+			seen[0] = true
+			fp := p.Key("cardinality")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "one" {
+					e.Add(fp, rt.CodeConst, "must be %q", "one")
+				}
+				x.Cardinality = s1
+			}
+		case "ownership":
+			seen[1] = true
+			fp := p.Key("ownership")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "outer_task" {
+					e.Add(fp, rt.CodeConst, "must be %q", "outer_task")
+				}
+				x.Ownership = s2
+			}
+		case "retention":
+			seen[2] = true
+			fp := p.Key("retention")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "until_resolved" {
+					e.Add(fp, rt.CodeConst, "must be %q", "until_resolved")
+				}
+				x.Retention = s3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "cardinality", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "ownership", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "retention", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesResults) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesResults) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("cardinality"); true {
+		if x.Cardinality != "one" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "one")
+		}
+	}
+	if fp2 := p.Key("ownership"); true {
+		if x.Ownership != "outer_task" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "outer_task")
+		}
+	}
+	if fp3 := p.Key("retention"); true {
+		if x.Retention != "until_resolved" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "until_resolved")
+		}
+	}
+}
+
+// CapabilitiesEffects is a record of the rayflow schema.
+type CapabilitiesEffects struct {
+	Mode SideEffects `json:"mode"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesEffects) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "mode":
+			seen[0] = true
+			fp := p.Key("mode")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if !SideEffects(s1).Valid() {
+					rt.Enum(s1, fp, e)
+				}
+				x.Mode = SideEffects(s1)
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "mode", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesEffects) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesEffects) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("mode"); true {
+		if !x.Mode.Valid() {
+			rt.Enum(string(x.Mode), fp1, e)
+		}
+	}
+}
+
+// CapabilitiesFailure is a record of the rayflow schema.
+type CapabilitiesFailure struct {
+	FallbackAfterSubmission bool `json:"fallback_after_submission"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesFailure) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "fallback_after_submission":
+			seen[0] = true
+			fp := p.Key("fallback_after_submission")
+			if n1, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n1 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.FallbackAfterSubmission = n1
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "fallback_after_submission", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesFailure) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesFailure) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("fallback_after_submission"); true {
+		if x.FallbackAfterSubmission != false {
+			e.Add(fp1, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// CapabilitiesCancellation is a record of the rayflow schema.
+type CapabilitiesCancellation struct {
+	Mode          string `json:"mode"`
+	DrainRequired bool   `json:"drain_required"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesCancellation) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "mode":
+			seen[0] = true
+			fp := p.Key("mode")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "recursive_best_effort" {
+					e.Add(fp, rt.CodeConst, "must be %q", "recursive_best_effort")
+				}
+				x.Mode = s1
+			}
+		case "drain_required":
+			seen[1] = true
+			fp := p.Key("drain_required")
+			if n2, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n2 != true {
+					e.Add(fp, rt.CodeConst, "must be true")
+				}
+				x.DrainRequired = n2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "mode", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "drain_required", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesCancellation) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesCancellation) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("mode"); true {
+		if x.Mode != "recursive_best_effort" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "recursive_best_effort")
+		}
+	}
+	if fp2 := p.Key("drain_required"); true {
+		if x.DrainRequired != true {
+			e.Add(fp2, rt.CodeConst, "must be true")
+		}
+	}
+}
+
+// CapabilitiesOwner is a record of the rayflow schema.
+type CapabilitiesOwner struct {
+	Kind     string `json:"kind"`
+	Lifetime string `json:"lifetime"`
+	Sharing  string `json:"sharing"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesOwner) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [3]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "kind":
+			seen[0] = true
+			fp := p.Key("kind")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "outer_task" {
+					e.Add(fp, rt.CodeConst, "must be %q", "outer_task")
+				}
+				x.Kind = s1
+			}
+		case "lifetime":
+			seen[1] = true
+			fp := p.Key("lifetime")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				if s2 != "durable_run" {
+					e.Add(fp, rt.CodeConst, "must be %q", "durable_run")
+				}
+				x.Lifetime = s2
+			}
+		case "sharing":
+			seen[2] = true
+			fp := p.Key("sharing")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if s3 != "isolated" {
+					e.Add(fp, rt.CodeConst, "must be %q", "isolated")
+				}
+				x.Sharing = s3
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "lifetime", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "sharing", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesOwner) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesOwner) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("kind"); true {
+		if x.Kind != "outer_task" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "outer_task")
+		}
+	}
+	if fp2 := p.Key("lifetime"); true {
+		if x.Lifetime != "durable_run" {
+			e.Add(fp2, rt.CodeConst, "must be %q", "durable_run")
+		}
+	}
+	if fp3 := p.Key("sharing"); true {
+		if x.Sharing != "isolated" {
+			e.Add(fp3, rt.CodeConst, "must be %q", "isolated")
+		}
+	}
+}
+
+// CapabilitiesDurability is a record of the rayflow schema.
+type CapabilitiesDurability struct {
+	Boundary        string `json:"boundary"`
+	PerNodeRecovery bool   `json:"per_node_recovery"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CapabilitiesDurability) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "boundary":
+			seen[0] = true
+			fp := p.Key("boundary")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "outer_task" {
+					e.Add(fp, rt.CodeConst, "must be %q", "outer_task")
+				}
+				x.Boundary = s1
+			}
+		case "per_node_recovery":
+			seen[1] = true
+			fp := p.Key("per_node_recovery")
+			if n2, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n2 != false {
+					e.Add(fp, rt.CodeConst, "must be false")
+				}
+				x.PerNodeRecovery = n2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "boundary", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "per_node_recovery", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CapabilitiesDurability) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CapabilitiesDurability) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("boundary"); true {
+		if x.Boundary != "outer_task" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "outer_task")
+		}
+	}
+	if fp2 := p.Key("per_node_recovery"); true {
+		if x.PerNodeRecovery != false {
+			e.Add(fp2, rt.CodeConst, "must be false")
+		}
+	}
+}
+
+// Capabilities are the plan's declared capabilities (fixed v1 values).
+type Capabilities struct {
+	Invocations  CapabilitiesInvocations  `json:"invocations"`
+	LogicalItems CapabilitiesLogicalItems `json:"logical_items"`
+	Admission    Admission                `json:"admission"`
+	Transport    CapabilitiesTransport    `json:"transport"`
+	Results      CapabilitiesResults      `json:"results"`
+	Effects      CapabilitiesEffects      `json:"effects"`
+	Failure      CapabilitiesFailure      `json:"failure"`
+	Cancellation CapabilitiesCancellation `json:"cancellation"`
+	Owner        CapabilitiesOwner        `json:"owner"`
+	Durability   CapabilitiesDurability   `json:"durability"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Capabilities) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [10]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "invocations":
+			seen[0] = true
+			fp := p.Key("invocations")
+			x.Invocations.DecodeJSONValue((&m.Value), fp, e)
+		case "logical_items":
+			seen[1] = true
+			fp := p.Key("logical_items")
+			x.LogicalItems.DecodeJSONValue((&m.Value), fp, e)
+		case "admission":
+			seen[2] = true
+			fp := p.Key("admission")
+			x.Admission.DecodeJSONValue((&m.Value), fp, e)
+		case "transport":
+			seen[3] = true
+			fp := p.Key("transport")
+			x.Transport.DecodeJSONValue((&m.Value), fp, e)
+		case "results":
+			seen[4] = true
+			fp := p.Key("results")
+			x.Results.DecodeJSONValue((&m.Value), fp, e)
+		case "effects":
+			seen[5] = true
+			fp := p.Key("effects")
+			x.Effects.DecodeJSONValue((&m.Value), fp, e)
+		case "failure":
+			seen[6] = true
+			fp := p.Key("failure")
+			x.Failure.DecodeJSONValue((&m.Value), fp, e)
+		case "cancellation":
+			seen[7] = true
+			fp := p.Key("cancellation")
+			x.Cancellation.DecodeJSONValue((&m.Value), fp, e)
+		case "owner":
+			seen[8] = true
+			fp := p.Key("owner")
+			x.Owner.DecodeJSONValue((&m.Value), fp, e)
+		case "durability":
+			seen[9] = true
+			fp := p.Key("durability")
+			x.Durability.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "invocations", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "logical_items", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "admission", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "transport", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "results", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "effects", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "failure", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "cancellation", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "owner", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "durability", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Capabilities) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Capabilities) ValidateAt(p *rt.Path, e *rt.Errors) {
+	x.Invocations.ValidateAt(p.Key("invocations"), e)
+	x.LogicalItems.ValidateAt(p.Key("logical_items"), e)
+	x.Admission.ValidateAt(p.Key("admission"), e)
+	x.Transport.ValidateAt(p.Key("transport"), e)
+	x.Results.ValidateAt(p.Key("results"), e)
+	x.Effects.ValidateAt(p.Key("effects"), e)
+	x.Failure.ValidateAt(p.Key("failure"), e)
+	x.Cancellation.ValidateAt(p.Key("cancellation"), e)
+	x.Owner.ValidateAt(p.Key("owner"), e)
+	x.Durability.ValidateAt(p.Key("durability"), e)
+}
+
+// DecodeCapabilities decodes and validates one #PlanCapabilities record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCapabilities(data []byte) (*Capabilities, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Capabilities)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// RuntimeEnvIdentity is the plan copy of a RuntimeEnv identity manifest
+// (without profile and transport_digest).
+type RuntimeEnvIdentity struct {
+	PlanFormat                string   `json:"plan_format"`
+	PlanFormatVersion         int64    `json:"plan_format_version"`
+	Digest                    string   `json:"digest"`
+	Reusable                  bool     `json:"reusable"`
+	UnresolvedPaths           []string `json:"unresolved_paths"`
+	TotalUnresolvedPaths      int64    `json:"total_unresolved_paths"`
+	UnresolvedPathsTruncated  bool     `json:"unresolved_paths_truncated"`
+	RetrySafe                 bool     `json:"retry_safe"`
+	RetryUnsafePaths          []string `json:"retry_unsafe_paths"`
+	TotalRetryUnsafePaths     int64    `json:"total_retry_unsafe_paths"`
+	RetryUnsafePathsTruncated bool     `json:"retry_unsafe_paths_truncated"`
+	TrustDigest               string   `json:"trust_digest"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *RuntimeEnvIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	n0 := e.Len()
+	var seen [12]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "plan_format":
+			seen[0] = true
+			fp := p.Key("plan_format")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "rayflow.runtime-env-plan" {
+					e.Add(fp, rt.CodeConst, "must be %q", "rayflow.runtime-env-plan")
+				}
+				x.PlanFormat = s1
+			}
+		case "plan_format_version":
+			seen[1] = true
+			fp := p.Key("plan_format_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.PlanFormatVersion = n2
+			}
+		case "digest":
+			seen[2] = true
+			fp := p.Key("digest")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re1, s3, fp, e)
+				x.Digest = s3
+			}
+		case "reusable":
+			seen[3] = true
+			fp := p.Key("reusable")
+			if n4, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Reusable = n4
+			}
+		case "unresolved_paths":
+			seen[4] = true
+			fp := p.Key("unresolved_paths")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 16, fp, e)
+				l5 := make([]string, len((&m.Value).Elems))
+				for i6 := range (&m.Value).Elems {
+					ip7 := fp.Index(i6)
+					if s8, ok := rt.String((&(&m.Value).Elems[i6]), ip7, e); ok {
+						rt.Pattern(re14, s8, ip7, e)
+						l5[i6] = s8
+					}
+				}
+				rt.Unique(l5, fp, e)
+				x.UnresolvedPaths = l5
+			}
+		case "total_unresolved_paths":
+			seen[5] = true
+			fp := p.Key("total_unresolved_paths")
+			if n9, ok := rt.Int((&m.Value), fp, e); ok {
+				if n9 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n9 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.TotalUnresolvedPaths = n9
+			}
+		case "unresolved_paths_truncated":
+			seen[6] = true
+			fp := p.Key("unresolved_paths_truncated")
+			if n10, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.UnresolvedPathsTruncated = n10
+			}
+		case "retry_safe":
+			seen[7] = true
+			fp := p.Key("retry_safe")
+			if n11, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.RetrySafe = n11
+			}
+		case "retry_unsafe_paths":
+			seen[8] = true
+			fp := p.Key("retry_unsafe_paths")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 16, fp, e)
+				l12 := make([]string, len((&m.Value).Elems))
+				for i13 := range (&m.Value).Elems {
+					ip14 := fp.Index(i13)
+					if s15, ok := rt.String((&(&m.Value).Elems[i13]), ip14, e); ok {
+						rt.Pattern(re14, s15, ip14, e)
+						l12[i13] = s15
+					}
+				}
+				rt.Unique(l12, fp, e)
+				x.RetryUnsafePaths = l12
+			}
+		case "total_retry_unsafe_paths":
+			seen[9] = true
+			fp := p.Key("total_retry_unsafe_paths")
+			if n16, ok := rt.Int((&m.Value), fp, e); ok {
+				if n16 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n16 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.TotalRetryUnsafePaths = n16
+			}
+		case "retry_unsafe_paths_truncated":
+			seen[10] = true
+			fp := p.Key("retry_unsafe_paths_truncated")
+			if n17, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.RetryUnsafePathsTruncated = n17
+			}
+		case "trust_digest":
+			seen[11] = true
+			fp := p.Key("trust_digest")
+			if s18, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re1, s18, fp, e)
+				x.TrustDigest = s18
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "plan_format", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "plan_format_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "digest", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "reusable", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "unresolved_paths", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "total_unresolved_paths", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "unresolved_paths_truncated", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "retry_safe", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "retry_unsafe_paths", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "total_retry_unsafe_paths", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "retry_unsafe_paths_truncated", e)
+	}
+	if !seen[11] {
+		rt.Missing(p, "trust_digest", e)
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *RuntimeEnvIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *RuntimeEnvIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
+	if fp1 := p.Key("plan_format"); true {
+		if x.PlanFormat != "rayflow.runtime-env-plan" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "rayflow.runtime-env-plan")
+		}
+	}
+	if fp2 := p.Key("plan_format_version"); true {
+		if x.PlanFormatVersion != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp3 := p.Key("digest"); true {
+		rt.Pattern(re1, x.Digest, fp3, e)
+	}
+	{
+		lp4 := p.Key("unresolved_paths")
+		rt.MaxItems(len(x.UnresolvedPaths), 16, lp4, e)
+		rt.Unique(x.UnresolvedPaths, lp4, e)
+		for i5 := range x.UnresolvedPaths {
+			if fp6 := lp4.Index(i5); true {
+				rt.Pattern(re14, x.UnresolvedPaths[i5], fp6, e)
+			}
+		}
+	}
+	if fp7 := p.Key("total_unresolved_paths"); true {
+		if x.TotalUnresolvedPaths < 0 {
+			e.Add(fp7, rt.CodeMin, "must be >= 0")
+		}
+		if x.TotalUnresolvedPaths > 9223372036854775807 {
+			e.Add(fp7, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	{
+		lp8 := p.Key("retry_unsafe_paths")
+		rt.MaxItems(len(x.RetryUnsafePaths), 16, lp8, e)
+		rt.Unique(x.RetryUnsafePaths, lp8, e)
+		for i9 := range x.RetryUnsafePaths {
+			if fp10 := lp8.Index(i9); true {
+				rt.Pattern(re14, x.RetryUnsafePaths[i9], fp10, e)
+			}
+		}
+	}
+	if fp11 := p.Key("total_retry_unsafe_paths"); true {
+		if x.TotalRetryUnsafePaths < 0 {
+			e.Add(fp11, rt.CodeMin, "must be >= 0")
+		}
+		if x.TotalRetryUnsafePaths > 9223372036854775807 {
+			e.Add(fp11, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp12 := p.Key("trust_digest"); true {
+		rt.Pattern(re1, x.TrustDigest, fp12, e)
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *RuntimeEnvIdentity) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleEnvReusableIffResolved(x, p, e)
+	ruleEnvRetrySafeIffNoUnsafePaths(x, p, e)
+	ruleEnvRetryUnsafeWithinUnresolved(x, p, e)
+	ruleEnvUnresolvedTotalCoversPaths(x, p, e)
+	ruleEnvUnresolvedTruncatedIffMore(x, p, e)
+	ruleEnvRetryTotalCoversPaths(x, p, e)
+	ruleEnvRetryTruncatedIffMore(x, p, e)
+	ruleEnvPathsSorted(x, p, e)
+}
+
+// Rule codes of RuntimeEnvIdentity, one per cross-field rule.
+const (
+	CodeRuleEnvReusableIffResolved         = "RULE_ENV_REUSABLE_IFF_RESOLVED"
+	CodeRuleEnvRetrySafeIffNoUnsafePaths   = "RULE_ENV_RETRY_SAFE_IFF_NO_UNSAFE_PATHS"
+	CodeRuleEnvRetryUnsafeWithinUnresolved = "RULE_ENV_RETRY_UNSAFE_WITHIN_UNRESOLVED"
+	CodeRuleEnvUnresolvedTotalCoversPaths  = "RULE_ENV_UNRESOLVED_TOTAL_COVERS_PATHS"
+	CodeRuleEnvUnresolvedTruncatedIffMore  = "RULE_ENV_UNRESOLVED_TRUNCATED_IFF_MORE"
+	CodeRuleEnvRetryTotalCoversPaths       = "RULE_ENV_RETRY_TOTAL_COVERS_PATHS"
+	CodeRuleEnvRetryTruncatedIffMore       = "RULE_ENV_RETRY_TRUNCATED_IFF_MORE"
+	CodeRuleEnvPathsSorted                 = "RULE_ENV_PATHS_SORTED"
+)
+
+// DecodeRuntimeEnvIdentity decodes and validates one #PlanRuntimeEnvIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeRuntimeEnvIdentity(data []byte) (*RuntimeEnvIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(RuntimeEnvIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Environments are the outer RuntimeEnv and each node's effective one.
+type Environments struct {
+	Outer  RuntimeEnvIdentity        `json:"outer"`
+	ByNode map[string]EnvironmentRef `json:"by_node"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Environments) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "outer":
+			seen[0] = true
+			fp := p.Key("outer")
+			x.Outer.DecodeJSONValue((&m.Value), fp, e)
+		case "by_node":
+			seen[1] = true
+			fp := p.Key("by_node")
+			if rt.Object((&m.Value), fp, e) {
+				rt.MaxFields(len((&m.Value).Members), 256, fp, e)
+				m1 := make(map[string]EnvironmentRef, len((&m.Value).Members))
+				for i2 := range (&m.Value).Members {
+					mm := &(&m.Value).Members[i2]
+					kp4 := fp.Key(mm.Key)
+					rt.MaxRunes(mm.Key, 2048, kp4, e)
+					rt.Pattern(re5, mm.Key, kp4, e)
+					var mv3 EnvironmentRef
+					mv3.DecodeJSONValue((&mm.Value), kp4, e)
+					m1[mm.Key] = mv3
+				}
+				x.ByNode = m1
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "outer", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "by_node", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Environments) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Environments) ValidateAt(p *rt.Path, e *rt.Errors) {
+	x.Outer.ValidateAt(p.Key("outer"), e)
+	{
+		mp1 := p.Key("by_node")
+		rt.MaxFields(len(x.ByNode), 256, mp1, e)
+		for _, k2 := range rt.SortedKeys(x.ByNode) {
+			kp3 := mp1.Key(k2)
+			rt.MaxRunes(k2, 2048, kp3, e)
+			rt.Pattern(re5, k2, kp3, e)
+			mv4 := x.ByNode[k2]
+			mv4.ValidateAt(kp3, e)
+		}
+	}
+}
+
+// DecodeEnvironments decodes and validates one #PlanEnvironments record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeEnvironments(data []byte) (*Environments, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Environments)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// TrustIdentity is the normalized trust identity (allowed keys only).
+type TrustIdentity struct {
+	TrustDomain            *string `json:"trust_domain,omitempty"`
+	CredentialProvider     *string `json:"credential_provider,omitempty"`
+	CredentialProfile      *string `json:"credential_profile,omitempty"`
+	CredentialRevision     *string `json:"credential_revision,omitempty"`
+	EnvironmentRevision    *string `json:"environment_revision,omitempty"`
+	SchedulingRevision     *string `json:"scheduling_revision,omitempty"`
+	ServiceAccountAudience *string `json:"service_account_audience,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *TrustIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "trust_domain":
+			fp := p.Key("trust_domain")
+			{
+				var v1 string
+				if s2, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s2, 1, fp, e)
+					rt.MaxRunes(s2, 256, fp, e)
+					v1 = s2
+				}
+				x.TrustDomain = &v1
+			}
+		case "credential_provider":
+			fp := p.Key("credential_provider")
+			{
+				var v3 string
+				if s4, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s4, 1, fp, e)
+					rt.MaxRunes(s4, 256, fp, e)
+					v3 = s4
+				}
+				x.CredentialProvider = &v3
+			}
+		case "credential_profile":
+			fp := p.Key("credential_profile")
+			{
+				var v5 string
+				if s6, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s6, 1, fp, e)
+					rt.MaxRunes(s6, 256, fp, e)
+					v5 = s6
+				}
+				x.CredentialProfile = &v5
+			}
+		case "credential_revision":
+			fp := p.Key("credential_revision")
+			{
+				var v7 string
+				if s8, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s8, 1, fp, e)
+					rt.MaxRunes(s8, 256, fp, e)
+					v7 = s8
+				}
+				x.CredentialRevision = &v7
+			}
+		case "environment_revision":
+			fp := p.Key("environment_revision")
+			{
+				var v9 string
+				if s10, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s10, 1, fp, e)
+					rt.MaxRunes(s10, 256, fp, e)
+					v9 = s10
+				}
+				x.EnvironmentRevision = &v9
+			}
+		case "scheduling_revision":
+			fp := p.Key("scheduling_revision")
+			{
+				var v11 string
+				if s12, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s12, 1, fp, e)
+					rt.MaxRunes(s12, 256, fp, e)
+					v11 = s12
+				}
+				x.SchedulingRevision = &v11
+			}
+		case "service_account_audience":
+			fp := p.Key("service_account_audience")
+			{
+				var v13 string
+				if s14, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s14, 1, fp, e)
+					rt.MaxRunes(s14, 256, fp, e)
+					v13 = s14
+				}
+				x.ServiceAccountAudience = &v13
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *TrustIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *TrustIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.TrustDomain != nil {
+		if fp1 := p.Key("trust_domain"); true {
+			rt.MinRunes((*x.TrustDomain), 1, fp1, e)
+			rt.MaxRunes((*x.TrustDomain), 256, fp1, e)
+		}
+	}
+	if x.CredentialProvider != nil {
+		if fp2 := p.Key("credential_provider"); true {
+			rt.MinRunes((*x.CredentialProvider), 1, fp2, e)
+			rt.MaxRunes((*x.CredentialProvider), 256, fp2, e)
+		}
+	}
+	if x.CredentialProfile != nil {
+		if fp3 := p.Key("credential_profile"); true {
+			rt.MinRunes((*x.CredentialProfile), 1, fp3, e)
+			rt.MaxRunes((*x.CredentialProfile), 256, fp3, e)
+		}
+	}
+	if x.CredentialRevision != nil {
+		if fp4 := p.Key("credential_revision"); true {
+			rt.MinRunes((*x.CredentialRevision), 1, fp4, e)
+			rt.MaxRunes((*x.CredentialRevision), 256, fp4, e)
+		}
+	}
+	if x.EnvironmentRevision != nil {
+		if fp5 := p.Key("environment_revision"); true {
+			rt.MinRunes((*x.EnvironmentRevision), 1, fp5, e)
+			rt.MaxRunes((*x.EnvironmentRevision), 256, fp5, e)
+		}
+	}
+	if x.SchedulingRevision != nil {
+		if fp6 := p.Key("scheduling_revision"); true {
+			rt.MinRunes((*x.SchedulingRevision), 1, fp6, e)
+			rt.MaxRunes((*x.SchedulingRevision), 256, fp6, e)
+		}
+	}
+	if x.ServiceAccountAudience != nil {
+		if fp7 := p.Key("service_account_audience"); true {
+			rt.MinRunes((*x.ServiceAccountAudience), 1, fp7, e)
+			rt.MaxRunes((*x.ServiceAccountAudience), 256, fp7, e)
+		}
+	}
+}
+
+// DecodeTrustIdentity decodes and validates one #PlanTrustIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeTrustIdentity(data []byte) (*TrustIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(TrustIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Security carries the trust identity.
+type Security struct {
+	TrustIdentity TrustIdentity `json:"trust_identity"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Security) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "trust_identity":
+			seen[0] = true
+			fp := p.Key("trust_identity")
+			x.TrustIdentity.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "trust_identity", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Security) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Security) ValidateAt(p *rt.Path, e *rt.Errors) {
+	x.TrustIdentity.ValidateAt(p.Key("trust_identity"), e)
+}
+
+// DecodeSecurity decodes and validates one #PlanSecurity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeSecurity(data []byte) (*Security, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Security)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// RetrySafety summarizes whether the plan may be retried.
+type RetrySafety struct {
+	RetrySafe                 bool     `json:"retry_safe"`
+	RetryUnsafePaths          []string `json:"retry_unsafe_paths"`
+	TotalRetryUnsafePaths     int64    `json:"total_retry_unsafe_paths"`
+	RetryUnsafePathsTruncated bool     `json:"retry_unsafe_paths_truncated"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *RetrySafety) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	n0 := e.Len()
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "retry_safe":
+			seen[0] = true
+			fp := p.Key("retry_safe")
+			if n1, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.RetrySafe = n1
+			}
+		case "retry_unsafe_paths":
+			seen[1] = true
+			fp := p.Key("retry_unsafe_paths")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 16, fp, e)
+				l2 := make([]string, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
+						rt.Pattern(re14, s5, ip4, e)
+						l2[i3] = s5
+					}
+				}
+				rt.Unique(l2, fp, e)
+				x.RetryUnsafePaths = l2
+			}
+		case "total_retry_unsafe_paths":
+			seen[2] = true
+			fp := p.Key("total_retry_unsafe_paths")
+			if n6, ok := rt.Int((&m.Value), fp, e); ok {
+				if n6 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n6 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.TotalRetryUnsafePaths = n6
+			}
+		case "retry_unsafe_paths_truncated":
+			seen[3] = true
+			fp := p.Key("retry_unsafe_paths_truncated")
+			if n7, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.RetryUnsafePathsTruncated = n7
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "retry_safe", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "retry_unsafe_paths", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "total_retry_unsafe_paths", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "retry_unsafe_paths_truncated", e)
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *RetrySafety) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *RetrySafety) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
+	{
+		lp1 := p.Key("retry_unsafe_paths")
+		rt.MaxItems(len(x.RetryUnsafePaths), 16, lp1, e)
+		rt.Unique(x.RetryUnsafePaths, lp1, e)
+		for i2 := range x.RetryUnsafePaths {
+			if fp3 := lp1.Index(i2); true {
+				rt.Pattern(re14, x.RetryUnsafePaths[i2], fp3, e)
+			}
+		}
+	}
+	if fp4 := p.Key("total_retry_unsafe_paths"); true {
+		if x.TotalRetryUnsafePaths < 0 {
+			e.Add(fp4, rt.CodeMin, "must be >= 0")
+		}
+		if x.TotalRetryUnsafePaths > 9223372036854775807 {
+			e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *RetrySafety) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleRetrySafeIffNoUnsafePaths(x, p, e)
+	ruleRetryTotalCoversPaths(x, p, e)
+	ruleRetryTruncatedIffMore(x, p, e)
+	ruleRetryPathsSorted(x, p, e)
+}
+
+// Rule codes of RetrySafety, one per cross-field rule.
+const (
+	CodeRuleRetrySafeIffNoUnsafePaths = "RULE_RETRY_SAFE_IFF_NO_UNSAFE_PATHS"
+	CodeRuleRetryTotalCoversPaths     = "RULE_RETRY_TOTAL_COVERS_PATHS"
+	CodeRuleRetryTruncatedIffMore     = "RULE_RETRY_TRUNCATED_IFF_MORE"
+	CodeRuleRetryPathsSorted          = "RULE_RETRY_PATHS_SORTED"
+)
+
+// DecodeRetrySafety decodes and validates one #PlanRetrySafety record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeRetrySafety(data []byte) (*RetrySafety, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(RetrySafety)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CompiledGraphRequirements are the compiled-graph strategy settings.
+type CompiledGraphRequirements struct {
+	SettingsVersion          int64            `json:"settings_version"`
+	LifecycleProtocolVersion int64            `json:"lifecycle_protocol_version"`
+	Transport                ChannelTransport `json:"transport"`
+	MaximumInFlight          int64            `json:"maximum_in_flight"`
+	MaximumBufferedResults   int64            `json:"maximum_buffered_results"`
+	BufferBytes              *int64           `json:"buffer_bytes"`
+	OwnerConcurrency         int64            `json:"owner_concurrency"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CompiledGraphRequirements) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [7]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "settings_version":
+			seen[0] = true
+			fp := p.Key("settings_version")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.SettingsVersion = n1
+			}
+		case "lifecycle_protocol_version":
+			seen[1] = true
+			fp := p.Key("lifecycle_protocol_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.LifecycleProtocolVersion = n2
+			}
+		case "transport":
+			seen[2] = true
+			fp := p.Key("transport")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if !ChannelTransport(s3).Valid() {
+					rt.Enum(s3, fp, e)
+				}
+				x.Transport = ChannelTransport(s3)
+			}
+		case "maximum_in_flight":
+			seen[3] = true
+			fp := p.Key("maximum_in_flight")
+			if n4, ok := rt.Int((&m.Value), fp, e); ok {
+				if n4 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.MaximumInFlight = n4
+			}
+		case "maximum_buffered_results":
+			seen[4] = true
+			fp := p.Key("maximum_buffered_results")
+			if n5, ok := rt.Int((&m.Value), fp, e); ok {
+				if n5 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.MaximumBufferedResults = n5
+			}
+		case "buffer_bytes":
+			seen[5] = true
+			fp := p.Key("buffer_bytes")
+			if (&m.Value).Kind == rt.KindNull {
+				x.BufferBytes = nil
+			} else {
+				var v6 int64
+				if n7, ok := rt.Int((&m.Value), fp, e); ok {
+					if n7 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n7 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v6 = n7
+				}
+				x.BufferBytes = &v6
+			}
+		case "owner_concurrency":
+			seen[6] = true
+			fp := p.Key("owner_concurrency")
+			if n8, ok := rt.Int((&m.Value), fp, e); ok {
+				if n8 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.OwnerConcurrency = n8
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "settings_version", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "lifecycle_protocol_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "transport", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "maximum_in_flight", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "maximum_buffered_results", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "buffer_bytes", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "owner_concurrency", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CompiledGraphRequirements) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CompiledGraphRequirements) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("settings_version"); true {
+		if x.SettingsVersion != 1 {
+			e.Add(fp1, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp2 := p.Key("lifecycle_protocol_version"); true {
+		if x.LifecycleProtocolVersion != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp3 := p.Key("transport"); true {
+		if !x.Transport.Valid() {
+			rt.Enum(string(x.Transport), fp3, e)
+		}
+	}
+	if fp4 := p.Key("maximum_in_flight"); true {
+		if x.MaximumInFlight != 1 {
+			e.Add(fp4, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp5 := p.Key("maximum_buffered_results"); true {
+		if x.MaximumBufferedResults != 1 {
+			e.Add(fp5, rt.CodeConst, "must be 1")
+		}
+	}
+	if x.BufferBytes != nil {
+		if fp6 := p.Key("buffer_bytes"); true {
+			if (*x.BufferBytes) < 1 {
+				e.Add(fp6, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.BufferBytes) > 9223372036854775807 {
+				e.Add(fp6, rt.CodeMax, "must be <= 9223372036854775807")
+			}
+		}
+	}
+	if fp7 := p.Key("owner_concurrency"); true {
+		if x.OwnerConcurrency != 1 {
+			e.Add(fp7, rt.CodeConst, "must be 1")
+		}
+	}
+}
+
+// DecodeCompiledGraphRequirements decodes and validates one #PlanCompiledGraphRequirements record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCompiledGraphRequirements(data []byte) (*CompiledGraphRequirements, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CompiledGraphRequirements)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// StrategyRequirements are per-strategy requirements.
+type StrategyRequirements struct {
+	CompiledGraph CompiledGraphRequirements `json:"compiled_graph"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *StrategyRequirements) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [1]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "compiled_graph":
+			seen[0] = true
+			fp := p.Key("compiled_graph")
+			x.CompiledGraph.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "compiled_graph", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *StrategyRequirements) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *StrategyRequirements) ValidateAt(p *rt.Path, e *rt.Errors) {
+	x.CompiledGraph.ValidateAt(p.Key("compiled_graph"), e)
+}
+
+// DecodeStrategyRequirements decodes and validates one #PlanStrategyRequirements record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeStrategyRequirements(data []byte) (*StrategyRequirements, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(StrategyRequirements)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CompiledGraphRuntime is the Ray cluster runtime identity (13 fields).
+// The Python fields describe the Ray bridge's interpreter, which rayflow
+// still runs on Ray.
+type CompiledGraphRuntime struct {
+	RayVersion           *string `json:"ray_version"`
+	PythonVersion        *string `json:"python_version"`
+	OperatingSystem      *string `json:"operating_system"`
+	Architecture         *string `json:"architecture"`
+	PythonImplementation *string `json:"python_implementation"`
+	PythonABI            *string `json:"python_abi"`
+	DependencyProfile    *string `json:"dependency_profile"`
+	PlatformProfile      *string `json:"platform_profile"`
+	LibcProfile          *string `json:"libc_profile"`
+	ContainerProfile     *string `json:"container_profile"`
+	DeploymentProfile    *string `json:"deployment_profile"`
+	SharedMemoryProfile  *string `json:"shared_memory_profile"`
+	ObjectStoreProfile   *string `json:"object_store_profile"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CompiledGraphRuntime) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [13]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "ray_version":
+			seen[0] = true
+			fp := p.Key("ray_version")
+			if (&m.Value).Kind == rt.KindNull {
+				x.RayVersion = nil
+			} else {
+				var v1 string
+				if s2, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s2, 1024, fp, e)
+					v1 = s2
+				}
+				x.RayVersion = &v1
+			}
+		case "python_version":
+			seen[1] = true
+			fp := p.Key("python_version")
+			if (&m.Value).Kind == rt.KindNull {
+				x.PythonVersion = nil
+			} else {
+				var v3 string
+				if s4, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s4, 1024, fp, e)
+					v3 = s4
+				}
+				x.PythonVersion = &v3
+			}
+		case "operating_system":
+			seen[2] = true
+			fp := p.Key("operating_system")
+			if (&m.Value).Kind == rt.KindNull {
+				x.OperatingSystem = nil
+			} else {
+				var v5 string
+				if s6, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s6, 1024, fp, e)
+					v5 = s6
+				}
+				x.OperatingSystem = &v5
+			}
+		case "architecture":
+			seen[3] = true
+			fp := p.Key("architecture")
+			if (&m.Value).Kind == rt.KindNull {
+				x.Architecture = nil
+			} else {
+				var v7 string
+				if s8, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s8, 1024, fp, e)
+					v7 = s8
+				}
+				x.Architecture = &v7
+			}
+		case "python_implementation":
+			seen[4] = true
+			fp := p.Key("python_implementation")
+			if (&m.Value).Kind == rt.KindNull {
+				x.PythonImplementation = nil
+			} else {
+				var v9 string
+				if s10, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s10, 1024, fp, e)
+					v9 = s10
+				}
+				x.PythonImplementation = &v9
+			}
+		case "python_abi":
+			seen[5] = true
+			fp := p.Key("python_abi")
+			if (&m.Value).Kind == rt.KindNull {
+				x.PythonABI = nil
+			} else {
+				var v11 string
+				if s12, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s12, 1024, fp, e)
+					v11 = s12
+				}
+				x.PythonABI = &v11
+			}
+		case "dependency_profile":
+			seen[6] = true
+			fp := p.Key("dependency_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.DependencyProfile = nil
+			} else {
+				var v13 string
+				if s14, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s14, 1024, fp, e)
+					v13 = s14
+				}
+				x.DependencyProfile = &v13
+			}
+		case "platform_profile":
+			seen[7] = true
+			fp := p.Key("platform_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.PlatformProfile = nil
+			} else {
+				var v15 string
+				if s16, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s16, 1024, fp, e)
+					v15 = s16
+				}
+				x.PlatformProfile = &v15
+			}
+		case "libc_profile":
+			seen[8] = true
+			fp := p.Key("libc_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.LibcProfile = nil
+			} else {
+				var v17 string
+				if s18, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s18, 1024, fp, e)
+					v17 = s18
+				}
+				x.LibcProfile = &v17
+			}
+		case "container_profile":
+			seen[9] = true
+			fp := p.Key("container_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.ContainerProfile = nil
+			} else {
+				var v19 string
+				if s20, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s20, 1024, fp, e)
+					v19 = s20
+				}
+				x.ContainerProfile = &v19
+			}
+		case "deployment_profile":
+			seen[10] = true
+			fp := p.Key("deployment_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.DeploymentProfile = nil
+			} else {
+				var v21 string
+				if s22, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s22, 1024, fp, e)
+					v21 = s22
+				}
+				x.DeploymentProfile = &v21
+			}
+		case "shared_memory_profile":
+			seen[11] = true
+			fp := p.Key("shared_memory_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.SharedMemoryProfile = nil
+			} else {
+				var v23 string
+				if s24, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s24, 1024, fp, e)
+					v23 = s24
+				}
+				x.SharedMemoryProfile = &v23
+			}
+		case "object_store_profile":
+			seen[12] = true
+			fp := p.Key("object_store_profile")
+			if (&m.Value).Kind == rt.KindNull {
+				x.ObjectStoreProfile = nil
+			} else {
+				var v25 string
+				if s26, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MaxRunes(s26, 1024, fp, e)
+					v25 = s26
+				}
+				x.ObjectStoreProfile = &v25
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "ray_version", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "python_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "operating_system", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "architecture", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "python_implementation", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "python_abi", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "dependency_profile", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "platform_profile", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "libc_profile", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "container_profile", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "deployment_profile", e)
+	}
+	if !seen[11] {
+		rt.Missing(p, "shared_memory_profile", e)
+	}
+	if !seen[12] {
+		rt.Missing(p, "object_store_profile", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CompiledGraphRuntime) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CompiledGraphRuntime) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if x.RayVersion != nil {
+		if fp1 := p.Key("ray_version"); true {
+			rt.MaxRunes((*x.RayVersion), 1024, fp1, e)
+		}
+	}
+	if x.PythonVersion != nil {
+		if fp2 := p.Key("python_version"); true {
+			rt.MaxRunes((*x.PythonVersion), 1024, fp2, e)
+		}
+	}
+	if x.OperatingSystem != nil {
+		if fp3 := p.Key("operating_system"); true {
+			rt.MaxRunes((*x.OperatingSystem), 1024, fp3, e)
+		}
+	}
+	if x.Architecture != nil {
+		if fp4 := p.Key("architecture"); true {
+			rt.MaxRunes((*x.Architecture), 1024, fp4, e)
+		}
+	}
+	if x.PythonImplementation != nil {
+		if fp5 := p.Key("python_implementation"); true {
+			rt.MaxRunes((*x.PythonImplementation), 1024, fp5, e)
+		}
+	}
+	if x.PythonABI != nil {
+		if fp6 := p.Key("python_abi"); true {
+			rt.MaxRunes((*x.PythonABI), 1024, fp6, e)
+		}
+	}
+	if x.DependencyProfile != nil {
+		if fp7 := p.Key("dependency_profile"); true {
+			rt.MaxRunes((*x.DependencyProfile), 1024, fp7, e)
+		}
+	}
+	if x.PlatformProfile != nil {
+		if fp8 := p.Key("platform_profile"); true {
+			rt.MaxRunes((*x.PlatformProfile), 1024, fp8, e)
+		}
+	}
+	if x.LibcProfile != nil {
+		if fp9 := p.Key("libc_profile"); true {
+			rt.MaxRunes((*x.LibcProfile), 1024, fp9, e)
+		}
+	}
+	if x.ContainerProfile != nil {
+		if fp10 := p.Key("container_profile"); true {
+			rt.MaxRunes((*x.ContainerProfile), 1024, fp10, e)
+		}
+	}
+	if x.DeploymentProfile != nil {
+		if fp11 := p.Key("deployment_profile"); true {
+			rt.MaxRunes((*x.DeploymentProfile), 1024, fp11, e)
+		}
+	}
+	if x.SharedMemoryProfile != nil {
+		if fp12 := p.Key("shared_memory_profile"); true {
+			rt.MaxRunes((*x.SharedMemoryProfile), 1024, fp12, e)
+		}
+	}
+	if x.ObjectStoreProfile != nil {
+		if fp13 := p.Key("object_store_profile"); true {
+			rt.MaxRunes((*x.ObjectStoreProfile), 1024, fp13, e)
+		}
+	}
+}
+
+// DecodeCompiledGraphRuntime decodes and validates one #PlanCompiledGraphRuntime record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCompiledGraphRuntime(data []byte) (*CompiledGraphRuntime, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CompiledGraphRuntime)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// CompiledGraphCompatibility is the compiled-graph policy decision
+// (without its message).
+type CompiledGraphCompatibility struct {
+	SchemaVersion       int64                `json:"schema_version"`
+	PolicyVersion       int64                `json:"policy_version"`
+	Eligible            bool                 `json:"eligible"`
+	Candidate           bool                 `json:"candidate"`
+	Verified            bool                 `json:"verified"`
+	Reason              CompiledGraphReason  `json:"reason"`
+	PlanRejectionCode   *RejectionCode       `json:"plan_rejection_code"`
+	Topology            *OwnerTopology       `json:"topology"`
+	SubmissionTransport *SubmissionTransport `json:"submission_transport"`
+	Transport           *ChannelTransport    `json:"transport"`
+	Runtime             CompiledGraphRuntime `json:"runtime"`
+	CapabilitySet       *string              `json:"capability_set"`
+	Beta                bool                 `json:"beta"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *CompiledGraphCompatibility) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [13]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "schema_version":
+			seen[0] = true
+			fp := p.Key("schema_version")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 != 2 {
+					e.Add(fp, rt.CodeConst, "must be 2")
+				}
+				x.SchemaVersion = n1
+			}
+		case "policy_version":
+			seen[1] = true
+			fp := p.Key("policy_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 3 {
+					e.Add(fp, rt.CodeConst, "must be 3")
+				}
+				x.PolicyVersion = n2
+			}
+		case "eligible":
+			seen[2] = true
+			fp := p.Key("eligible")
+			if n3, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Eligible = n3
+			}
+		case "candidate":
+			seen[3] = true
+			fp := p.Key("candidate")
+			if n4, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Candidate = n4
+			}
+		case "verified":
+			seen[4] = true
+			fp := p.Key("verified")
+			if n5, ok := rt.Bool((&m.Value), fp, e); ok {
+				x.Verified = n5
+			}
+		case "reason":
+			seen[5] = true
+			fp := p.Key("reason")
+			if s6, ok := rt.String((&m.Value), fp, e); ok {
+				if !CompiledGraphReason(s6).Valid() {
+					rt.Enum(s6, fp, e)
+				}
+				x.Reason = CompiledGraphReason(s6)
+			}
+		case "plan_rejection_code":
+			seen[6] = true
+			fp := p.Key("plan_rejection_code")
+			if (&m.Value).Kind == rt.KindNull {
+				x.PlanRejectionCode = nil
+			} else {
+				var v7 RejectionCode
+				if s8, ok := rt.String((&m.Value), fp, e); ok {
+					if !RejectionCode(s8).Valid() {
+						rt.Enum(s8, fp, e)
+					}
+					v7 = RejectionCode(s8)
+				}
+				x.PlanRejectionCode = &v7
+			}
+		case "topology":
+			seen[7] = true
+			fp := p.Key("topology")
+			if (&m.Value).Kind == rt.KindNull {
+				x.Topology = nil
+			} else {
+				var v9 OwnerTopology
+				if s10, ok := rt.String((&m.Value), fp, e); ok {
+					if !OwnerTopology(s10).Valid() {
+						rt.Enum(s10, fp, e)
+					}
+					v9 = OwnerTopology(s10)
+				}
+				x.Topology = &v9
+			}
+		case "submission_transport":
+			seen[8] = true
+			fp := p.Key("submission_transport")
+			if (&m.Value).Kind == rt.KindNull {
+				x.SubmissionTransport = nil
+			} else {
+				var v11 SubmissionTransport
+				if s12, ok := rt.String((&m.Value), fp, e); ok {
+					if !SubmissionTransport(s12).Valid() {
+						rt.Enum(s12, fp, e)
+					}
+					v11 = SubmissionTransport(s12)
+				}
+				x.SubmissionTransport = &v11
+			}
+		case "transport":
+			seen[9] = true
+			fp := p.Key("transport")
+			if (&m.Value).Kind == rt.KindNull {
+				x.Transport = nil
+			} else {
+				var v13 ChannelTransport
+				if s14, ok := rt.String((&m.Value), fp, e); ok {
+					if !ChannelTransport(s14).Valid() {
+						rt.Enum(s14, fp, e)
+					}
+					v13 = ChannelTransport(s14)
+				}
+				x.Transport = &v13
+			}
+		case "runtime":
+			seen[10] = true
+			fp := p.Key("runtime")
+			x.Runtime.DecodeJSONValue((&m.Value), fp, e)
+		case "capability_set":
+			seen[11] = true
+			fp := p.Key("capability_set")
+			if (&m.Value).Kind == rt.KindNull {
+				x.CapabilitySet = nil
+			} else {
+				var v15 string
+				if s16, ok := rt.String((&m.Value), fp, e); ok {
+					rt.MinRunes(s16, 1, fp, e)
+					rt.MaxRunes(s16, 2048, fp, e)
+					v15 = s16
+				}
+				x.CapabilitySet = &v15
+			}
+		case "beta":
+			seen[12] = true
+			fp := p.Key("beta")
+			if n17, ok := rt.Bool((&m.Value), fp, e); ok {
+				if n17 != true {
+					e.Add(fp, rt.CodeConst, "must be true")
+				}
+				x.Beta = n17
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "schema_version", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "policy_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "eligible", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "candidate", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "verified", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "reason", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "plan_rejection_code", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "topology", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "submission_transport", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "transport", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "runtime", e)
+	}
+	if !seen[11] {
+		rt.Missing(p, "capability_set", e)
+	}
+	if !seen[12] {
+		rt.Missing(p, "beta", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *CompiledGraphCompatibility) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *CompiledGraphCompatibility) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("schema_version"); true {
+		if x.SchemaVersion != 2 {
+			e.Add(fp1, rt.CodeConst, "must be 2")
+		}
+	}
+	if fp2 := p.Key("policy_version"); true {
+		if x.PolicyVersion != 3 {
+			e.Add(fp2, rt.CodeConst, "must be 3")
+		}
+	}
+	if fp3 := p.Key("reason"); true {
+		if !x.Reason.Valid() {
+			rt.Enum(string(x.Reason), fp3, e)
+		}
+	}
+	if x.PlanRejectionCode != nil {
+		if fp4 := p.Key("plan_rejection_code"); true {
+			if !(*x.PlanRejectionCode).Valid() {
+				rt.Enum(string((*x.PlanRejectionCode)), fp4, e)
+			}
+		}
+	}
+	if x.Topology != nil {
+		if fp5 := p.Key("topology"); true {
+			if !(*x.Topology).Valid() {
+				rt.Enum(string((*x.Topology)), fp5, e)
+			}
+		}
+	}
+	if x.SubmissionTransport != nil {
+		if fp6 := p.Key("submission_transport"); true {
+			if !(*x.SubmissionTransport).Valid() {
+				rt.Enum(string((*x.SubmissionTransport)), fp6, e)
+			}
+		}
+	}
+	if x.Transport != nil {
+		if fp7 := p.Key("transport"); true {
+			if !(*x.Transport).Valid() {
+				rt.Enum(string((*x.Transport)), fp7, e)
+			}
+		}
+	}
+	x.Runtime.ValidateAt(p.Key("runtime"), e)
+	if x.CapabilitySet != nil {
+		if fp8 := p.Key("capability_set"); true {
+			rt.MinRunes((*x.CapabilitySet), 1, fp8, e)
+			rt.MaxRunes((*x.CapabilitySet), 2048, fp8, e)
+		}
+	}
+	if fp9 := p.Key("beta"); true {
+		if x.Beta != true {
+			e.Add(fp9, rt.CodeConst, "must be true")
+		}
+	}
+}
+
+// DecodeCompiledGraphCompatibility decodes and validates one #PlanCompiledGraphCompatibility record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCompiledGraphCompatibility(data []byte) (*CompiledGraphCompatibility, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(CompiledGraphCompatibility)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Compatibility records the plan API, rayflow version and platform.
+type Compatibility struct {
+	RayflowPlanAPI int64 `json:"rayflow_plan_api"`
+	// rayflow is the rayflow module version that materialized the plan.
+	Rayflow       string                     `json:"rayflow"`
+	Byteorder     CompatibilityByteorder     `json:"byteorder"`
+	CompiledGraph CompiledGraphCompatibility `json:"compiled_graph"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Compatibility) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [4]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "rayflow_plan_api":
+			seen[0] = true
+			fp := p.Key("rayflow_plan_api")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.RayflowPlanAPI = n1
+			}
+		case "rayflow":
+			seen[1] = true
+			fp := p.Key("rayflow")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s2, 1, fp, e)
+				rt.MaxRunes(s2, 2048, fp, e)
+				x.Rayflow = s2
+			}
+		case "byteorder":
+			seen[2] = true
+			fp := p.Key("byteorder")
+			if s3, ok := rt.String((&m.Value), fp, e); ok {
+				if !CompatibilityByteorder(s3).Valid() {
+					rt.Enum(s3, fp, e)
+				}
+				x.Byteorder = CompatibilityByteorder(s3)
+			}
+		case "compiled_graph":
+			seen[3] = true
+			fp := p.Key("compiled_graph")
+			x.CompiledGraph.DecodeJSONValue((&m.Value), fp, e)
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "rayflow_plan_api", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "rayflow", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "byteorder", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "compiled_graph", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Compatibility) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Compatibility) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("rayflow_plan_api"); true {
+		if x.RayflowPlanAPI != 1 {
+			e.Add(fp1, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp2 := p.Key("rayflow"); true {
+		rt.MinRunes(x.Rayflow, 1, fp2, e)
+		rt.MaxRunes(x.Rayflow, 2048, fp2, e)
+	}
+	if fp3 := p.Key("byteorder"); true {
+		if !x.Byteorder.Valid() {
+			rt.Enum(string(x.Byteorder), fp3, e)
+		}
+	}
+	x.CompiledGraph.ValidateAt(p.Key("compiled_graph"), e)
+}
+
+// DecodeCompatibility decodes and validates one #PlanCompatibility record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeCompatibility(data []byte) (*Compatibility, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Compatibility)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Snapshot describes an overflow plan.
+type Snapshot struct {
+	State                  string           `json:"state"`
+	Reasons                []OverflowReason `json:"reasons"`
+	SourceDigest           string           `json:"source_digest"`
+	ObservedNodeCount      int64            `json:"observed_node_count"`
+	ObservedEdgeCount      int64            `json:"observed_edge_count"`
+	ObservedCallableCount  int64            `json:"observed_callable_count"`
+	ObservedCanonicalBytes int64            `json:"observed_canonical_bytes"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Snapshot) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [7]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "state":
+			seen[0] = true
+			fp := p.Key("state")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "overflow" {
+					e.Add(fp, rt.CodeConst, "must be %q", "overflow")
+				}
+				x.State = s1
+			}
+		case "reasons":
+			seen[1] = true
+			fp := p.Key("reasons")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
+				rt.MaxItems(len((&m.Value).Elems), 4, fp, e)
+				l2 := make([]OverflowReason, len((&m.Value).Elems))
+				for i3 := range (&m.Value).Elems {
+					ip4 := fp.Index(i3)
+					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
+						if !OverflowReason(s5).Valid() {
+							rt.Enum(s5, ip4, e)
+						}
+						l2[i3] = OverflowReason(s5)
+					}
+				}
+				rt.Unique(l2, fp, e)
+				x.Reasons = l2
+			}
+		case "source_digest":
+			seen[2] = true
+			fp := p.Key("source_digest")
+			if s6, ok := rt.String((&m.Value), fp, e); ok {
+				rt.Pattern(re1, s6, fp, e)
+				x.SourceDigest = s6
+			}
+		case "observed_node_count":
+			seen[3] = true
+			fp := p.Key("observed_node_count")
+			if n7, ok := rt.Int((&m.Value), fp, e); ok {
+				if n7 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n7 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ObservedNodeCount = n7
+			}
+		case "observed_edge_count":
+			seen[4] = true
+			fp := p.Key("observed_edge_count")
+			if n8, ok := rt.Int((&m.Value), fp, e); ok {
+				if n8 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n8 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ObservedEdgeCount = n8
+			}
+		case "observed_callable_count":
+			seen[5] = true
+			fp := p.Key("observed_callable_count")
+			if n9, ok := rt.Int((&m.Value), fp, e); ok {
+				if n9 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n9 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ObservedCallableCount = n9
+			}
+		case "observed_canonical_bytes":
+			seen[6] = true
+			fp := p.Key("observed_canonical_bytes")
+			if n10, ok := rt.Int((&m.Value), fp, e); ok {
+				if n10 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n10 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ObservedCanonicalBytes = n10
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "state", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "reasons", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "source_digest", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "observed_node_count", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "observed_edge_count", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "observed_callable_count", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "observed_canonical_bytes", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Snapshot) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Snapshot) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("state"); true {
+		if x.State != "overflow" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "overflow")
+		}
+	}
+	{
+		lp2 := p.Key("reasons")
+		rt.MinItems(len(x.Reasons), 1, lp2, e)
+		rt.MaxItems(len(x.Reasons), 4, lp2, e)
+		rt.Unique(x.Reasons, lp2, e)
+		for i3 := range x.Reasons {
+			if fp4 := lp2.Index(i3); true {
+				if !x.Reasons[i3].Valid() {
+					rt.Enum(string(x.Reasons[i3]), fp4, e)
+				}
+			}
+		}
+	}
+	if fp5 := p.Key("source_digest"); true {
+		rt.Pattern(re1, x.SourceDigest, fp5, e)
+	}
+	if fp6 := p.Key("observed_node_count"); true {
+		if x.ObservedNodeCount < 0 {
+			e.Add(fp6, rt.CodeMin, "must be >= 0")
+		}
+		if x.ObservedNodeCount > 9223372036854775807 {
+			e.Add(fp6, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp7 := p.Key("observed_edge_count"); true {
+		if x.ObservedEdgeCount < 0 {
+			e.Add(fp7, rt.CodeMin, "must be >= 0")
+		}
+		if x.ObservedEdgeCount > 9223372036854775807 {
+			e.Add(fp7, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp8 := p.Key("observed_callable_count"); true {
+		if x.ObservedCallableCount < 0 {
+			e.Add(fp8, rt.CodeMin, "must be >= 0")
+		}
+		if x.ObservedCallableCount > 9223372036854775807 {
+			e.Add(fp8, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp9 := p.Key("observed_canonical_bytes"); true {
+		if x.ObservedCanonicalBytes < 0 {
+			e.Add(fp9, rt.CodeMin, "must be >= 0")
+		}
+		if x.ObservedCanonicalBytes > 9223372036854775807 {
+			e.Add(fp9, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+}
+
+// DecodeSnapshot decodes and validates one #PlanSnapshot record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeSnapshot(data []byte) (*Snapshot, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Snapshot)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Plan is the effective plan IR, format version 1: the detailed form
+// (no snapshot) or the overflow form (snapshot present).
+type Plan struct {
+	PlanFormat           string               `json:"plan_format"`
+	PlanFormatVersion    int64                `json:"plan_format_version"`
+	Definition           Definition           `json:"definition"`
+	Topology             Topology             `json:"topology"`
+	Nodes                []Node               `json:"nodes"`
+	Callables            []Callable           `json:"callables"`
+	Edges                []Edge               `json:"edges"`
+	PhysicalTopology     PhysicalTopology     `json:"physical_topology"`
+	Capabilities         Capabilities         `json:"capabilities"`
+	Environments         Environments         `json:"environments"`
+	Security             Security             `json:"security"`
+	RetrySafety          RetrySafety          `json:"retry_safety"`
+	StrategyRequirements StrategyRequirements `json:"strategy_requirements"`
+	Compatibility        Compatibility        `json:"compatibility"`
+	Snapshot             *Snapshot            `json:"snapshot,omitempty"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Plan) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	n0 := e.Len()
+	var seen [14]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "plan_format":
+			seen[0] = true
+			fp := p.Key("plan_format")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "rayflow.workflow-plan" {
+					e.Add(fp, rt.CodeConst, "must be %q", "rayflow.workflow-plan")
+				}
+				x.PlanFormat = s1
+			}
+		case "plan_format_version":
+			seen[1] = true
+			fp := p.Key("plan_format_version")
+			if n2, ok := rt.Int((&m.Value), fp, e); ok {
+				if n2 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.PlanFormatVersion = n2
+			}
+		case "definition":
+			seen[2] = true
+			fp := p.Key("definition")
+			x.Definition.DecodeJSONValue((&m.Value), fp, e)
+		case "topology":
+			seen[3] = true
+			fp := p.Key("topology")
+			x.Topology.DecodeJSONValue((&m.Value), fp, e)
+		case "nodes":
+			seen[4] = true
+			fp := p.Key("nodes")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 64, fp, e)
+				l3 := make([]Node, len((&m.Value).Elems))
+				for i4 := range (&m.Value).Elems {
+					ip5 := fp.Index(i4)
+					l3[i4] = DecodeNodeValue((&(&m.Value).Elems[i4]), ip5, e)
+				}
+				x.Nodes = l3
+			}
+		case "callables":
+			seen[5] = true
+			fp := p.Key("callables")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l6 := make([]Callable, len((&m.Value).Elems))
+				for i7 := range (&m.Value).Elems {
+					ip8 := fp.Index(i7)
+					l6[i7].DecodeJSONValue((&(&m.Value).Elems[i7]), ip8, e)
+				}
+				x.Callables = l6
+			}
+		case "edges":
+			seen[6] = true
+			fp := p.Key("edges")
+			if rt.Array((&m.Value), fp, e) {
+				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
+				l9 := make([]Edge, len((&m.Value).Elems))
+				for i10 := range (&m.Value).Elems {
+					ip11 := fp.Index(i10)
+					l9[i10].DecodeJSONValue((&(&m.Value).Elems[i10]), ip11, e)
+				}
+				x.Edges = l9
+			}
+		case "physical_topology":
+			seen[7] = true
+			fp := p.Key("physical_topology")
+			x.PhysicalTopology.DecodeJSONValue((&m.Value), fp, e)
+		case "capabilities":
+			seen[8] = true
+			fp := p.Key("capabilities")
+			x.Capabilities.DecodeJSONValue((&m.Value), fp, e)
+		case "environments":
+			seen[9] = true
+			fp := p.Key("environments")
+			x.Environments.DecodeJSONValue((&m.Value), fp, e)
+		case "security":
+			seen[10] = true
+			fp := p.Key("security")
+			x.Security.DecodeJSONValue((&m.Value), fp, e)
+		case "retry_safety":
+			seen[11] = true
+			fp := p.Key("retry_safety")
+			x.RetrySafety.DecodeJSONValue((&m.Value), fp, e)
+		case "strategy_requirements":
+			seen[12] = true
+			fp := p.Key("strategy_requirements")
+			x.StrategyRequirements.DecodeJSONValue((&m.Value), fp, e)
+		case "compatibility":
+			seen[13] = true
+			fp := p.Key("compatibility")
+			x.Compatibility.DecodeJSONValue((&m.Value), fp, e)
+		case "snapshot":
+			fp := p.Key("snapshot")
+			{
+				var v12 Snapshot
+				v12.DecodeJSONValue((&m.Value), fp, e)
+				x.Snapshot = &v12
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "plan_format", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "plan_format_version", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "definition", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "topology", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "nodes", e)
+	}
+	if !seen[5] {
+		rt.Missing(p, "callables", e)
+	}
+	if !seen[6] {
+		rt.Missing(p, "edges", e)
+	}
+	if !seen[7] {
+		rt.Missing(p, "physical_topology", e)
+	}
+	if !seen[8] {
+		rt.Missing(p, "capabilities", e)
+	}
+	if !seen[9] {
+		rt.Missing(p, "environments", e)
+	}
+	if !seen[10] {
+		rt.Missing(p, "security", e)
+	}
+	if !seen[11] {
+		rt.Missing(p, "retry_safety", e)
+	}
+	if !seen[12] {
+		rt.Missing(p, "strategy_requirements", e)
+	}
+	if !seen[13] {
+		rt.Missing(p, "compatibility", e)
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Plan) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Plan) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
+	if fp1 := p.Key("plan_format"); true {
+		if x.PlanFormat != "rayflow.workflow-plan" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "rayflow.workflow-plan")
+		}
+	}
+	if fp2 := p.Key("plan_format_version"); true {
+		if x.PlanFormatVersion != 1 {
+			e.Add(fp2, rt.CodeConst, "must be 1")
+		}
+	}
+	x.Definition.ValidateAt(p.Key("definition"), e)
+	x.Topology.ValidateAt(p.Key("topology"), e)
+	{
+		lp3 := p.Key("nodes")
+		rt.MaxItems(len(x.Nodes), 64, lp3, e)
+		for i4 := range x.Nodes {
+			if x.Nodes[i4] == nil {
+				e.Add(lp3.Index(i4), rt.CodeMissingField, "required value is missing")
+			} else {
+				x.Nodes[i4].ValidateAt(lp3.Index(i4), e)
+			}
+		}
+	}
+	{
+		lp5 := p.Key("callables")
+		rt.MaxItems(len(x.Callables), 1024, lp5, e)
+		for i6 := range x.Callables {
+			x.Callables[i6].ValidateAt(lp5.Index(i6), e)
+		}
+	}
+	{
+		lp7 := p.Key("edges")
+		rt.MaxItems(len(x.Edges), 1024, lp7, e)
+		for i8 := range x.Edges {
+			x.Edges[i8].ValidateAt(lp7.Index(i8), e)
+		}
+	}
+	x.PhysicalTopology.ValidateAt(p.Key("physical_topology"), e)
+	x.Capabilities.ValidateAt(p.Key("capabilities"), e)
+	x.Environments.ValidateAt(p.Key("environments"), e)
+	x.Security.ValidateAt(p.Key("security"), e)
+	x.RetrySafety.ValidateAt(p.Key("retry_safety"), e)
+	x.StrategyRequirements.ValidateAt(p.Key("strategy_requirements"), e)
+	x.Compatibility.ValidateAt(p.Key("compatibility"), e)
+	if x.Snapshot != nil {
+		x.Snapshot.ValidateAt(p.Key("snapshot"), e)
+	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
+}
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *Plan) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleDetailedForm(x, p, e)
+	ruleOverflowForm(x, p, e)
+	ruleNodeModelMatchesActors(x, p, e)
+	ruleTopologyClassMatchesMaps(x, p, e)
+}
+
+// Rule codes of Plan, one per cross-field rule.
+const (
+	CodeRuleDetailedForm             = "RULE_DETAILED_FORM"
+	CodeRuleOverflowForm             = "RULE_OVERFLOW_FORM"
+	CodeRuleNodeModelMatchesActors   = "RULE_NODE_MODEL_MATCHES_ACTORS"
+	CodeRuleTopologyClassMatchesMaps = "RULE_TOPOLOGY_CLASS_MATCHES_MAPS"
+)
+
+// DecodePlan decodes and validates one #Plan record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodePlan(data []byte) (*Plan, error) {
+	var e rt.Errors
+	if len(data) > PlanMaxBytes {
+		rt.TooLarge(&e, len(data), PlanMaxBytes)
+		return nil, e.Err()
+	}
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Plan)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
 // Rejection is one rejected (strategy, code, path).
 type Rejection struct {
 	Strategy string        `json:"strategy"`
@@ -93,7 +9593,7 @@ func (x *Rejection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			seen[0] = true
 			fp := p.Key("strategy")
 			if s1, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re0, s1, fp, e)
+				rt.Pattern(re15, s1, fp, e)
 				x.Strategy = s1
 			}
 		case "code":
@@ -147,7 +9647,7 @@ func (x *Rejection) Validate() error {
 // ValidateAt checks every constraint with paths below p; used by generated code.
 func (x *Rejection) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if fp1 := p.Key("strategy"); true {
-		rt.Pattern(re0, x.Strategy, fp1, e)
+		rt.Pattern(re15, x.Strategy, fp1, e)
 	}
 	if fp2 := p.Key("code"); true {
 		if !x.Code.Valid() {
@@ -226,14 +9726,14 @@ func (x *Selection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			seen[2] = true
 			fp := p.Key("requested_policy")
 			if s3, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re0, s3, fp, e)
+				rt.Pattern(re15, s3, fp, e)
 				x.RequestedPolicy = s3
 			}
 		case "selected_strategy":
 			seen[3] = true
 			fp := p.Key("selected_strategy")
 			if s4, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re0, s4, fp, e)
+				rt.Pattern(re15, s4, fp, e)
 				x.SelectedStrategy = s4
 			}
 		case "reporting_policy":
@@ -255,7 +9755,7 @@ func (x *Selection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				for i7 := range (&m.Value).Elems {
 					ip8 := fp.Index(i7)
 					if s9, ok := rt.String((&(&m.Value).Elems[i7]), ip8, e); ok {
-						rt.Pattern(re0, s9, ip8, e)
+						rt.Pattern(re15, s9, ip8, e)
 						l6[i7] = s9
 					}
 				}
@@ -349,10 +9849,10 @@ func (x *Selection) ValidateAt(p *rt.Path, e *rt.Errors) {
 		}
 	}
 	if fp3 := p.Key("requested_policy"); true {
-		rt.Pattern(re0, x.RequestedPolicy, fp3, e)
+		rt.Pattern(re15, x.RequestedPolicy, fp3, e)
 	}
 	if fp4 := p.Key("selected_strategy"); true {
-		rt.Pattern(re0, x.SelectedStrategy, fp4, e)
+		rt.Pattern(re15, x.SelectedStrategy, fp4, e)
 	}
 	if fp5 := p.Key("reporting_policy"); true {
 		if !x.ReportingPolicy.Valid() {
@@ -366,7 +9866,7 @@ func (x *Selection) ValidateAt(p *rt.Path, e *rt.Errors) {
 		rt.Unique(x.EligibleStrategies, lp6, e)
 		for i7 := range x.EligibleStrategies {
 			if fp8 := lp6.Index(i7); true {
-				rt.Pattern(re0, x.EligibleStrategies[i7], fp8, e)
+				rt.Pattern(re15, x.EligibleStrategies[i7], fp8, e)
 			}
 		}
 	}

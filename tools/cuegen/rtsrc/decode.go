@@ -128,8 +128,8 @@ func Missing(p *Path, key string, e *Errors) {
 	e.Add(p.Key(key), CodeMissingField, "required field is missing")
 }
 
-// Null reports null where the field is not nullable.
-func Null(p *Path, e *Errors) {
+// NotNull reports null where the field is not nullable.
+func NotNull(p *Path, e *Errors) {
 	e.Add(p, CodeType, "null is not allowed here")
 }
 
@@ -225,4 +225,20 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Null is the Go type of a field whose only allowed value is JSON null
+// (CUE `field: null`). Its zero value is the only value, so constructed
+// records are always right; it encodes as null with encoding/json and
+// sdk/canonical.
+type Null struct{}
+
+// MarshalJSON encodes Null as null.
+func (Null) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+// NullValue checks that v is null.
+func NullValue(v *Value, p *Path, e *Errors) {
+	if v.Kind != KindNull {
+		typeErr(v, p, e, "null")
+	}
 }

@@ -25,6 +25,31 @@ const (
 	ExitUsage   = 2 // bad arguments or unreadable file
 )
 
+// usage prints the synopsis, flags and examples of the command.
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: rayflow validate --schema DEF FILE...
+       rayflow validate --list
+
+Validate JSON records against a rayflow schema definition with the generated
+strict decoders (no CUE at run time). Each file holds one record. Prints
+"FILE: ok" or one line "FILE: PATH: CODE: message" per error (PATH is a JSON
+pointer, "/" for the record itself).
+
+Exit status: 0 every record is valid, 1 a record is invalid, 2 usage error or
+unreadable file.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, `
+Examples:
+  rayflow validate --schema Plan plan.json
+  rayflow validate --schema Summary task-*.summary.json
+  rayflow validate --list
+`)
+}
+
 // Run parses args (without the program and subcommand names) and validates
 // each file. Output lines are "FILE: ok" or "FILE: PATH: CODE: message",
 // where PATH is a JSON pointer ("/" for the record itself). Records are read
@@ -34,11 +59,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	def := fs.String("schema", "", "definition name, e.g. Summary, Plan, LifecycleSnapshot (see -list)")
 	listDefs := fs.Bool("list", false, "list the definition names and exit")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rayflow validate --schema DEF FILE...")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { usage(stderr, fs) }
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, fs)
+			return ExitOK
+		}
 		return ExitUsage
 	}
 	if *listDefs {

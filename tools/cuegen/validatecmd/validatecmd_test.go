@@ -24,6 +24,8 @@ func TestRun(t *testing.T) {
 		{"no files", []string{"--schema", "LifecycleSnapshot"}, ExitUsage, ""},
 		{"missing file", []string{"--schema", "LifecycleSnapshot", "nope.json"}, ExitUsage, ""},
 		{"list", []string{"-list"}, ExitOK, "LifecycleSnapshot\n"},
+		{"help", []string{"--help"}, ExitOK, "Examples:\n  rayflow validate --schema Plan plan.json\n"},
+		{"help short", []string{"-h"}, ExitOK, "Usage: rayflow validate --schema DEF FILE...\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,8 @@
 //     byte caps written as the field attribute @rayflow(maxBytes=N);
 //   - enums are disjunctions of string literals; null | T makes a field
 //     nullable (pointer); x?: T makes it optional (pointer, omitted);
+//     x: null is a field whose only value is null (Go rt.Null, whose zero
+//     value encodes as null);
 //   - lists are [...T] or non-empty [T, ...T], with list.MinItems,
 //     list.MaxItems, list.UniqueItems (scalars only);
 //   - maps are {[K]: V} with struct.MinFields/MaxFields;

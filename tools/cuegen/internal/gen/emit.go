@@ -51,6 +51,11 @@ func EmitPackage(s *Schema, pkg string, opt Options) ([]byte, error) {
 			g.structType(st)
 		}
 	}
+	for _, v := range s.Values {
+		if v.GoPkg == pkg && v.JSON != nil {
+			g.value(v)
+		}
+	}
 	var out bytes.Buffer
 	out.WriteString(Header)
 	fmt.Fprintf(&out, "package %s\n\n", pkg)
@@ -227,6 +232,8 @@ func (g *emitter) goType(t *Type) string {
 	case KRaw:
 		g.imports["encoding/json"] = true
 		return "json.RawMessage"
+	case KNull:
+		return g.rt() + ".Null"
 	}
 	panic("unknown kind")
 }
@@ -236,7 +243,7 @@ func isIface(t *Type) bool { return t.Kind == KRef && t.Ref.Kind == DefUnion }
 
 // usesPtr reports whether a value of t is stored behind a pointer.
 func usesPtr(t *Type, optional bool) bool {
-	if isIface(t) || t.Kind == KRaw {
+	if isIface(t) || t.Kind == KRaw || t.Kind == KNull {
 		return false
 	}
 	return optional || t.Nullable
@@ -348,6 +355,10 @@ func (g *emitter) structType(st *Struct) {
 			g.p("\t\t\tseen[%d] = true", ri)
 			ri++
 		}
+		if f.Type.Kind == KRaw {
+			g.p("\t\t\tx.%s = %s.RawJSON(&m.Value)", f.GoName, rt)
+			continue
+		}
 		g.p("\t\t\tfp := p.Key(%q)", f.JSON)
 		g.decode(f.Type, "(&m.Value)", "x."+f.GoName, "fp", usesPtr(f.Type, f.Optional), "\t\t\t")
 	}
@@ -418,6 +429,10 @@ func (g *emitter) decode(t *Type, src, dst, path string, ptr bool, ind string) {
 	}
 	if t.Kind == KRaw {
 		out("%s = %s.RawJSON(%s)", dst, rt, src)
+		return
+	}
+	if t.Kind == KNull {
+		out("%s.NullValue(%s, %s, e)", rt, src, path)
 		return
 	}
 	if ptr {
@@ -571,7 +586,7 @@ func (g *emitter) validate(t *Type, val, path string, ptr, required bool, ind st
 		}
 		return
 	}
-	if t.Kind == KRaw {
+	if t.Kind == KRaw || t.Kind == KNull {
 		return
 	}
 	if ptr {
@@ -641,7 +656,7 @@ func needsChecks(t *Type) bool {
 
 func needsValidate(t *Type) bool {
 	switch t.Kind {
-	case KRaw:
+	case KRaw, KNull:
 		return false
 	case KString, KEnum, KInt, KFloat, KBool:
 		return needsChecks(t)
@@ -655,4 +670,15 @@ func gofmtSource(src []byte) ([]byte, error) {
 		return src, fmt.Errorf("gofmt generated source: %w", err)
 	}
 	return out, nil
+}
+
+// value emits a concrete value as a variable decoded (and so validated) at
+// init from the JSON CUE evaluated at generation time.
+func (g *emitter) value(v *Value) {
+	doc := v.GoName + " is the schema value " + v.Path + " (#" + v.Def.Name + ")."
+	if v.Doc != "" {
+		doc += "\n" + v.Doc
+	}
+	g.p("%s\nvar %s = func() %s {\n\tx, err := Decode%s([]byte(%s))\n\tif err != nil {\n\t\tpanic(%q + err.Error())\n\t}\n\treturn *x\n}()\n",
+		comment(doc, ""), v.GoName, v.Def.GoName, v.Def.GoName, strconv.Quote(string(v.JSON)), "schema value "+v.Path+": ")
 }

@@ -8,7 +8,10 @@ import (
 	"sort"
 	"strings"
 
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
 	cueformat "cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/load"
 )
 
 // RuntimeFile is one source file of the shared run-time package.
@@ -25,6 +28,9 @@ type RuntimeFile struct {
 func Generate(schemaDir, genDir string, opt Options, runtime []RuntimeFile) (map[string][]byte, error) {
 	s, err := Load(schemaDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := evalValues(s); err != nil {
 		return nil, err
 	}
 	out := map[string][]byte{}
@@ -82,6 +88,46 @@ func Write(files map[string][]byte, genDir string) error {
 		if err := os.WriteFile(n, files[n], 0o644); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// evalValues evaluates every concrete value with CUE's evaluator (at
+// generation time only) and keeps its JSON; the generated Go decodes and
+// validates it at init with the definition's own decoder.
+func evalValues(s *Schema) error {
+	if len(s.Values) == 0 {
+		return nil
+	}
+	insts := load.Instances([]string{"."}, &load.Config{Dir: s.Dir})
+	if len(insts) != 1 || insts[0].Err != nil {
+		if len(insts) == 1 {
+			return insts[0].Err
+		}
+		return fmt.Errorf("expected one CUE instance in %s", s.Dir)
+	}
+	root := cuecontext.New().BuildInstance(insts[0])
+	if err := root.Err(); err != nil {
+		return err
+	}
+	for _, v := range s.Values {
+		d := s.ByName[v.Def.Name]
+		if d == nil || d.Kind != DefStruct {
+			return fmt.Errorf("value %s: #%s is not a struct definition", v.Path, v.Def.Name)
+		}
+		v.Def = d
+		if d.GoPkg != v.GoPkg {
+			return fmt.Errorf("value %s: #%s must be in the same Go package", v.Path, d.Name)
+		}
+		cv := root.LookupPath(cue.ParsePath(v.Path))
+		if err := cv.Validate(cue.Concrete(true)); err != nil {
+			return fmt.Errorf("value %s: %w", v.Path, err)
+		}
+		b, err := cv.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("value %s: %w", v.Path, err)
+		}
+		v.JSON = b
 	}
 	return nil
 }

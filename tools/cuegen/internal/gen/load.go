@@ -593,6 +593,10 @@ func (l *loader) typeOf(e ast.Expr, name, gopkg string, owner *Def) *Type {
 				}
 			}
 		case *ast.BasicLit:
+			if x.Kind == token.NULL {
+				setShape(newType(KNull, x.Pos()), x)
+				continue
+			}
 			s, k, ok := l.constExpr(x)
 			if !ok {
 				l.errf(x.Pos(), "unsupported literal %s", x.Value)

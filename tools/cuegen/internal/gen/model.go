@@ -16,7 +16,8 @@ const (
 	KMap
 	KRef // reference to a struct or union definition
 	KEnum
-	KRaw // unconstrained JSON (_)
+	KRaw  // unconstrained JSON (_)
+	KNull // the single value null (Go rt.Null, encodes as null)
 )
 
 // Bound is a numeric bound kept as its CUE literal text.
@@ -143,4 +144,5 @@ type Value struct {
 	Def    *Def
 	Doc    string
 	Pos    token.Pos
+	JSON   []byte // the evaluated value, compact JSON (set by Generate)
 }
