@@ -62,7 +62,8 @@ func WithBootstrap() StepOption {
 	}
 }
 
-// WithLabel adds a label to the leaf (fingerprinted).
+// WithLabel adds an annotation label to the leaf. Like Ray task names,
+// labels are display metadata and stay outside the plan fingerprint.
 func WithLabel(key, value string) StepOption {
 	return func(n *flowgraph.Node) {
 		m := cloneMap(n.Step.Labels)

@@ -83,3 +83,40 @@ func boundLeafFor[B, In, Out any](fn func(context.Context, B, In) (Out, error)) 
 		return codec.Marshal(out)
 	}
 }
+
+var flows = struct {
+	sync.RWMutex
+	m map[string]*flowgraph.Node
+}{m: map[string]*flowgraph.Node{}}
+
+// RegisterFlow makes f known by name to tools such as `rayflow plan` and
+// to leaf processes. Call it from a package-level init; a later
+// registration under the same name replaces the earlier one.
+func RegisterFlow[In, Out any](name string, f Flow[In, Out]) {
+	flows.Lock()
+	defer flows.Unlock()
+	flows.m[name] = f.node
+}
+
+// LookupFlow returns the graph of a registered flow.
+func LookupFlow(name string) (*flowgraph.Node, bool) {
+	flows.RLock()
+	defer flows.RUnlock()
+	n, ok := flows.m[name]
+	return n, ok
+}
+
+// RegisteredFlows lists registered flow names, sorted.
+func RegisteredFlows() []string {
+	flows.RLock()
+	defer flows.RUnlock()
+	return sortedKeys(flows.m)
+}
+
+// MaterializeGraph materializes an untyped graph (from LookupFlow).
+func MaterializeGraph(root *flowgraph.Node, opts ...MaterializeOption) (*Materialized, error) {
+	if root == nil {
+		return nil, &DefinitionError{Path: "0", Code: CodeEmpty, Msg: "no flow"}
+	}
+	return materialize(root, opts)
+}

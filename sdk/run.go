@@ -10,14 +10,16 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// Engine executes a validated workflow graph. The local engine is built
-// in; the Ray engine (engine/ray) implements this interface too.
+// Engine executes a materialized workflow. The local engine is built in;
+// the Ray engine (engine/ray) implements this interface too.
 type Engine interface {
 	// Name identifies the engine ("local", "ray").
 	Name() string
 	// IsRay reports whether the engine runs leaves on Ray.
 	IsRay() bool
-	Run(ctx context.Context, root *flowgraph.Node, input any) (any, error)
+	// Run executes m's graph on input. It is called only after m was
+	// materialized and its strategy selected.
+	Run(ctx context.Context, m *Materialized, input any) (any, error)
 }
 
 // RunOption configures Run.
@@ -27,6 +29,8 @@ type runConfig struct {
 	engine     Engine
 	requireRay bool
 	sequential bool
+	plan       *Materialized
+	planOpts   []MaterializeOption
 }
 
 // WithEngine runs the flow on e (for example a Ray engine).
@@ -39,12 +43,22 @@ func RequireRay() RunOption { return func(c *runConfig) { c.requireRay = true } 
 // Sequential runs a local flow one leaf at a time, in order (debugging).
 func Sequential() RunOption { return func(c *runConfig) { c.sequential = true } }
 
+// WithPlan runs an already materialized plan of the same flow (to record
+// its fingerprint first, for example) instead of materializing again.
+func WithPlan(m *Materialized) RunOption { return func(c *runConfig) { c.plan = m } }
+
+// WithPlanOptions passes materialization options (strategy, reporting
+// policy, trust identity) through Run.
+func WithPlanOptions(opts ...MaterializeOption) RunOption {
+	return func(c *runConfig) { c.planOpts = append(c.planOpts, opts...) }
+}
+
 // PanicError is a leaf that panicked.
 type PanicError = flowgraph.PanicError
 
-// Run validates f, then runs it on in and returns its result. Without
-// WithEngine it runs in this process (goroutines); an invalid definition
-// fails with a *DefinitionError before any leaf runs.
+// Run materializes f (validating it and selecting a strategy before any
+// effect), then runs it on in and returns its result. Without WithEngine
+// it runs in this process with goroutines.
 func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOption) (Out, error) {
 	var zero Out
 	var cfg runConfig
@@ -54,23 +68,33 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	if f.node == nil {
 		return zero, &DefinitionError{Path: "0", Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
 	}
-	if err := Validate(f.node); err != nil {
-		return zero, err
+	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
+		return zero, ErrRayRequired
+	}
+	m := cfg.plan
+	if m == nil {
+		popts := cfg.planOpts
+		if cfg.engine != nil && cfg.engine.IsRay() {
+			popts = append([]MaterializeOption{ForRay()}, popts...)
+		}
+		var err error
+		if m, err = materialize(f.node, popts); err != nil {
+			return zero, err
+		}
+	} else if m.Bindings == nil || m.Bindings.Root != f.node {
+		return zero, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
 	var (
 		out any
 		err error
 	)
 	switch {
-	case cfg.engine != nil:
-		if cfg.requireRay && !cfg.engine.IsRay() {
-			return zero, ErrRayRequired
-		}
-		out, err = cfg.engine.Run(ctx, f.node, in)
-	case cfg.requireRay:
+	case m.Selection.SelectedStrategy == StrategyLocal || cfg.engine == nil && m.Selection.SelectedStrategy != StrategyDynamicTasks:
+		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
+	case cfg.engine == nil:
 		return zero, ErrRayRequired
 	default:
-		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
+		out, err = cfg.engine.Run(ctx, m, in)
 	}
 	if err != nil {
 		return zero, err

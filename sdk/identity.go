@@ -1,0 +1,162 @@
+package sdk
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// Environment variables that carry code identity.
+const (
+	EnvBuildRevision = "RAYFLOW_BUILD_REVISION"
+	EnvImageDigest   = "RAYFLOW_IMAGE_DIGEST"
+)
+
+// buildRevisionVars are read in order; the first set one is the build
+// revision ("environment:<VAR>:<value>").
+var buildRevisionVars = []string{EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"}
+
+// maxBuildRevisionRunes bounds an environment-provided build revision.
+const maxBuildRevisionRunes = 256
+
+var imageDigest = regexp.MustCompile(`^sha256:[0-9a-fA-F]{64}$`)
+
+// codeContext is what the materializer knows about the running binary.
+type codeContext struct {
+	getenv    func(string) string
+	buildInfo *debug.BuildInfo
+}
+
+func defaultCodeContext() codeContext {
+	bi, _ := debug.ReadBuildInfo()
+	return codeContext{getenv: os.Getenv, buildInfo: bi}
+}
+
+// buildRevision returns the build revision and whether it is known: from
+// the environment first, else the VCS revision stamped by the Go toolchain
+// (only for an unmodified checkout).
+func (c codeContext) buildRevision() (*string, error) {
+	for _, v := range buildRevisionVars {
+		val := c.getenv(v)
+		if val == "" {
+			continue
+		}
+		if !utf8.ValidString(val) || utf8.RuneCountInString(val) > maxBuildRevisionRunes {
+			return nil, fmt.Errorf("rayflow: %s must be valid UTF-8 of at most %d characters", v, maxBuildRevisionRunes)
+		}
+		s := "environment:" + v + ":" + val
+		return &s, nil
+	}
+	if c.buildInfo != nil {
+		var rev, modified string
+		for _, s := range c.buildInfo.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" && modified != "true" {
+			s := "vcs:" + rev
+			return &s, nil
+		}
+	}
+	return nil, nil
+}
+
+// imageDigest returns RAYFLOW_IMAGE_DIGEST lower-cased, or nil.
+func (c codeContext) imageDigest() (*string, error) {
+	v := c.getenv(EnvImageDigest)
+	if v == "" {
+		return nil, nil
+	}
+	if !imageDigest.MatchString(v) {
+		return nil, &DefinitionError{Path: "definition.container_image_digest", Code: CodeInvalidIdentity,
+			Msg: fmt.Sprintf("%s must be sha256:<64 hex digits>, got %q", EnvImageDigest, v)}
+	}
+	s := strings.ToLower(v)
+	return &s, nil
+}
+
+// splitSymbol splits a Go symbol into package path and qualified name:
+// "example.com/app/steps.Resize" → ("example.com/app/steps", "Resize").
+func splitSymbol(name string) (pkg, qual string) {
+	slash := strings.LastIndex(name, "/")
+	dot := strings.Index(name[slash+1:], ".")
+	if dot < 0 {
+		return name, ""
+	}
+	return name[:slash+1+dot], name[slash+1+dot+1:]
+}
+
+// moduleIdentity identifies the Go module that provides package pkg: a
+// dependency with a version and go.sum hash is stable; the main module is
+// stable only when built from an unmodified VCS checkout.
+func (c codeContext) moduleIdentity(pkg string) plan.ModuleIdentity {
+	id := plan.ModuleIdentity{Module: pkg, Origin: plan.ModuleOriginUnresolved}
+	bi := c.buildInfo
+	if bi == nil {
+		return id
+	}
+	var best *debug.Module
+	consider := func(m *debug.Module) {
+		if m == nil || m.Path == "" {
+			return
+		}
+		if (pkg == m.Path || strings.HasPrefix(pkg, m.Path+"/")) && (best == nil || len(m.Path) > len(best.Path)) {
+			best = m
+		}
+	}
+	consider(&bi.Main)
+	for _, d := range bi.Deps {
+		consider(d)
+	}
+	if best == nil {
+		return id
+	}
+	if best.Replace != nil {
+		best = best.Replace
+	}
+	p := plan.ModulePackage{Name: best.Path, Version: best.Version}
+	if best.Sum != "" {
+		s := best.Sum
+		p.Sum = &s
+	}
+	if p.Version == "" {
+		p.Version = "(devel)"
+	}
+	id.Packages = &[]plan.ModulePackage{p}
+	if best.Path == bi.Main.Path && best.Sum == "" {
+		rev, _ := c.buildRevision()
+		id.Stable = rev != nil
+		return id
+	}
+	id.Stable = best.Sum != ""
+	return id
+}
+
+// callableEntry builds a callable table entry.
+func (c codeContext) callableEntry(ref string, fc flowgraph.Callable) plan.Callable {
+	pkg, qual := splitSymbol(fc.Name)
+	owner := c.moduleIdentity(pkg)
+	ci := plan.CodeIdentity{Module: pkg, ResolvedQualname: qual, ImportOwner: owner, ResolvedTarget: owner}
+	kind := plan.CallableKindSync
+	if fc.Resolvable {
+		state := plan.CodeIdentityCallableStateModuleDefined
+		ci.Kind, ci.Deployment, ci.CallableState = plan.CallableKindSync, plan.CodeIdentityDeploymentModuleAndTargetIdentity, &state
+		ci.Stable = owner.Stable
+	} else {
+		kind = plan.CallableKindCallableObject
+		state := plan.CodeIdentityCallableStateRuntimeOnly
+		ci.Kind, ci.Deployment, ci.CallableState = plan.CallableKindCallableObject, plan.CodeIdentityDeploymentWorkerRuntimeOnly, &state
+		ci.Stable = false
+	}
+	return plan.Callable{ID: ref, ImportPath: fc.Name, Kind: kind, CodeIdentity: ci}
+}
