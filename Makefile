@@ -17,13 +17,15 @@ help: ## list targets
 build: ## build the rayflow CLI into bin/
 	$(GO) build -o $(RAYFLOW) ./tools/rayflow
 
-demo: build ## run the main demo end to end
+demo: build ## run the main demo end to end: the fan-out workflow, locally
+	@echo '--- examples/fanout: build_items -> map(calculate, window 16, max 10,000) -> summarize'
+	$(GO) run ./examples/fanout -count $${COUNT:-200}
+	@echo
+	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
+	$(RAYFLOW) plan fingerprint fanout
+	@echo
+	@echo '--- canonical JSON v1 of a plan-shaped record (examples/fingerprint):'
 	$(GO) run ./examples/fingerprint
-	@echo
-	@echo '--- the same record through the CLI (rayflow canon | rayflow fingerprint):'
-	$(GO) run ./examples/fingerprint -json | $(RAYFLOW) canon
-	@echo
-	$(GO) run ./examples/fingerprint -json | $(RAYFLOW) fingerprint --domain rayflow.workflow-plan-v1
 
 test: fmt-check vet staticcheck cue-check generate-check gotest pytest ## everything CI checks
 	@echo "make test: all checks passed"

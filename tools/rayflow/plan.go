@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/canonical"
+
+	// The example flows, registered by name.
+	_ "github.com/rayflow/rayflow/examples/fanout/workflow"
+)
+
+func init() {
+	register("plan", "show, fingerprint or select the effective plan of a registered flow", cmdPlan)
+}
+
+func cmdPlan(_ context.Context, e env, args []string) int {
+	fs := newFlags(e, "plan", "plan show|fingerprint|selection|summary|list [flags] [FLOW]\n\n"+
+		"Materializes a flow registered with sdk.RegisterFlow (this binary knows: "+strings.Join(sdk.RegisteredFlows(), ", ")+")\n"+
+		"and prints its canonical plan, its fingerprint, its strategy selection or its summary.",
+		`rayflow plan list
+rayflow plan fingerprint fanout
+rayflow plan show fanout | python3 -m json.tool
+rayflow plan selection --ray fanout
+rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, with reasons
+`)
+	strategy := fs.String("strategy", sdk.StrategyAuto, "requested strategy: auto, local, dynamic_tasks, compiled_graph, static_actors")
+	reporting := fs.String("reporting", "full", "reporting policy on Ray: full, terminal_only, disabled")
+	ray := fs.Bool("ray", false, "materialize for a Ray engine (auto selects dynamic_tasks)")
+	var positional []string
+	for {
+		if code := parse(fs, e, args); code >= 0 {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) == 1 && positional[0] == "list" {
+		for _, n := range sdk.RegisteredFlows() {
+			fmt.Fprintln(e.stdout, n)
+		}
+		return exitOK
+	}
+	if len(positional) != 2 {
+		fs.Usage()
+		return exitUsage
+	}
+	verb, name := positional[0], positional[1]
+	root, ok := sdk.LookupFlow(name)
+	if !ok {
+		fmt.Fprintf(e.stderr, "rayflow: no flow named %q (known: %s)\n", name, strings.Join(sdk.RegisteredFlows(), ", "))
+		return exitUsage
+	}
+	opts := []sdk.MaterializeOption{sdk.WithStrategy(*strategy), sdk.WithReportingPolicy(*reporting)}
+	if *ray {
+		opts = append(opts, sdk.ForRay())
+	}
+	m, err := sdk.MaterializeGraph(root, opts...)
+	if err != nil {
+		var se *sdk.SelectionError
+		if errors.As(err, &se) {
+			for _, r := range se.Rejections {
+				fmt.Fprintf(e.stderr, "rejected: %s %s at %s: %s\n", r.Strategy, r.Code, r.Path, r.Message)
+			}
+			return exitRejected
+		}
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		if errors.Is(err, sdk.ErrInvalidDefinition) {
+			return exitRejected
+		}
+		return exitError
+	}
+	var out []byte
+	switch verb {
+	case "show":
+		out = m.Canonical
+	case "fingerprint":
+		out = []byte(m.Fingerprint)
+	case "selection":
+		out, err = canonical.Marshal(m.Selection)
+	case "summary":
+		out, err = canonical.Marshal(m.Summary())
+	default:
+		fs.Usage()
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return exitOK
+}
