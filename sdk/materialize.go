@@ -711,7 +711,7 @@ func (mz *materializer) plan(terminal []string) (*plan.Plan, error) {
 			// Bound to the reducer's protocol: changing its meaning changes
 			// this version and so every plan's fingerprint (PLAN-16).
 			LifecycleProtocolVersion: lifecycle.ProtocolVersion,
-			Transport: transport, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1}},
+			Transport:                transport, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1}},
 		Compatibility: plan.Compatibility{RayflowPlanAPI: plan.APIVersion, Rayflow: Version, Byteorder: plan.CompatibilityByteorderLittle,
 			CompiledGraph: plan.CompiledGraphCompatibility{SchemaVersion: 2, PolicyVersion: 3,
 				Reason: plan.CompiledGraphReasonIncompleteCapabilityContext, PlanRejectionCode: &rejection, Transport: &transport,

@@ -41,9 +41,9 @@ func PlanSum(_ context.Context, vs []int) (int, error) {
 	}
 	return s, nil
 }
-func PlanAdd(_ context.Context, acc, v int) (int, error)      { return acc + v, nil }
+func PlanAdd(_ context.Context, acc, v int) (int, error)     { return acc + v, nil }
 func PlanScale(_ context.Context, k int, v int) (int, error) { return k * v, nil }
-func PlanPreview(v int) (any, error)                          { return map[string]any{"v": v}, nil }
+func PlanPreview(v int) (any, error)                         { return map[string]any{"v": v}, nil }
 
 func basicFlow(opts ...StepOption) Flow[int, int] {
 	return Chain3(Step(PlanBuild), Map(Step(PlanSquare, opts...)).WithLimits(Limits{MaxConcurrency: 4, MaxItems: 100}), Step(PlanSum))
