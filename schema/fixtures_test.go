@@ -9,5 +9,6 @@ func allFixtures(t testing.TB) []fixture {
 	all = append(all, planSelectionFixtures()...)
 	all = append(all, planFixtures()...)
 	all = append(all, limitsFixtures(t)...)
+	all = append(all, topologyFixtures()...)
 	return all
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
 )
 
 // Schema is one record definition.
@@ -104,6 +105,13 @@ var all = []Schema{
 	{Name: "SummaryStorage", Decode: func(b []byte) (any, error) { return summary.DecodeStorage(b) }},
 	{Name: "SummaryTerminal", Decode: func(b []byte) (any, error) { return summary.DecodeTerminal(b) }},
 	{Name: "SummaryTimestamps", Decode: func(b []byte) (any, error) { return summary.DecodeTimestamps(b) }},
+	{Name: "TopologyEdge", Decode: func(b []byte) (any, error) { return topology.DecodeEdge(b) }},
+	{Name: "TopologyEdgePage", Decode: func(b []byte) (any, error) { return topology.DecodeEdgePage(b) }},
+	{Name: "TopologyManifest", Decode: func(b []byte) (any, error) { return topology.DecodeManifest(b) }},
+	{Name: "TopologyNode", Decode: func(b []byte) (any, error) { return topology.DecodeNode(b) }},
+	{Name: "TopologyNodePage", Decode: func(b []byte) (any, error) { return topology.DecodeNodePage(b) }},
+	{Name: "TopologyPage", Decode: func(b []byte) (any, error) { return topology.DecodePage(b) }},
+	{Name: "TopologyPageRef", Decode: func(b []byte) (any, error) { return topology.DecodePageRef(b) }},
 }
 
 // Lookup returns the schema with this CUE definition name (with or without
