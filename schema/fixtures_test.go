@@ -10,5 +10,6 @@ func allFixtures(t testing.TB) []fixture {
 	all = append(all, planFixtures()...)
 	all = append(all, limitsFixtures(t)...)
 	all = append(all, topologyFixtures()...)
+	all = append(all, detailFixtures()...)
 	return all
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
@@ -35,6 +36,12 @@ var all = []Schema{
 	{Name: "LimitsMetricsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeMetricsProfile(b) }},
 	{Name: "LimitsPreviewProfile", Decode: func(b []byte) (any, error) { return limits.DecodePreviewProfile(b) }},
 	{Name: "LimitsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeProfile(b) }},
+	{Name: "NodeDetail", Decode: func(b []byte) (any, error) { return detail.DecodeNodeDetail(b) }},
+	{Name: "NodeExecution", Decode: func(b []byte) (any, error) { return detail.DecodeNodeExecution(b) }},
+	{Name: "NodeFanout", Decode: func(b []byte) (any, error) { return detail.DecodeNodeFanout(b) }},
+	{Name: "NodeProgress", Decode: func(b []byte) (any, error) { return detail.DecodeNodeProgress(b) }},
+	{Name: "NodeRecentEvent", Decode: func(b []byte) (any, error) { return detail.DecodeNodeRecentEvent(b) }},
+	{Name: "OutputPreview", Decode: func(b []byte) (any, error) { return detail.DecodeOutputPreview(b) }},
 	{Name: "Plan", Decode: func(b []byte) (any, error) { return plan.DecodePlan(b) }},
 	{Name: "PlanActor", Decode: func(b []byte) (any, error) { return plan.DecodeActor(b) }},
 	{Name: "PlanActorCodec", Decode: func(b []byte) (any, error) { return plan.DecodeActorCodec(b) }},
