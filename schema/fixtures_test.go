@@ -11,5 +11,6 @@ func allFixtures(t testing.TB) []fixture {
 	all = append(all, limitsFixtures(t)...)
 	all = append(all, topologyFixtures()...)
 	all = append(all, detailFixtures()...)
+	all = append(all, eventFixtures()...)
 	return all
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
@@ -26,6 +27,35 @@ type Schema struct {
 }
 
 var all = []Schema{
+	{Name: "Event", Decode: func(b []byte) (any, error) { return event.DecodeEvent(b) }},
+	{Name: "EventApplicationProgress", Decode: func(b []byte) (any, error) { return event.DecodeApplicationProgress(b) }},
+	{Name: "EventApplicationProgressPayload", Decode: func(b []byte) (any, error) { return event.DecodeApplicationProgressPayload(b) }},
+	{Name: "EventCompleted", Decode: func(b []byte) (any, error) { return event.DecodeCompleted(b) }},
+	{Name: "EventCompletedPayload", Decode: func(b []byte) (any, error) { return event.DecodeCompletedPayload(b) }},
+	{Name: "EventEdgesRegistered", Decode: func(b []byte) (any, error) { return event.DecodeEdgesRegistered(b) }},
+	{Name: "EventEdgesRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeEdgesRegisteredPayload(b) }},
+	{Name: "EventEnvelope", Decode: func(b []byte) (any, error) { return event.DecodeEnvelope(b) }},
+	{Name: "EventFailed", Decode: func(b []byte) (any, error) { return event.DecodeFailed(b) }},
+	{Name: "EventFailedPayload", Decode: func(b []byte) (any, error) { return event.DecodeFailedPayload(b) }},
+	{Name: "EventInitialized", Decode: func(b []byte) (any, error) { return event.DecodeInitialized(b) }},
+	{Name: "EventInitializedPayload", Decode: func(b []byte) (any, error) { return event.DecodeInitializedPayload(b) }},
+	{Name: "EventMapProgress", Decode: func(b []byte) (any, error) { return event.DecodeMapProgress(b) }},
+	{Name: "EventMapProgressPayload", Decode: func(b []byte) (any, error) { return event.DecodeMapProgressPayload(b) }},
+	{Name: "EventMapRegistered", Decode: func(b []byte) (any, error) { return event.DecodeMapRegistered(b) }},
+	{Name: "EventMapRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeMapRegisteredPayload(b) }},
+	{Name: "EventNodeRegistered", Decode: func(b []byte) (any, error) { return event.DecodeNodeRegistered(b) }},
+	{Name: "EventNodeRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeNodeRegisteredPayload(b) }},
+	{Name: "EventNodeSettled", Decode: func(b []byte) (any, error) { return event.DecodeNodeSettled(b) }},
+	{Name: "EventNodeSettledPayload", Decode: func(b []byte) (any, error) { return event.DecodeNodeSettledPayload(b) }},
+	{Name: "EventOutputPreview", Decode: func(b []byte) (any, error) { return event.DecodeOutputPreview(b) }},
+	{Name: "EventOutputPreviewPayload", Decode: func(b []byte) (any, error) { return event.DecodeOutputPreviewPayload(b) }},
+	{Name: "EventPlan", Decode: func(b []byte) (any, error) { return event.DecodePlan(b) }},
+	{Name: "EventProducerReport", Decode: func(b []byte) (any, error) { return event.DecodeProducerReport(b) }},
+	{Name: "EventProducerReportPayload", Decode: func(b []byte) (any, error) { return event.DecodeProducerReportPayload(b) }},
+	{Name: "EventStarted", Decode: func(b []byte) (any, error) { return event.DecodeStarted(b) }},
+	{Name: "EventStartedPayload", Decode: func(b []byte) (any, error) { return event.DecodeStartedPayload(b) }},
+	{Name: "EventSubmitted", Decode: func(b []byte) (any, error) { return event.DecodeSubmitted(b) }},
+	{Name: "EventSubmittedPayload", Decode: func(b []byte) (any, error) { return event.DecodeSubmittedPayload(b) }},
 	{Name: "LifecycleCapacity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeCapacity(b) }},
 	{Name: "LifecycleDeadlines", Decode: func(b []byte) (any, error) { return lifecycle.DecodeDeadlines(b) }},
 	{Name: "LifecycleInvocationIdentity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeInvocationIdentity(b) }},

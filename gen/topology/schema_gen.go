@@ -184,6 +184,90 @@ func DecodePage(data []byte) (Page, error) {
 	return x, nil
 }
 
+// Edge is one topology edge record.
+type Edge struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Edge) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "source":
+			seen[0] = true
+			fp := p.Key("source")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s1, 1, fp, e)
+				rt.MaxBytes(s1, 256, fp, e)
+				x.Source = s1
+			}
+		case "target":
+			seen[1] = true
+			fp := p.Key("target")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s2, 1, fp, e)
+				rt.MaxBytes(s2, 256, fp, e)
+				x.Target = s2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "source", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "target", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Edge) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Edge) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("source"); true {
+		rt.MinRunes(x.Source, 1, fp1, e)
+		rt.MaxBytes(x.Source, 256, fp1, e)
+	}
+	if fp2 := p.Key("target"); true {
+		rt.MinRunes(x.Target, 1, fp2, e)
+		rt.MaxBytes(x.Target, 256, fp2, e)
+	}
+}
+
+// DecodeEdge decodes and validates one #TopologyEdge record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeEdge(data []byte) (*Edge, error) {
+	var e rt.Errors
+	if len(data) > EdgeMaxBytes {
+		rt.TooLarge(&e, len(data), EdgeMaxBytes)
+		return nil, e.Err()
+	}
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Edge)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
 // Node is one topology node record.
 type Node struct {
 	NodeID       string                     `json:"node_id"`
@@ -357,90 +441,6 @@ func DecodeNode(data []byte) (*Node, error) {
 		return nil, e.Err()
 	}
 	x := new(Node)
-	x.DecodeJSONValue(v, rt.Root, &e)
-	if err := e.Err(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// Edge is one topology edge record.
-type Edge struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-}
-
-// DecodeJSONValue decodes a parsed value into x, checking every field
-// constraint; used by generated code.
-func (x *Edge) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
-	if !rt.Object(v, p, e) {
-		return
-	}
-	var seen [2]bool
-	for i := range v.Members {
-		m := &v.Members[i]
-		switch m.Key {
-		case "source":
-			seen[0] = true
-			fp := p.Key("source")
-			if s1, ok := rt.String((&m.Value), fp, e); ok {
-				rt.MinRunes(s1, 1, fp, e)
-				rt.MaxBytes(s1, 256, fp, e)
-				x.Source = s1
-			}
-		case "target":
-			seen[1] = true
-			fp := p.Key("target")
-			if s2, ok := rt.String((&m.Value), fp, e); ok {
-				rt.MinRunes(s2, 1, fp, e)
-				rt.MaxBytes(s2, 256, fp, e)
-				x.Target = s2
-			}
-		default:
-			rt.Unknown(p, m.Key, e)
-		}
-	}
-	if !seen[0] {
-		rt.Missing(p, "source", e)
-	}
-	if !seen[1] {
-		rt.Missing(p, "target", e)
-	}
-}
-
-// Validate checks every constraint of the schema on x.
-func (x *Edge) Validate() error {
-	var e rt.Errors
-	x.ValidateAt(rt.Root, &e)
-	return e.Err()
-}
-
-// ValidateAt checks every constraint with paths below p; used by generated code.
-func (x *Edge) ValidateAt(p *rt.Path, e *rt.Errors) {
-	if fp1 := p.Key("source"); true {
-		rt.MinRunes(x.Source, 1, fp1, e)
-		rt.MaxBytes(x.Source, 256, fp1, e)
-	}
-	if fp2 := p.Key("target"); true {
-		rt.MinRunes(x.Target, 1, fp2, e)
-		rt.MaxBytes(x.Target, 256, fp2, e)
-	}
-}
-
-// DecodeEdge decodes and validates one #TopologyEdge record strictly: the byte cap is
-// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
-// surrogates and NaN/Infinity are rejected.
-func DecodeEdge(data []byte) (*Edge, error) {
-	var e rt.Errors
-	if len(data) > EdgeMaxBytes {
-		rt.TooLarge(&e, len(data), EdgeMaxBytes)
-		return nil, e.Err()
-	}
-	v, ok := rt.Parse(data, &e)
-	if !ok {
-		return nil, e.Err()
-	}
-	x := new(Edge)
 	x.DecodeJSONValue(v, rt.Root, &e)
 	if err := e.Err(); err != nil {
 		return nil, err
