@@ -16,6 +16,9 @@ func BenchmarkDecodeValidate(b *testing.B) {
 		{"summary-16KiB", "Summary", "testdata/valid/Summary/bytes_at_cap.json"},
 		{"lifecycle-64-outputs", "LifecycleSnapshot", "testdata/valid/LifecycleSnapshot/outputs_at_cap.json"},
 		{"plan-64-nodes", "Plan", "testdata/valid/Plan/nodes_at_cap.json"},
+		{"topology-page-256-nodes", "TopologyPage", "testdata/valid/TopologyPage/nodes_at_cap.json"},
+		{"node-detail", "NodeDetail", "testdata/valid/NodeDetail/base.json"},
+		{"event-edges-32", "Event", "testdata/valid/Event/edges_at_cap.json"},
 	}
 	ref := reference(b)
 	for _, in := range inputs {

@@ -9,5 +9,8 @@ func allFixtures(t testing.TB) []fixture {
 	all = append(all, planSelectionFixtures()...)
 	all = append(all, planFixtures()...)
 	all = append(all, limitsFixtures(t)...)
+	all = append(all, topologyFixtures()...)
+	all = append(all, detailFixtures()...)
+	all = append(all, eventFixtures()...)
 	return all
 }

@@ -547,160 +547,6 @@ func (x RejectionCode) Valid() bool {
 	return false
 }
 
-// SessionIdentity is the 4-field run identity with its schema version.
-type SessionIdentity struct {
-	SchemaVersion       int64  `json:"schema_version"`
-	RunID               string `json:"run_id"`
-	TaskExecutionPK     int64  `json:"task_execution_pk"`
-	AttemptNumber       int64  `json:"attempt_number"`
-	ExecutionGeneration int64  `json:"execution_generation"`
-}
-
-// DecodeJSONValue decodes a parsed value into x, checking every field
-// constraint; used by generated code.
-func (x *SessionIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
-	if !rt.Object(v, p, e) {
-		return
-	}
-	var seen [5]bool
-	for i := range v.Members {
-		m := &v.Members[i]
-		switch m.Key {
-		case "schema_version":
-			seen[0] = true
-			fp := p.Key("schema_version")
-			if n1, ok := rt.Int((&m.Value), fp, e); ok {
-				if n1 != 1 {
-					e.Add(fp, rt.CodeConst, "must be 1")
-				}
-				x.SchemaVersion = n1
-			}
-		case "run_id":
-			seen[1] = true
-			fp := p.Key("run_id")
-			if s2, ok := rt.String((&m.Value), fp, e); ok {
-				rt.MinRunes(s2, 1, fp, e)
-				rt.MaxRunes(s2, 128, fp, e)
-				x.RunID = s2
-			}
-		case "task_execution_pk":
-			seen[2] = true
-			fp := p.Key("task_execution_pk")
-			if n3, ok := rt.Int((&m.Value), fp, e); ok {
-				if n3 < 1 {
-					e.Add(fp, rt.CodeMin, "must be >= 1")
-				}
-				if n3 > 9223372036854775807 {
-					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
-				}
-				x.TaskExecutionPK = n3
-			}
-		case "attempt_number":
-			seen[3] = true
-			fp := p.Key("attempt_number")
-			if n4, ok := rt.Int((&m.Value), fp, e); ok {
-				if n4 < 1 {
-					e.Add(fp, rt.CodeMin, "must be >= 1")
-				}
-				if n4 > 9223372036854775807 {
-					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
-				}
-				x.AttemptNumber = n4
-			}
-		case "execution_generation":
-			seen[4] = true
-			fp := p.Key("execution_generation")
-			if n5, ok := rt.Int((&m.Value), fp, e); ok {
-				if n5 < 0 {
-					e.Add(fp, rt.CodeMin, "must be >= 0")
-				}
-				if n5 > 9223372036854775807 {
-					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
-				}
-				x.ExecutionGeneration = n5
-			}
-		default:
-			rt.Unknown(p, m.Key, e)
-		}
-	}
-	if !seen[0] {
-		rt.Missing(p, "schema_version", e)
-	}
-	if !seen[1] {
-		rt.Missing(p, "run_id", e)
-	}
-	if !seen[2] {
-		rt.Missing(p, "task_execution_pk", e)
-	}
-	if !seen[3] {
-		rt.Missing(p, "attempt_number", e)
-	}
-	if !seen[4] {
-		rt.Missing(p, "execution_generation", e)
-	}
-}
-
-// Validate checks every constraint of the schema on x.
-func (x *SessionIdentity) Validate() error {
-	var e rt.Errors
-	x.ValidateAt(rt.Root, &e)
-	return e.Err()
-}
-
-// ValidateAt checks every constraint with paths below p; used by generated code.
-func (x *SessionIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
-	if fp1 := p.Key("schema_version"); true {
-		if x.SchemaVersion != 1 {
-			e.Add(fp1, rt.CodeConst, "must be 1")
-		}
-	}
-	if fp2 := p.Key("run_id"); true {
-		rt.MinRunes(x.RunID, 1, fp2, e)
-		rt.MaxRunes(x.RunID, 128, fp2, e)
-	}
-	if fp3 := p.Key("task_execution_pk"); true {
-		if x.TaskExecutionPK < 1 {
-			e.Add(fp3, rt.CodeMin, "must be >= 1")
-		}
-		if x.TaskExecutionPK > 9223372036854775807 {
-			e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
-		}
-	}
-	if fp4 := p.Key("attempt_number"); true {
-		if x.AttemptNumber < 1 {
-			e.Add(fp4, rt.CodeMin, "must be >= 1")
-		}
-		if x.AttemptNumber > 9223372036854775807 {
-			e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
-		}
-	}
-	if fp5 := p.Key("execution_generation"); true {
-		if x.ExecutionGeneration < 0 {
-			e.Add(fp5, rt.CodeMin, "must be >= 0")
-		}
-		if x.ExecutionGeneration > 9223372036854775807 {
-			e.Add(fp5, rt.CodeMax, "must be <= 9223372036854775807")
-		}
-	}
-}
-
-// DecodeSessionIdentity decodes and validates one #LifecycleSessionIdentity record strictly: the byte cap is
-// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
-// surrogates and NaN/Infinity are rejected.
-func DecodeSessionIdentity(data []byte) (*SessionIdentity, error) {
-	var e rt.Errors
-	v, ok := rt.Parse(data, &e)
-	if !ok {
-		return nil, e.Err()
-	}
-	x := new(SessionIdentity)
-	x.DecodeJSONValue(v, rt.Root, &e)
-	if err := e.Err(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
 // InvocationIdentity is the run identity plus invocation_id.
 type InvocationIdentity struct {
 	SchemaVersion       int64  `json:"schema_version"`
@@ -864,6 +710,160 @@ func DecodeInvocationIdentity(data []byte) (*InvocationIdentity, error) {
 		return nil, e.Err()
 	}
 	x := new(InvocationIdentity)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// SessionIdentity is the 4-field run identity with its schema version.
+type SessionIdentity struct {
+	SchemaVersion       int64  `json:"schema_version"`
+	RunID               string `json:"run_id"`
+	TaskExecutionPK     int64  `json:"task_execution_pk"`
+	AttemptNumber       int64  `json:"attempt_number"`
+	ExecutionGeneration int64  `json:"execution_generation"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *SessionIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [5]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "schema_version":
+			seen[0] = true
+			fp := p.Key("schema_version")
+			if n1, ok := rt.Int((&m.Value), fp, e); ok {
+				if n1 != 1 {
+					e.Add(fp, rt.CodeConst, "must be 1")
+				}
+				x.SchemaVersion = n1
+			}
+		case "run_id":
+			seen[1] = true
+			fp := p.Key("run_id")
+			if s2, ok := rt.String((&m.Value), fp, e); ok {
+				rt.MinRunes(s2, 1, fp, e)
+				rt.MaxRunes(s2, 128, fp, e)
+				x.RunID = s2
+			}
+		case "task_execution_pk":
+			seen[2] = true
+			fp := p.Key("task_execution_pk")
+			if n3, ok := rt.Int((&m.Value), fp, e); ok {
+				if n3 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n3 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.TaskExecutionPK = n3
+			}
+		case "attempt_number":
+			seen[3] = true
+			fp := p.Key("attempt_number")
+			if n4, ok := rt.Int((&m.Value), fp, e); ok {
+				if n4 < 1 {
+					e.Add(fp, rt.CodeMin, "must be >= 1")
+				}
+				if n4 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.AttemptNumber = n4
+			}
+		case "execution_generation":
+			seen[4] = true
+			fp := p.Key("execution_generation")
+			if n5, ok := rt.Int((&m.Value), fp, e); ok {
+				if n5 < 0 {
+					e.Add(fp, rt.CodeMin, "must be >= 0")
+				}
+				if n5 > 9223372036854775807 {
+					e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+				}
+				x.ExecutionGeneration = n5
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "schema_version", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "run_id", e)
+	}
+	if !seen[2] {
+		rt.Missing(p, "task_execution_pk", e)
+	}
+	if !seen[3] {
+		rt.Missing(p, "attempt_number", e)
+	}
+	if !seen[4] {
+		rt.Missing(p, "execution_generation", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *SessionIdentity) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *SessionIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("schema_version"); true {
+		if x.SchemaVersion != 1 {
+			e.Add(fp1, rt.CodeConst, "must be 1")
+		}
+	}
+	if fp2 := p.Key("run_id"); true {
+		rt.MinRunes(x.RunID, 1, fp2, e)
+		rt.MaxRunes(x.RunID, 128, fp2, e)
+	}
+	if fp3 := p.Key("task_execution_pk"); true {
+		if x.TaskExecutionPK < 1 {
+			e.Add(fp3, rt.CodeMin, "must be >= 1")
+		}
+		if x.TaskExecutionPK > 9223372036854775807 {
+			e.Add(fp3, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp4 := p.Key("attempt_number"); true {
+		if x.AttemptNumber < 1 {
+			e.Add(fp4, rt.CodeMin, "must be >= 1")
+		}
+		if x.AttemptNumber > 9223372036854775807 {
+			e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if fp5 := p.Key("execution_generation"); true {
+		if x.ExecutionGeneration < 0 {
+			e.Add(fp5, rt.CodeMin, "must be >= 0")
+		}
+		if x.ExecutionGeneration > 9223372036854775807 {
+			e.Add(fp5, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+}
+
+// DecodeSessionIdentity decodes and validates one #LifecycleSessionIdentity record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeSessionIdentity(data []byte) (*SessionIdentity, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(SessionIdentity)
 	x.DecodeJSONValue(v, rt.Root, &e)
 	if err := e.Err(); err != nil {
 		return nil, err

@@ -8,10 +8,13 @@ import (
 	"strings"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
 )
 
 // Schema is one record definition.
@@ -24,6 +27,35 @@ type Schema struct {
 }
 
 var all = []Schema{
+	{Name: "Event", Decode: func(b []byte) (any, error) { return event.DecodeEvent(b) }},
+	{Name: "EventApplicationProgress", Decode: func(b []byte) (any, error) { return event.DecodeApplicationProgress(b) }},
+	{Name: "EventApplicationProgressPayload", Decode: func(b []byte) (any, error) { return event.DecodeApplicationProgressPayload(b) }},
+	{Name: "EventCompleted", Decode: func(b []byte) (any, error) { return event.DecodeCompleted(b) }},
+	{Name: "EventCompletedPayload", Decode: func(b []byte) (any, error) { return event.DecodeCompletedPayload(b) }},
+	{Name: "EventEdgesRegistered", Decode: func(b []byte) (any, error) { return event.DecodeEdgesRegistered(b) }},
+	{Name: "EventEdgesRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeEdgesRegisteredPayload(b) }},
+	{Name: "EventEnvelope", Decode: func(b []byte) (any, error) { return event.DecodeEnvelope(b) }},
+	{Name: "EventFailed", Decode: func(b []byte) (any, error) { return event.DecodeFailed(b) }},
+	{Name: "EventFailedPayload", Decode: func(b []byte) (any, error) { return event.DecodeFailedPayload(b) }},
+	{Name: "EventInitialized", Decode: func(b []byte) (any, error) { return event.DecodeInitialized(b) }},
+	{Name: "EventInitializedPayload", Decode: func(b []byte) (any, error) { return event.DecodeInitializedPayload(b) }},
+	{Name: "EventMapProgress", Decode: func(b []byte) (any, error) { return event.DecodeMapProgress(b) }},
+	{Name: "EventMapProgressPayload", Decode: func(b []byte) (any, error) { return event.DecodeMapProgressPayload(b) }},
+	{Name: "EventMapRegistered", Decode: func(b []byte) (any, error) { return event.DecodeMapRegistered(b) }},
+	{Name: "EventMapRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeMapRegisteredPayload(b) }},
+	{Name: "EventNodeRegistered", Decode: func(b []byte) (any, error) { return event.DecodeNodeRegistered(b) }},
+	{Name: "EventNodeRegisteredPayload", Decode: func(b []byte) (any, error) { return event.DecodeNodeRegisteredPayload(b) }},
+	{Name: "EventNodeSettled", Decode: func(b []byte) (any, error) { return event.DecodeNodeSettled(b) }},
+	{Name: "EventNodeSettledPayload", Decode: func(b []byte) (any, error) { return event.DecodeNodeSettledPayload(b) }},
+	{Name: "EventOutputPreview", Decode: func(b []byte) (any, error) { return event.DecodeOutputPreview(b) }},
+	{Name: "EventOutputPreviewPayload", Decode: func(b []byte) (any, error) { return event.DecodeOutputPreviewPayload(b) }},
+	{Name: "EventPlan", Decode: func(b []byte) (any, error) { return event.DecodePlan(b) }},
+	{Name: "EventProducerReport", Decode: func(b []byte) (any, error) { return event.DecodeProducerReport(b) }},
+	{Name: "EventProducerReportPayload", Decode: func(b []byte) (any, error) { return event.DecodeProducerReportPayload(b) }},
+	{Name: "EventStarted", Decode: func(b []byte) (any, error) { return event.DecodeStarted(b) }},
+	{Name: "EventStartedPayload", Decode: func(b []byte) (any, error) { return event.DecodeStartedPayload(b) }},
+	{Name: "EventSubmitted", Decode: func(b []byte) (any, error) { return event.DecodeSubmitted(b) }},
+	{Name: "EventSubmittedPayload", Decode: func(b []byte) (any, error) { return event.DecodeSubmittedPayload(b) }},
 	{Name: "LifecycleCapacity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeCapacity(b) }},
 	{Name: "LifecycleDeadlines", Decode: func(b []byte) (any, error) { return lifecycle.DecodeDeadlines(b) }},
 	{Name: "LifecycleInvocationIdentity", Decode: func(b []byte) (any, error) { return lifecycle.DecodeInvocationIdentity(b) }},
@@ -34,6 +66,12 @@ var all = []Schema{
 	{Name: "LimitsMetricsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeMetricsProfile(b) }},
 	{Name: "LimitsPreviewProfile", Decode: func(b []byte) (any, error) { return limits.DecodePreviewProfile(b) }},
 	{Name: "LimitsProfile", Decode: func(b []byte) (any, error) { return limits.DecodeProfile(b) }},
+	{Name: "NodeDetail", Decode: func(b []byte) (any, error) { return detail.DecodeNodeDetail(b) }},
+	{Name: "NodeExecution", Decode: func(b []byte) (any, error) { return detail.DecodeNodeExecution(b) }},
+	{Name: "NodeFanout", Decode: func(b []byte) (any, error) { return detail.DecodeNodeFanout(b) }},
+	{Name: "NodeProgress", Decode: func(b []byte) (any, error) { return detail.DecodeNodeProgress(b) }},
+	{Name: "NodeRecentEvent", Decode: func(b []byte) (any, error) { return detail.DecodeNodeRecentEvent(b) }},
+	{Name: "OutputPreview", Decode: func(b []byte) (any, error) { return detail.DecodeOutputPreview(b) }},
 	{Name: "Plan", Decode: func(b []byte) (any, error) { return plan.DecodePlan(b) }},
 	{Name: "PlanActor", Decode: func(b []byte) (any, error) { return plan.DecodeActor(b) }},
 	{Name: "PlanActorCodec", Decode: func(b []byte) (any, error) { return plan.DecodeActorCodec(b) }},
@@ -104,6 +142,13 @@ var all = []Schema{
 	{Name: "SummaryStorage", Decode: func(b []byte) (any, error) { return summary.DecodeStorage(b) }},
 	{Name: "SummaryTerminal", Decode: func(b []byte) (any, error) { return summary.DecodeTerminal(b) }},
 	{Name: "SummaryTimestamps", Decode: func(b []byte) (any, error) { return summary.DecodeTimestamps(b) }},
+	{Name: "TopologyEdge", Decode: func(b []byte) (any, error) { return topology.DecodeEdge(b) }},
+	{Name: "TopologyEdgePage", Decode: func(b []byte) (any, error) { return topology.DecodeEdgePage(b) }},
+	{Name: "TopologyManifest", Decode: func(b []byte) (any, error) { return topology.DecodeManifest(b) }},
+	{Name: "TopologyNode", Decode: func(b []byte) (any, error) { return topology.DecodeNode(b) }},
+	{Name: "TopologyNodePage", Decode: func(b []byte) (any, error) { return topology.DecodeNodePage(b) }},
+	{Name: "TopologyPage", Decode: func(b []byte) (any, error) { return topology.DecodePage(b) }},
+	{Name: "TopologyPageRef", Decode: func(b []byte) (any, error) { return topology.DecodePageRef(b) }},
 }
 
 // Lookup returns the schema with this CUE definition name (with or without

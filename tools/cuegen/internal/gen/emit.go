@@ -493,6 +493,9 @@ func (g *emitter) decode(t *Type, src, dst, path string, ptr bool, ind string) {
 		out("\tfor %s := range %s.Members {", i, src)
 		out("\t\tmm := &%s.Members[%s]", src, i)
 		out("\t\t%s := %s.Key(mm.Key)", kp, path)
+		if !needsChecks(t.Key) && (t.Val.Kind == KRaw || t.Val.Kind == KNull) {
+			out("\t\t_ = %s // no key checks; raw values need no path", kp)
+		}
 		g.checks(t.Key, "mm.Key", kp, ind+"\t\t")
 		out("\t\tvar %s %s", mv, g.fieldType(t.Val, false))
 		g.decode(t.Val, "(&mm.Value)", mv, kp, usesPtr(t.Val, false), ind+"\t\t")
@@ -629,6 +632,9 @@ func (g *emitter) validate(t *Type, val, path string, ptr, required bool, ind st
 		out("\tfor _, %s := range %s.SortedKeys(%s) {", k, rt, val)
 		kp := g.v("kp")
 		out("\t\t%s := %s.Key(%s)", kp, pv, k)
+		if !needsChecks(t.Key) && !needsValidate(t.Val) {
+			out("\t\t_ = %s // no key checks and nothing to validate in the values", kp)
+		}
 		g.checks(t.Key, k, kp, ind+"\t\t")
 		if needsValidate(t.Val) {
 			mv := g.v("mv")
