@@ -210,6 +210,10 @@ func definitionCases() []defCase {
 		{"zero custom resource", step(sdk.WithResources(sdk.Resources{Custom: map[string]float64{"gpu_slot": 0}})), invalidRay, "0.1"},
 		{"unregistered runtime env", step(sdk.WithRuntimeEnv("sdk-test-missing")), sdk.CodeUnknownRuntimeEnv, "0.1"},
 		{"registered runtime env", step(sdk.WithRuntimeEnv(testEnvProfile)), "", ""},
+		{"reducer with an unregistered runtime env", folded(okLimits, sdk.FoldOptions{MaxSerializedBytes: 1024,
+			Actor: actor(1024), RuntimeEnv: "sdk-test-missing"}), sdk.CodeUnknownRuntimeEnv, "0.1.reducer"},
+		{"reducer with a registered runtime env", folded(okLimits, sdk.FoldOptions{MaxSerializedBytes: 1024,
+			Actor: actor(1024), RuntimeEnv: testEnvProfile}), "", ""},
 
 		// Missing functions and empty flows.
 		{"nil step function", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step[int, int](nil)), 1), sdk.CodeNotAStep, "0.1"},

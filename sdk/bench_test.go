@@ -1,0 +1,84 @@
+package sdk_test
+
+import (
+	"testing"
+
+	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// planNodes64 is a flow whose effective plan has exactly 64 nodes, the
+// largest plan kept in detailed form: six group segments (Inc, a two-step
+// group and its collector, SumInts: 5 nodes each), six map segments
+// (Spread, the map, its body and its result, SumInts: 5 each) and one fold
+// segment (Spread, the map, its body and its fold result: 4). Its steps
+// carry resources, Ray options, a runtime environment, labels and a preview
+// so that every validation rule has work to do.
+func planNodes64() sdk.Flow[int, int] {
+	group := sdk.Chain3(
+		sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.5, Memory: 1 << 20})),
+		sdk.Group(sdk.Step(Inc, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0})), sdk.Step(Inc).WithOutputPreview(PreviewInt)),
+		sdk.Step(SumInts, sdk.WithLabel("stage", "sum")),
+	)
+	mapped := sdk.Chain3(
+		sdk.Step(Spread),
+		sdk.Map(sdk.Step(Inc, sdk.WithRuntimeEnv(testEnvProfile))).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 100}),
+		sdk.Step(SumInts),
+	)
+	f := group
+	for i := range 11 {
+		if i%2 == 0 {
+			f = sdk.Then(f, mapped)
+		} else {
+			f = sdk.Then(f, group)
+		}
+	}
+	return sdk.Then(f, sdk.Then(sdk.Step(Spread),
+		sdk.Reduce(sdk.Map(sdk.Step(Inc)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 100}), Add, 0, okFold)))
+}
+
+func countNodes(n *flowgraph.Node) int {
+	c := 1
+	for _, ch := range n.Children {
+		c += countNodes(ch)
+	}
+	return c
+}
+
+func TestPlanNodes64(t *testing.T) {
+	t.Parallel()
+	f := planNodes64()
+	m, err := sdk.Materialize(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.Plan.Nodes); n != 64 || m.Plan.Snapshot != nil {
+		t.Fatalf("the plan has %d nodes (overflow: %v), want exactly 64 in detailed form", n, m.Plan.Snapshot != nil)
+	}
+	t.Logf("64 plan nodes from %d graph nodes; %d canonical bytes", countNodes(f.Graph()), len(m.Canonical))
+}
+
+// BenchmarkValidate64 validates the graph of a 64-plan-node flow: the
+// definition checks Run performs before materializing.
+func BenchmarkValidate64(b *testing.B) {
+	g := planNodes64().Graph()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sdk.Validate(g); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMaterialize64 materializes the same flow: validation, the
+// detailed plan, its canonical bytes, sha256 fingerprint and the strategy
+// selection.
+func BenchmarkMaterialize64(b *testing.B) {
+	f := planNodes64()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sdk.Materialize(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

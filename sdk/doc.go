@@ -1,0 +1,102 @@
+// Package sdk is how a Go program defines and runs a rayflow workflow: typed
+// steps composed into chains, groups and bounded maps, materialized into an
+// immutable, fingerprinted effective plan, then run in this process or on a
+// Ray cluster.
+//
+// Features:
+//
+//   - Typed builders. [Step] wraps func(context.Context, In) (Out, error);
+//     [Bind] adds a bound value (invocation data, never in the plan);
+//     [Then] and [Chain3]…[Chain6] chain flows whose types must line up at
+//     compile time; [Group] runs homogeneous branches into []Out and
+//     [Group2], [Group3] differently typed ones into tuples.
+//   - Bounded fan-out. [Map] over a slice or [MapSeq] over an iter.Seq,
+//     with [Flow.WithLimits] (admission window, item cap, cancel deadline),
+//     [Flow.WithResultBuffer], and [Reduce], a strict input-order fold.
+//   - Per-step Ray options ([WithResources], [WithRayOptions]), named
+//     runtime environments ([RegisterRuntimeEnv], [WithRuntimeEnv]), a
+//     worker bootstrap hook ([RegisterBootstrap], [WithBootstrap]) and
+//     output previews ([Flow.WithOutputPreview]).
+//   - Definition errors before effects: an invalid definition fails with a
+//     [*DefinitionError] naming its code and plan node path ("0.1",
+//     "0.2.g0", "0.3.m*") before any leaf runs; leaf errors come back as a
+//     [*StepError] that errors.Is and errors.As see through.
+//   - A canonical effective plan: [Materialize] returns the plan, its
+//     sha256 fingerprint and the strategy selection; [Run] materializes
+//     too, so nothing runs until the plan is fixed.
+//
+// Steps should be package-level functions, built into flows held in
+// package-level variables: a step's Go symbol is its callable identity,
+// which a Ray leaf process running the same binary resolves by name.
+// Closures and method values run locally but have runtime-only identity.
+//
+// Non-goal: sdk is not a durability layer. It does not checkpoint or resume
+// individual steps; the durable outer task is the retry boundary, and a
+// retry reruns the workflow from its entry node. Make steps with external
+// side effects idempotent.
+//
+// # A complete workflow
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"fmt"
+//
+//		"github.com/rayflow/rayflow/sdk"
+//	)
+//
+//	func BuildItems(_ context.Context, n int) ([]int, error) {
+//		items := make([]int, n)
+//		for i := range items {
+//			items[i] = i
+//		}
+//		return items, nil
+//	}
+//
+//	func Square(_ context.Context, v int) (int, error) { return v * v, nil }
+//
+//	func Total(_ context.Context, vs []int) (int, error) {
+//		t := 0
+//		for _, v := range vs {
+//			t += v
+//		}
+//		return t, nil
+//	}
+//
+//	var Pipeline = sdk.Chain3(
+//		sdk.Step(BuildItems),
+//		sdk.Map(sdk.Step(Square)).WithLimits(sdk.Limits{MaxConcurrency: 16, MaxItems: 10_000}),
+//		sdk.Step(Total),
+//	)
+//
+//	func main() {
+//		out, err := sdk.Run(context.Background(), Pipeline, 20)
+//		fmt.Println(out, err) // 2470 <nil>
+//	}
+//
+// # Local and Ray engines
+//
+// [Run] without [WithEngine] runs the flow in this process with goroutines
+// (package engine/local): the "local" strategy, with ordered results,
+// admission windows, item caps and cancellation exactly as on Ray. Result
+// buffers, fold byte limits and previews are Ray-only; [ReportProgress]
+// returns false. [Sequential] runs one leaf at a time for debugging.
+//
+// [WithEngine] with a Ray engine (one whose IsRay reports true) runs the
+// flow on Ray: the plan is materialized for Ray and the "auto" strategy
+// selects "dynamic_tasks". [WithPlanOptions] passes [WithStrategy] to
+// request a strategy explicitly; requesting one the plan is not eligible
+// for fails with a [*SelectionError] before any effect. [RequireRay] makes
+// Run fail with [ErrRayRequired] instead of running locally when no Ray
+// engine is configured.
+//
+// # Dependencies
+//
+// The only executor sdk imports is engine/local. The Ray engine lives in
+// its own package, linked only into programs that import it, so a program
+// that imports only sdk builds and runs workflows locally without pulling
+// CUE's evaluator, pgx, Kubernetes or Ray client packages (deps_test.go
+// checks this with go list -deps and by building such a program in a
+// separate module).
+package sdk
