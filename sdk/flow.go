@@ -21,9 +21,18 @@ type Flow[In, Out any] struct {
 // Graph returns the untyped graph behind f, for engines and tools.
 func (f Flow[In, Out]) Graph() *flowgraph.Node { return f.node }
 
+// nodeOf returns f's graph, or a node recording the definition error of a
+// zero Flow, so builders never dereference nil.
+func (f Flow[In, Out]) nodeOf() *flowgraph.Node {
+	if f.node == nil {
+		return &flowgraph.Node{Kind: flowgraph.KindStep, Err: &DefinitionError{Code: CodeEmpty, Msg: "a zero sdk.Flow was used as a workflow part"}}
+	}
+	return f.node
+}
+
 // Named labels the flow's root node (its display name in progress views).
 func (f Flow[In, Out]) Named(label string) Flow[In, Out] {
-	n := f.node.Clone()
+	n := f.nodeOf().Clone()
 	n.Label = label
 	return Flow[In, Out]{n}
 }
@@ -116,11 +125,15 @@ func resolvableName(name string) bool {
 		return false
 	}
 	last := name[strings.LastIndex(name, "/")+1:]
-	for _, part := range strings.Split(last, ".")[1:] {
-		if strings.HasPrefix(part, "func") && len(part) > 4 && part[4] >= '0' && part[4] <= '9' {
-			return false
-		}
-		if part == "init" || strings.HasPrefix(part, "glob") {
+	parts := strings.Split(last, ".")[1:] // drop the package name
+	if len(parts) == 0 {
+		return false
+	}
+	if parts[0] == "init" || parts[0] == "glob" {
+		return false // closures in initializers: pkg.init.func1, pkg.glob..func1
+	}
+	for _, part := range parts[1:] {
+		if part == "" || strings.HasPrefix(part, "func") && len(part) > 4 && part[4] >= '0' && part[4] <= '9' {
 			return false
 		}
 	}
@@ -130,27 +143,27 @@ func resolvableName(name string) bool {
 // Then chains first and next: next receives first's result.
 // Chains are associative; Then(Then(a, b), c) is one chain of three.
 func Then[A, B, C any](first Flow[A, B], next Flow[B, C]) Flow[A, C] {
-	return Flow[A, C]{chain(first.node, next.node)}
+	return Flow[A, C]{chain(first.nodeOf(), next.nodeOf())}
 }
 
 // Chain3 chains three flows.
 func Chain3[A, B, C, D any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D]) Flow[A, D] {
-	return Flow[A, D]{chain(f1.node, f2.node, f3.node)}
+	return Flow[A, D]{chain(f1.nodeOf(), f2.nodeOf(), f3.nodeOf())}
 }
 
 // Chain4 chains four flows.
 func Chain4[A, B, C, D, E any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D], f4 Flow[D, E]) Flow[A, E] {
-	return Flow[A, E]{chain(f1.node, f2.node, f3.node, f4.node)}
+	return Flow[A, E]{chain(f1.nodeOf(), f2.nodeOf(), f3.nodeOf(), f4.nodeOf())}
 }
 
 // Chain5 chains five flows.
 func Chain5[A, B, C, D, E, F any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D], f4 Flow[D, E], f5 Flow[E, F]) Flow[A, F] {
-	return Flow[A, F]{chain(f1.node, f2.node, f3.node, f4.node, f5.node)}
+	return Flow[A, F]{chain(f1.nodeOf(), f2.nodeOf(), f3.nodeOf(), f4.nodeOf(), f5.nodeOf())}
 }
 
 // Chain6 chains six flows.
 func Chain6[A, B, C, D, E, F, G any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D], f4 Flow[D, E], f5 Flow[E, F], f6 Flow[F, G]) Flow[A, G] {
-	return Flow[A, G]{chain(f1.node, f2.node, f3.node, f4.node, f5.node, f6.node)}
+	return Flow[A, G]{chain(f1.nodeOf(), f2.nodeOf(), f3.nodeOf(), f4.nodeOf(), f5.nodeOf(), f6.nodeOf())}
 }
 
 // chain flattens unlabeled chains so that composition order does not
@@ -172,7 +185,7 @@ func chain(parts ...*flowgraph.Node) *flowgraph.Node {
 func Group[In, Out any](branches ...Flow[In, Out]) Flow[In, []Out] {
 	n := &flowgraph.Node{Kind: flowgraph.KindGroup, Collect: collectSlice[Out]}
 	for _, b := range branches {
-		n.Children = append(n.Children, b.node)
+		n.Children = append(n.Children, b.nodeOf())
 	}
 	return Flow[In, []Out]{n}
 }
@@ -205,7 +218,7 @@ type Tuple3[A, B, C any] struct {
 
 // Group2 runs two differently typed branches on the same input.
 func Group2[In, A, B any](a Flow[In, A], b Flow[In, B]) Flow[In, Tuple2[A, B]] {
-	return Flow[In, Tuple2[A, B]]{&flowgraph.Node{Kind: flowgraph.KindGroup, Children: []*flowgraph.Node{a.node, b.node},
+	return Flow[In, Tuple2[A, B]]{&flowgraph.Node{Kind: flowgraph.KindGroup, Children: []*flowgraph.Node{a.nodeOf(), b.nodeOf()},
 		Collect: func(rs []any) (any, error) {
 			va, err := as[A](rs[0])
 			if err != nil {
@@ -218,7 +231,7 @@ func Group2[In, A, B any](a Flow[In, A], b Flow[In, B]) Flow[In, Tuple2[A, B]] {
 
 // Group3 runs three differently typed branches on the same input.
 func Group3[In, A, B, C any](a Flow[In, A], b Flow[In, B], c Flow[In, C]) Flow[In, Tuple3[A, B, C]] {
-	return Flow[In, Tuple3[A, B, C]]{&flowgraph.Node{Kind: flowgraph.KindGroup, Children: []*flowgraph.Node{a.node, b.node, c.node},
+	return Flow[In, Tuple3[A, B, C]]{&flowgraph.Node{Kind: flowgraph.KindGroup, Children: []*flowgraph.Node{a.nodeOf(), b.nodeOf(), c.nodeOf()},
 		Collect: func(rs []any) (any, error) {
 			va, err := as[A](rs[0])
 			if err != nil {

@@ -105,6 +105,9 @@ func (c codeContext) moduleIdentity(pkg string) plan.ModuleIdentity {
 	if bi == nil {
 		return id
 	}
+	if pkg == "main" {
+		pkg = bi.Main.Path // a command's own package
+	}
 	var best *debug.Module
 	consider := func(m *debug.Module) {
 		if m == nil || m.Path == "" {

@@ -55,7 +55,7 @@ type FoldOptions struct {
 // Map runs each once per input item and returns the results in input
 // order. Without WithLimits it is eager: every item is admitted at once.
 func Map[In, Out any](each Flow[In, Out]) Flow[[]In, []Out] {
-	return Flow[[]In, []Out]{mapNode[Out](each.node, func(in any) (flowgraph.Items, error) {
+	return Flow[[]In, []Out]{mapNode[Out](each.nodeOf(), func(in any) (flowgraph.Items, error) {
 		items, err := as[[]In](in)
 		if err != nil {
 			return flowgraph.Items{}, err
@@ -73,7 +73,7 @@ func Map[In, Out any](each Flow[In, Out]) Flow[[]In, []Out] {
 // MapSeq is Map over an in-process sequence, admitted lazily: items are
 // pulled only as the admission window has room.
 func MapSeq[In, Out any](each Flow[In, Out]) Flow[iter.Seq[In], []Out] {
-	return Flow[iter.Seq[In], []Out]{mapNode[Out](each.node, func(in any) (flowgraph.Items, error) {
+	return Flow[iter.Seq[In], []Out]{mapNode[Out](each.nodeOf(), func(in any) (flowgraph.Items, error) {
 		seq, err := as[iter.Seq[In]](in)
 		if err != nil {
 			return flowgraph.Items{}, err
@@ -103,7 +103,7 @@ func mapNode[Out any](body *flowgraph.Node, items func(any) (flowgraph.Items, er
 // WithLimits bounds a map (Map or MapSeq); on any other flow it is a
 // definition error reported before the flow runs.
 func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
-	n := f.node.Clone()
+	n := f.nodeOf().Clone()
 	if n.Kind != flowgraph.KindMap {
 		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithLimits applies to sdk.Map and sdk.MapSeq only"}
 		return Flow[In, Out]{n}
@@ -119,7 +119,7 @@ func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
 // WithResultBuffer keeps the map's results in a Ray actor (see
 // ResultBuffer). It requires WithLimits with MaxItems.
 func (f Flow[In, Out]) WithResultBuffer(b ResultBuffer) Flow[In, Out] {
-	n := f.node.Clone()
+	n := f.nodeOf().Clone()
 	if n.Kind != flowgraph.KindMap {
 		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithResultBuffer applies to sdk.Map and sdk.MapSeq only"}
 		return Flow[In, Out]{n}
@@ -133,7 +133,7 @@ func (f Flow[In, Out]) WithResultBuffer(b ResultBuffer) Flow[In, Out] {
 // every run gets a fresh copy through the value codec. reducer should be a
 // package-level function (its identity is part of the plan).
 func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.Context, acc Acc, item Out) (Acc, error), initial Acc, opts FoldOptions) Flow[MapIn, Acc] {
-	n := m.node.Clone()
+	n := m.nodeOf().Clone()
 	if n.Kind != flowgraph.KindMap {
 		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "Reduce applies to sdk.Map and sdk.MapSeq only"}
 		return Flow[MapIn, Acc]{n}
@@ -150,6 +150,11 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 		Reducer: flowgraph.Step{Callable: id, RuntimeEnv: opts.RuntimeEnv, Bootstrap: opts.Bootstrap,
 			InputType: typeName[Out](), OutputType: typeName[Acc]()},
 		Apply: func(ctx context.Context, acc, item any) (any, error) {
+			if opts.Bootstrap {
+				if err := runBootstrap(ctx); err != nil {
+					return nil, err
+				}
+			}
 			a, err := as[Acc](acc)
 			if err != nil {
 				return nil, err

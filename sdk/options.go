@@ -84,7 +84,7 @@ func Label(name string) StepOption {
 // JSON value for operators (full-reporting Ray runs only; local runs do
 // not run it). project should be a package-level function.
 func (f Flow[In, Out]) WithOutputPreview(project func(Out) (any, error)) Flow[In, Out] {
-	n := f.node.Clone()
+	n := f.nodeOf().Clone()
 	if n.Kind != flowgraph.KindStep {
 		n.Err = &DefinitionError{Code: CodeNotAStep, Msg: "WithOutputPreview applies to steps only"}
 		return Flow[In, Out]{n}

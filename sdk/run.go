@@ -89,12 +89,15 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 		err error
 	)
 	switch {
-	case m.Selection.SelectedStrategy == StrategyLocal || cfg.engine == nil && m.Selection.SelectedStrategy != StrategyDynamicTasks:
-		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
-	case cfg.engine == nil:
+	case cfg.engine != nil && (!cfg.engine.IsRay() || m.Selection.SelectedStrategy != StrategyLocal):
+		out, err = cfg.engine.Run(ctx, m, in)
+	case m.Selection.SelectedStrategy == StrategyDynamicTasks:
 		return zero, ErrRayRequired
 	default:
-		out, err = cfg.engine.Run(ctx, m, in)
+		// Local runs have no progress session, whatever the caller's
+		// context carries.
+		ctx = context.WithValue(ctx, reporterKey{}, nil)
+		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
 	}
 	if err != nil {
 		return zero, err

@@ -105,7 +105,7 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 		if inFold {
 			return fail(CodeForbiddenNesting, "a fold's mapper cannot contain a dynamic map")
 		}
-		if err := validateMap(m, inMap, fail); err != nil {
+		if err := validateMap(m, id, inMap, fail); err != nil {
 			return err
 		}
 		return validate(n.Children[0], id+".m*", true, m.Fold != nil)
@@ -152,7 +152,7 @@ func validateStep(s *flowgraph.Step, fail failFunc) error {
 	return nil
 }
 
-func validateMap(m *flowgraph.Map, inMap bool, fail failFunc) error {
+func validateMap(m *flowgraph.Map, id string, inMap bool, fail failFunc) error {
 	if l := m.Limits; l != nil {
 		if l.MaxConcurrency < 1 {
 			return fail(CodeInvalidLimits, "MaxConcurrency must be at least 1, got %d", l.MaxConcurrency)
@@ -173,6 +173,12 @@ func validateMap(m *flowgraph.Map, inMap bool, fail failFunc) error {
 		what, bytes, actor = "result buffer", m.Buffer.MaxSerializedBytes, m.Buffer.Actor
 	case m.Fold != nil:
 		what, bytes, actor = "fold", m.Fold.MaxSerializedBytes, m.Fold.Actor
+		if p := m.Fold.Reducer.RuntimeEnv; p != "" {
+			if _, ok := lookupRuntimeEnv(p); !ok {
+				return &DefinitionError{Path: id + ".reducer", Code: CodeUnknownRuntimeEnv,
+					Msg: fmt.Sprintf("the reducer's runtime environment profile %q is not registered (sdk.RegisterRuntimeEnv)", p)}
+			}
+		}
 	default:
 		return nil
 	}

@@ -169,7 +169,12 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 
 	for {
 		for failure == nil && !exhausted && open < window {
-			v, ok := pull()
+			var v any
+			ok := false
+			if _, err := protect(func() (any, error) { v, ok = pull(); return nil, nil }); err != nil {
+				failure = fmt.Errorf("rayflow: map %s: reading its input: %w", id, err)
+				break
+			}
 			if !ok {
 				exhausted = true
 				break
@@ -213,7 +218,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 				break
 			}
 			delete(retained, next)
-			if acc, err = m.Fold.Apply(ctx, acc, v); err != nil {
+			if acc, err = protect(func() (any, error) { return m.Fold.Apply(ctx, acc, v) }); err != nil {
 				failure = &flowgraph.StepError{Node: id + ".reducer", Callable: m.Fold.Reducer.Callable.Name, Err: err}
 				break
 			}
@@ -261,11 +266,17 @@ func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duratio
 
 // invoke calls a step, turning a panic into a *flowgraph.PanicError so one
 // bad leaf fails the run instead of the process.
-func invoke(ctx context.Context, s *flowgraph.Step, in any) (out any, err error) {
+func invoke(ctx context.Context, s *flowgraph.Step, in any) (any, error) {
+	return protect(func() (any, error) { return s.Invoke(ctx, in) })
+}
+
+// protect runs application code (a step, a reducer, an input iterator),
+// turning a panic into a *flowgraph.PanicError.
+func protect(f func() (any, error)) (out any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &flowgraph.PanicError{Value: fmt.Sprint(p), Stack: string(debug.Stack())}
 		}
 	}()
-	return s.Invoke(ctx, in)
+	return f()
 }
