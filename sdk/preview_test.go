@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -79,6 +80,14 @@ func TestValidatePreviewEdges(t *testing.T) {
 		}
 		if env.Availability == PreviewRedacted && !strings.Contains(fmtValue(env.Value), "[REDACTED]") {
 			t.Errorf("%s: REDACTED without the marker: %v", r.name, env.Value)
+		}
+		// Every envelope satisfies the schema's preview envelope (gen/detail).
+		b, err := canonical.NoFold.Marshal(env)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		if _, err := detail.DecodeOutputPreview(b); err != nil {
+			t.Errorf("%s: envelope %s fails the schema: %v", r.name, b, err)
 		}
 	}
 }
