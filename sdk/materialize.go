@@ -127,7 +127,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	if err != nil {
 		return nil, err
 	}
-	mz := &materializer{cfg: &cfg, trust: trust, outer: outer.RuntimeEnvIdentity,
+	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
 		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}}
 	terminal, err := mz.visit(root, "0", nil)
@@ -272,11 +272,10 @@ func (mz *materializer) environment(id, profile string) (plan.EnvironmentRef, er
 		if !found {
 			return plan.EnvironmentRef{}, &DefinitionError{Path: id, Code: CodeUnknownRuntimeEnv, Msg: fmt.Sprintf("runtime environment profile %q is not registered", profile)}
 		}
-		e, err := runtimeEnvIdentity(spec, mz.trust)
-		if err != nil {
+		var err error
+		if ident, err = runtimeEnvIdentity(spec, mz.trust); err != nil {
 			return plan.EnvironmentRef{}, err
 		}
-		ident = e.RuntimeEnvIdentity
 		mz.profiles[profile] = ident
 	}
 	for _, p := range ident.UnresolvedPaths {

@@ -72,16 +72,11 @@ var (
 		"worker_process_setup_hook": true, "working_dir": true}
 )
 
-// envIdentity is a RuntimeEnv identity with the projection it hashes.
-type envIdentity struct {
-	plan.RuntimeEnvIdentity
-}
-
 // runtimeEnvIdentity projects a runtime environment spec onto its
 // non-secret identity (CONTRACTS §2.6) and hashes it with the trust
 // identity. Values never enter the projection; secret-looking names are
 // marked runtime-only.
-func runtimeEnvIdentity(spec RuntimeEnv, trust plan.TrustIdentity) (envIdentity, error) {
+func runtimeEnvIdentity(spec RuntimeEnv, trust plan.TrustIdentity) (plan.RuntimeEnvIdentity, error) {
 	proj := map[string]any{}
 	var unresolved, retryUnsafe []string
 	unsupported := 0
@@ -115,7 +110,7 @@ func runtimeEnvIdentity(spec RuntimeEnv, trust plan.TrustIdentity) (envIdentity,
 		case key == "working_dir":
 			p, reusable, retrySafe, err := codeProjection(v)
 			if err != nil {
-				return envIdentity{}, err
+				return plan.RuntimeEnvIdentity{}, err
 			}
 			proj[key] = p
 			if !reusable {
@@ -136,20 +131,20 @@ func runtimeEnvIdentity(spec RuntimeEnv, trust plan.TrustIdentity) (envIdentity,
 	}
 	trustDigest, _, err := canonical.Fingerprint(canonical.DomainTrust, trust)
 	if err != nil {
-		return envIdentity{}, err
+		return plan.RuntimeEnvIdentity{}, err
 	}
 	digest, _, err := canonical.Fingerprint(canonical.DomainRuntimeEnvPlan, map[string]any{
 		"plan_format": plan.RuntimeEnvFormat, "plan_format_version": 1, "spec": proj, "trust_identity": trust,
 	})
 	if err != nil {
-		return envIdentity{}, &DefinitionError{Path: "environments", Code: CodeUnknownRuntimeEnv, Msg: err.Error()}
+		return plan.RuntimeEnvIdentity{}, &DefinitionError{Path: "environments", Code: CodeUnknownRuntimeEnv, Msg: err.Error()}
 	}
 	id := plan.RuntimeEnvIdentity{PlanFormat: plan.RuntimeEnvFormat, PlanFormatVersion: 1, Digest: digest.String(), TrustDigest: trustDigest.String()}
 	id.UnresolvedPaths, id.TotalUnresolvedPaths, id.UnresolvedPathsTruncated = boundedPaths(unresolved)
 	id.RetryUnsafePaths, id.TotalRetryUnsafePaths, id.RetryUnsafePathsTruncated = boundedPaths(retryUnsafe)
 	id.Reusable = id.TotalUnresolvedPaths == 0
 	id.RetrySafe = id.TotalRetryUnsafePaths == 0
-	return envIdentity{id}, nil
+	return id, nil
 }
 
 // boundedPaths sorts and de-duplicates diagnostic paths and keeps the

@@ -44,6 +44,20 @@ func readInput(e env, limit int64) ([]byte, int) {
 	return b, -1
 }
 
+// canonicalStdin reads stdin and canonicalizes it, or returns the exit
+// status of the failure (after printing the protocol's rejection line).
+func canonicalStdin(e env, limit int64, noFold bool) ([]byte, int) {
+	in, code := readInput(e, limit)
+	if code >= 0 {
+		return nil, code
+	}
+	out, err := codecFor(noFold).Transform(in)
+	if err != nil {
+		return nil, rejected(e, err)
+	}
+	return out, -1
+}
+
 // rejected prints the protocol's one rejection line.
 func rejected(e env, err error) int {
 	var ce *canonical.Error
@@ -72,13 +86,9 @@ echo '{"a":NaN}' | rayflow canon    # exit 3
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
-	in, code := readInput(e, *maxInput)
+	out, code := canonicalStdin(e, *maxInput, *noFold)
 	if code >= 0 {
 		return code
-	}
-	out, err := codecFor(*noFold).Transform(in)
-	if err != nil {
-		return rejected(e, err)
 	}
 	if _, err := e.stdout.Write(out); err != nil {
 		return exitError
@@ -110,13 +120,9 @@ rayflow fingerprint --domain rayflow:workflow-progress:topology-page:v1 --no-fol
 		fmt.Fprintf(e.stderr, "rayflow: --domain: %v\n", err)
 		return exitUsage
 	}
-	in, code := readInput(e, *maxInput)
+	out, code := canonicalStdin(e, *maxInput, *noFold)
 	if code >= 0 {
 		return code
-	}
-	out, err := codecFor(*noFold).Transform(in)
-	if err != nil {
-		return rejected(e, err)
 	}
 	sum := d.Sum(out)
 	if *bare {

@@ -26,17 +26,9 @@ rayflow conformance run --impl ./bin/rayflow --numbers 1000000
 	numbers := fs.Int("numbers", 100_000, "largest block of number lines to check (1000, 10000, 100000 or 1000000)")
 	match := fs.String("run", "", "only vectors whose name matches this regular expression (skips numbers)")
 	parallel := fs.Int("parallel", 2*runtime.NumCPU(), "vectors checked at once")
-	// Flags may come before and after the "run" subcommand.
-	var positional []string
-	for {
-		if code := parse(fs, e, args); code >= 0 {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, code := parseWithSubcommands(fs, e, args)
+	if code >= 0 {
+		return code
 	}
 	if len(positional) != 1 || positional[0] != "run" {
 		fs.Usage()

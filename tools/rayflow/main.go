@@ -119,6 +119,23 @@ func parse(fs *flag.FlagSet, e env, args []string) int {
 	return -1
 }
 
+// parseWithSubcommands parses flags that may come before, between and
+// after positional words ("conformance run --impl X", "plan --ray show F")
+// and returns the words, or an exit status (≥ 0) to stop with.
+func parseWithSubcommands(fs *flag.FlagSet, e env, args []string) ([]string, int) {
+	var words []string
+	for {
+		if code := parse(fs, e, args); code >= 0 {
+			return nil, code
+		}
+		if fs.NArg() == 0 {
+			return words, -1
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 func indent(s string) string {
 	var b strings.Builder
 	for _, l := range strings.SplitAfter(s, "\n") {

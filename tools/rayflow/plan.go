@@ -30,16 +30,9 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 	strategy := fs.String("strategy", sdk.StrategyAuto, "requested strategy: auto, local, dynamic_tasks, compiled_graph, static_actors")
 	reporting := fs.String("reporting", "full", "reporting policy on Ray: full, terminal_only, disabled")
 	ray := fs.Bool("ray", false, "materialize for a Ray engine (auto selects dynamic_tasks)")
-	var positional []string
-	for {
-		if code := parse(fs, e, args); code >= 0 {
-			return code
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, code := parseWithSubcommands(fs, e, args)
+	if code >= 0 {
+		return code
 	}
 	if len(positional) == 1 && positional[0] == "list" {
 		for _, n := range sdk.RegisteredFlows() {
