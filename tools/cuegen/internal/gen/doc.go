@@ -25,7 +25,10 @@
 //     with a distinct string literal in every variant;
 //   - cross-field rules are hidden fields or comprehensions marked
 //     @rayflow(rule=ID); the generated code calls a hand-written Go function
-//     per rule, so a missing implementation fails to compile;
+//     per rule, so a missing implementation fails to compile; a definition
+//     may name itself (#X: S={...}) so that its rules reach embedded fields
+//     as S.field; an embedded definition's rules run on every embedding
+//     struct (one Go function, which takes an interface);
 //   - no defaults: every value is written explicitly in the data.
 //
 // Not a goal: general CUE. Anything else is refused with a readable message.

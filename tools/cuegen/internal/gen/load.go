@@ -274,6 +274,13 @@ func (l *loader) resolve(d *Def) {
 		l.errf(d.Pos, "%v", err)
 	}
 	expr := d.expr.(ast.Expr)
+	// A self alias (#X: S={...}) only names the struct for its own rules,
+	// which may then refer to embedded fields as S.field.
+	if a, ok := expr.(*ast.Alias); ok {
+		if _, ok := a.Expr.(*ast.StructLit); ok {
+			expr = a.Expr
+		}
+	}
 	for k, v := range attrs {
 		switch k {
 		case "maxBytes":
