@@ -2371,6 +2371,7 @@ func (x *Initialized) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2541,6 +2542,7 @@ func (x *NodeRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2711,6 +2713,7 @@ func (x *EdgesRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors)
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2881,6 +2884,7 @@ func (x *MapRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3051,6 +3055,7 @@ func (x *Submitted) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3221,6 +3226,7 @@ func (x *Started) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3391,6 +3397,7 @@ func (x *ApplicationProgress) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Err
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3561,6 +3568,7 @@ func (x *MapProgress) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3731,6 +3739,7 @@ func (x *OutputPreview) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3901,6 +3910,7 @@ func (x *Completed) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4071,6 +4081,7 @@ func (x *Failed) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4241,6 +4252,7 @@ func (x *NodeSettled) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4411,6 +4423,7 @@ func (x *ProducerReport) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:

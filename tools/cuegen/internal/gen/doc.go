@@ -13,7 +13,9 @@
 //     (file attribute @rayflow(gopkg=NAME));
 //   - scalars carry a base type and explicit bounds: int & >=A & <=B,
 //     number & >=A & <=B, string with =~, !~, strings.MinRunes/MaxRunes and
-//     byte caps written as the field attribute @rayflow(maxBytes=N);
+//     byte caps written as the field attribute @rayflow(maxBytes=N); the
+//     same attribute on a struct or map field caps the member's encoded
+//     bytes in the input (checked by the decoder);
 //   - enums are disjunctions of string literals; null | T makes a field
 //     nullable (pointer); x?: T makes it optional (pointer, omitted);
 //     x: null is a field whose only value is null (Go rt.Null, whose zero

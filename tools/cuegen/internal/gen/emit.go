@@ -356,6 +356,9 @@ func (g *emitter) structType(st *Struct) {
 			g.p("\t\t\tseen[%d] = true", ri)
 			ri++
 		}
+		if f.RawMaxBytes > 0 {
+			g.p("\t\t\t%s.MaxRawBytes(&m.Value, %d, p.Key(%q), e)", rt, f.RawMaxBytes, f.JSON)
+		}
 		if f.Type.Kind == KRaw {
 			g.p("\t\t\tx.%s = %s.RawJSON(&m.Value)", f.GoName, rt)
 			continue
