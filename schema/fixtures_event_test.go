@@ -64,6 +64,8 @@ func eventFixtures() []fixture {
 		bad("rule_producer_submitted_sum", "producer_report", "RULE_PRODUCER_SUBMITTED_SUM /payload/submitted", set("/payload/acknowledged", 4)),
 		bad("plan_format_other", "initialized", "CONST /payload/plan/plan_format", set("/payload/plan/plan_format", "django-ray.workflow-plan")),
 		bad("metadata_not_object", "node_registered", "TYPE /payload/ray_options", set("/payload/ray_options", nil)),
+		okF("metadata_depth_at_cap", "node_registered", set("/payload/runtime_env", map[string]any{"a": []any{[]any{[]any{[]any{[]any{1}}}}}})),
+		bad("rule_registered_metadata_depth", "node_registered", "RULE_REGISTERED_METADATA_DEPTH /payload/runtime_env", set("/payload/runtime_env", map[string]any{"a": []any{[]any{[]any{[]any{[]any{[]any{}}}}}}})),
 		{Def: V, Name: "payload_at_cap", Base: "node_registered", Edits: []edit{set("/payload/runtime_env", map[string]any{"pad": ""})}, Bytes: padPayload(16384), Valid: true},
 		{Def: V, Name: "payload_over_cap", Base: "node_registered", Edits: []edit{set("/payload/runtime_env", map[string]any{"pad": ""})}, Bytes: padPayload(16385), Want: []string{"MAX_BYTES /payload"}},
 	}

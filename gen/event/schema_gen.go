@@ -669,6 +669,7 @@ func (x *NodeRegisteredPayload) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.E
 	if !rt.Object(v, p, e) {
 		return
 	}
+	n0 := e.Len()
 	var seen [5]bool
 	for i := range v.Members {
 		m := &v.Members[i]
@@ -753,6 +754,9 @@ func (x *NodeRegisteredPayload) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.E
 	if !seen[4] {
 		rt.Missing(p, "runtime_env", e)
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
 
 // Validate checks every constraint of the schema on x.
@@ -764,6 +768,7 @@ func (x *NodeRegisteredPayload) Validate() error {
 
 // ValidateAt checks every constraint with paths below p; used by generated code.
 func (x *NodeRegisteredPayload) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
 	if x.CallablePath != nil {
 		if fp1 := p.Key("callable_path"); true {
 			rt.MinRunes((*x.CallablePath), 1, fp1, e)
@@ -793,7 +798,21 @@ func (x *NodeRegisteredPayload) ValidateAt(p *rt.Path, e *rt.Errors) {
 			_ = kp9 // no key checks and nothing to validate in the values
 		}
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *NodeRegisteredPayload) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleRegisteredMetadataDepth(x, p, e)
+}
+
+// Rule codes of NodeRegisteredPayload, one per cross-field rule.
+const (
+	CodeRuleRegisteredMetadataDepth = "RULE_REGISTERED_METADATA_DEPTH"
+)
 
 // DecodeNodeRegisteredPayload decodes and validates one #EventNodeRegisteredPayload record strictly: the byte cap is
 // checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
