@@ -19,6 +19,7 @@ func BenchmarkDecodeValidate(b *testing.B) {
 		{"topology-page-256-nodes", "TopologyPage", "testdata/valid/TopologyPage/nodes_at_cap.json"},
 		{"node-detail", "NodeDetail", "testdata/valid/NodeDetail/base.json"},
 		{"event-edges-32", "Event", "testdata/valid/Event/edges_at_cap.json"},
+		{"read-page-256-nodes", "ReadPage", "testdata/valid/ReadPage/nodes_at_cap.json"},
 	}
 	ref := reference(b)
 	for _, in := range inputs {

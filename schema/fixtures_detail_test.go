@@ -123,6 +123,28 @@ func detailFixtures() []fixture {
 		bad(D, "rule_failed_finished_with_error", "RULE_FAILED_FINISHED_WITH_ERROR /state", set("/state", "FAILED"), set("/output_preview/availability", "FAILED"), set("/output_preview/value", nil)),
 		bad(D, "rule_terminal_preview_not_pending", "RULE_TERMINAL_PREVIEW_NOT_PENDING /output_preview/availability", set("/output_preview/availability", "PENDING"), set("/output_preview/value", nil)),
 		bad(D, "rule_preview_value_only_on_success", "RULE_PREVIEW_VALUE_ONLY_ON_SUCCESS /output_preview/availability", set("/state", "FAILED"), set("/error", "boom")),
+		okF(D, "started_is_finished", set("/finished_at", "2026-07-20T10:00:01Z"), set("/recent_events/1/timestamp", "2026-07-20T10:00:01Z")),
+		bad(D, "rule_started_not_after_finished", "RULE_STARTED_NOT_AFTER_FINISHED /finished_at", set("/finished_at", "2026-07-20T10:00:00.999999Z")),
+		okF(D, "events_same_second", set("/recent_events/1/timestamp", "2026-07-20T10:00:01.000001Z")),
+		okF(D, "events_equal_time", set("/recent_events/1/timestamp", "2026-07-20T10:00:01Z")),
+		bad(D, "rule_recent_events_ordered", "RULE_RECENT_EVENTS_ORDERED /recent_events/1", set("/recent_events/0/timestamp", "2026-07-20T10:00:01.500000Z"), set("/recent_events/1/timestamp", "2026-07-20T10:00:01Z")),
+		bad(D, "rule_recent_events_ordered_invalid_date", "RULE_RECENT_EVENTS_ORDERED /recent_events/1", set("/recent_events/1/timestamp", "2026-02-30T10:00:04Z")),
+		// §6.4 shape limits of the preview value
+		okF(O, "items_at_cap", set("/value", map[string]any{"a": list(16, func(i int) any { return i }), "b": list(14, func(i int) any { return i })})),
+		bad(O, "rule_preview_value_shape", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", map[string]any{"a": list(16, func(i int) any { return i }), "b": list(15, func(i int) any { return i })})),
+		okF(O, "list_at_cap", set("/value", list(16, func(i int) any { return i }))),
+		bad(O, "rule_preview_value_shape_list", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", list(17, func(i int) any { return i }))),
+		okF(O, "object_at_cap", set("/value", metrics(15))),
+		bad(O, "rule_preview_value_shape_object", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", metrics(16))),
+		okF(O, "key_at_cap", set("/value", map[string]any{repeat("é", 32): 1})),
+		bad(O, "rule_preview_value_shape_key", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", map[string]any{repeat("é", 32) + "x": 1})),
+		bad(O, "rule_preview_value_shape_key_empty", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", map[string]any{"": 1})),
+		okF(O, "string_at_cap", set("/value", []any{repeat("é", 128)})),
+		bad(O, "rule_preview_value_shape_string", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", []any{repeat("é", 128) + "x"})),
+		okF(O, "integer_at_cap", set("/value", []any{json.Number("9007199254740991"), json.Number("-9007199254740991")})),
+		bad(O, "rule_preview_value_shape_integer", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", json.Number("9007199254740992"))),
+		bad(O, "rule_preview_value_shape_negative", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", map[string]any{"n": json.Number("-9007199254740992")})),
+		okF(O, "large_float", set("/value", json.Number("9007199254740993.5"))),
 	)
 	return out
 }

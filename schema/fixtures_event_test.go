@@ -64,5 +64,25 @@ func eventFixtures() []fixture {
 		bad("rule_producer_submitted_sum", "producer_report", "RULE_PRODUCER_SUBMITTED_SUM /payload/submitted", set("/payload/acknowledged", 4)),
 		bad("plan_format_other", "initialized", "CONST /payload/plan/plan_format", set("/payload/plan/plan_format", "django-ray.workflow-plan")),
 		bad("metadata_not_object", "node_registered", "TYPE /payload/ray_options", set("/payload/ray_options", nil)),
+		okF("metadata_depth_at_cap", "node_registered", set("/payload/runtime_env", map[string]any{"a": []any{[]any{[]any{[]any{[]any{1}}}}}})),
+		bad("rule_registered_metadata_depth", "node_registered", "RULE_REGISTERED_METADATA_DEPTH /payload/runtime_env", set("/payload/runtime_env", map[string]any{"a": []any{[]any{[]any{[]any{[]any{[]any{}}}}}}})),
+		{Def: V, Name: "payload_at_cap", Base: "node_registered", Edits: []edit{set("/payload/runtime_env", map[string]any{"pad": ""})}, Bytes: padPayload(16384), Valid: true},
+		{Def: V, Name: "payload_over_cap", Base: "node_registered", Edits: []edit{set("/payload/runtime_env", map[string]any{"pad": ""})}, Bytes: padPayload(16385), Want: []string{"MAX_BYTES /payload"}},
+	}
+}
+
+// padPayload grows the string "pad" inside the payload until the payload
+// member is n bytes.
+func padPayload(n int) func([]byte) []byte {
+	return func(b []byte) []byte {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			panic(err)
+		}
+		grow := n - len(m["payload"])
+		if grow < 0 {
+			panic(fmt.Sprintf("payload already %d bytes", len(m["payload"])))
+		}
+		return replace(`"pad":""`, `"pad":"`+repeat("x", grow)+`"`)(b)
 	}
 }

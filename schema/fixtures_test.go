@@ -12,5 +12,6 @@ func allFixtures(t testing.TB) []fixture {
 	all = append(all, topologyFixtures()...)
 	all = append(all, detailFixtures()...)
 	all = append(all, eventFixtures()...)
+	all = append(all, readFixtures()...)
 	return all
 }

@@ -47,6 +47,8 @@ func topologyFixtures() []fixture {
 		okF(N, "ray_options_at_cap", "base", set("/ray_options", keys(256))),
 		bad(N, "ray_options_over_cap", "base", "MAX_FIELDS /ray_options", set("/ray_options", keys(257))),
 		bad(N, "runtime_env_not_object", "base", "TYPE /runtime_env", set("/runtime_env", []any{})),
+		okF(N, "metadata_depth_at_cap", "base", set("/runtime_env", map[string]any{"a": map[string]any{"b": []any{map[string]any{"d": []any{map[string]any{}}}}}})),
+		bad(N, "rule_metadata_depth", "base", "RULE_METADATA_DEPTH /ray_options", set("/ray_options", map[string]any{"a": map[string]any{"b": []any{map[string]any{"d": []any{[]any{[]any{}}}}}}})),
 		bad(N, "unknown_field", "base", "UNKNOWN_FIELD /dependencies", set("/dependencies", []any{})),
 		{Def: N, Name: "bytes_at_cap", Base: "base", Bytes: padTo(16384), Valid: true},
 		{Def: N, Name: "bytes_over_cap", Base: "base", Bytes: padTo(16385), Want: []string{"TOO_LARGE"}},

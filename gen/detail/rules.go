@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/rayflow/rayflow/gen/rt"
 )
@@ -202,5 +203,86 @@ func ruleTerminalPreviewNotPending(x *NodeDetail, p *rt.Path, e *rt.Errors) {
 func rulePreviewValueOnlyOnSuccess(x *NodeDetail, p *rt.Path, e *rt.Errors) {
 	if carries(x.OutputPreview.Availability) && x.State != NodeStateSucceeded {
 		e.Add(p.Key("output_preview").Key("availability"), CodeRulePreviewValueOnlyOnSuccess, "only a SUCCEEDED node carries a preview value")
+	}
+}
+
+// PreviewMaxSafeInteger is 2^53−1, the integer bound of preview values.
+const PreviewMaxSafeInteger = 1<<53 - 1
+
+// previewShapeOK checks the §6.4 shape limits of a preview value: at most 32
+// items in all containers together, 16 per list, 15 entries per object,
+// keys 1–64 UTF-8 bytes, strings ≤ 256 UTF-8 bytes, integer literals within
+// ±(2^53−1). (Floats are finite: the strict parser has no others.)
+func previewShapeOK(raw json.RawMessage) bool {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return true // the strict parser already accepted raw
+	}
+	items := 0
+	var ok func(v any) bool
+	ok = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return len(x) <= 256
+		case json.Number:
+			if !rt.IsIntLiteral(string(x)) {
+				return true
+			}
+			n, err := strconv.ParseInt(string(x), 10, 64)
+			return err == nil && n >= -PreviewMaxSafeInteger && n <= PreviewMaxSafeInteger
+		case []any:
+			items += len(x)
+			if len(x) > 16 {
+				return false
+			}
+			for _, y := range x {
+				if !ok(y) {
+					return false
+				}
+			}
+		case map[string]any:
+			items += len(x)
+			if len(x) > 15 {
+				return false
+			}
+			for k, y := range x {
+				if len(k) < 1 || len(k) > 64 || !ok(y) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return ok(v) && items <= 32
+}
+
+func rulePreviewValueShape(x *OutputPreview, p *rt.Path, e *rt.Errors) {
+	if !previewShapeOK(x.Value) {
+		e.Add(p.Key("value"), CodeRulePreviewValueShape, "preview value exceeds the v1 shape limits (32 items, 16 per list, 15 per object, keys 1-64 bytes, strings 256 bytes, integers within 2^53-1)")
+	}
+}
+
+// notAfter compares canonical timestamps in time order; an unparseable one
+// (a calendar-invalid date) fails, as CUE's time.ToUnix does.
+func notAfter(a, b string) bool {
+	ta, err1 := time.ParseInLocation(time.RFC3339Nano, a, time.UTC)
+	tb, err2 := time.ParseInLocation(time.RFC3339Nano, b, time.UTC)
+	return err1 == nil && err2 == nil && !ta.After(tb)
+}
+
+func ruleStartedNotAfterFinished(x *NodeDetail, p *rt.Path, e *rt.Errors) {
+	if x.StartedAt != nil && x.FinishedAt != nil && !notAfter(*x.StartedAt, *x.FinishedAt) {
+		e.Add(p.Key("finished_at"), CodeRuleStartedNotAfterFinished, "finished_at must not be before started_at")
+	}
+}
+
+func ruleRecentEventsOrdered(x *NodeDetail, p *rt.Path, e *rt.Errors) {
+	for i := 1; i < len(x.RecentEvents); i++ {
+		if !notAfter(x.RecentEvents[i-1].Timestamp, x.RecentEvents[i].Timestamp) {
+			e.Add(p.Key("recent_events").Index(i), CodeRuleRecentEventsOrdered, "recent events must be in time order")
+			return
+		}
 	}
 }

@@ -222,6 +222,7 @@ func (x *OutputPreview) checkRules(p *rt.Path, e *rt.Errors) {
 	ruleRedactedHasMarker(x, p, e)
 	ruleAvailableHasNoMarker(x, p, e)
 	rulePreviewValueDepth(x, p, e)
+	rulePreviewValueShape(x, p, e)
 }
 
 // Rule codes of OutputPreview, one per cross-field rule.
@@ -230,6 +231,7 @@ const (
 	CodeRuleRedactedHasMarker           = "RULE_REDACTED_HAS_MARKER"
 	CodeRuleAvailableHasNoMarker        = "RULE_AVAILABLE_HAS_NO_MARKER"
 	CodeRulePreviewValueDepth           = "RULE_PREVIEW_VALUE_DEPTH"
+	CodeRulePreviewValueShape           = "RULE_PREVIEW_VALUE_SHAPE"
 )
 
 // DecodeOutputPreview decodes and validates one #OutputPreview record strictly: the byte cap is
@@ -1280,6 +1282,8 @@ func (x *NodeDetail) checkRules(p *rt.Path, e *rt.Errors) {
 	ruleFailedFinishedWithError(x, p, e)
 	ruleTerminalPreviewNotPending(x, p, e)
 	rulePreviewValueOnlyOnSuccess(x, p, e)
+	ruleStartedNotAfterFinished(x, p, e)
+	ruleRecentEventsOrdered(x, p, e)
 }
 
 // Rule codes of NodeDetail, one per cross-field rule.
@@ -1292,6 +1296,8 @@ const (
 	CodeRuleFailedFinishedWithError       = "RULE_FAILED_FINISHED_WITH_ERROR"
 	CodeRuleTerminalPreviewNotPending     = "RULE_TERMINAL_PREVIEW_NOT_PENDING"
 	CodeRulePreviewValueOnlyOnSuccess     = "RULE_PREVIEW_VALUE_ONLY_ON_SUCCESS"
+	CodeRuleStartedNotAfterFinished       = "RULE_STARTED_NOT_AFTER_FINISHED"
+	CodeRuleRecentEventsOrdered           = "RULE_RECENT_EVENTS_ORDERED"
 )
 
 // DecodeNodeDetail decodes and validates one #NodeDetail record strictly: the byte cap is

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/rt"
+	"github.com/rayflow/rayflow/gen/topology"
 )
 
 func ruleEdgesUnique(x *EdgesRegisteredPayload, p *rt.Path, e *rt.Errors) {
@@ -79,5 +80,14 @@ func ruleProducerOfferedSum(x *ProducerReportPayload, p *rt.Path, e *rt.Errors) 
 func ruleProducerSubmittedSum(x *ProducerReportPayload, p *rt.Path, e *rt.Errors) {
 	if !x.Saturated && !sumEq(x.Submitted, x.Acknowledged, x.ActorRejected, x.AckFailed, x.PendingAcknowledgements) {
 		e.Add(p.Key("submitted"), CodeRuleProducerSubmittedSum, "submitted must equal acknowledged + actor_rejected + ack_failed + pending_acknowledgements")
+	}
+}
+
+func ruleRegisteredMetadataDepth(x *NodeRegisteredPayload, p *rt.Path, e *rt.Errors) {
+	if topology.MetadataDepth(x.RuntimeEnv) > topology.MetadataMaxDepth {
+		e.Add(p.Key("runtime_env"), CodeRuleRegisteredMetadataDepth, "metadata nests more than %d containers", topology.MetadataMaxDepth)
+	}
+	if topology.MetadataDepth(x.RayOptions) > topology.MetadataMaxDepth {
+		e.Add(p.Key("ray_options"), CodeRuleRegisteredMetadataDepth, "metadata nests more than %d containers", topology.MetadataMaxDepth)
 	}
 }

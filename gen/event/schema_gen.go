@@ -669,6 +669,7 @@ func (x *NodeRegisteredPayload) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.E
 	if !rt.Object(v, p, e) {
 		return
 	}
+	n0 := e.Len()
 	var seen [5]bool
 	for i := range v.Members {
 		m := &v.Members[i]
@@ -753,6 +754,9 @@ func (x *NodeRegisteredPayload) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.E
 	if !seen[4] {
 		rt.Missing(p, "runtime_env", e)
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
 
 // Validate checks every constraint of the schema on x.
@@ -764,6 +768,7 @@ func (x *NodeRegisteredPayload) Validate() error {
 
 // ValidateAt checks every constraint with paths below p; used by generated code.
 func (x *NodeRegisteredPayload) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
 	if x.CallablePath != nil {
 		if fp1 := p.Key("callable_path"); true {
 			rt.MinRunes((*x.CallablePath), 1, fp1, e)
@@ -793,7 +798,21 @@ func (x *NodeRegisteredPayload) ValidateAt(p *rt.Path, e *rt.Errors) {
 			_ = kp9 // no key checks and nothing to validate in the values
 		}
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *NodeRegisteredPayload) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleRegisteredMetadataDepth(x, p, e)
+}
+
+// Rule codes of NodeRegisteredPayload, one per cross-field rule.
+const (
+	CodeRuleRegisteredMetadataDepth = "RULE_REGISTERED_METADATA_DEPTH"
+)
 
 // DecodeNodeRegisteredPayload decodes and validates one #EventNodeRegisteredPayload record strictly: the byte cap is
 // checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
@@ -2371,6 +2390,7 @@ func (x *Initialized) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2541,6 +2561,7 @@ func (x *NodeRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2711,6 +2732,7 @@ func (x *EdgesRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors)
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -2881,6 +2903,7 @@ func (x *MapRegistered) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3051,6 +3074,7 @@ func (x *Submitted) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3221,6 +3245,7 @@ func (x *Started) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3391,6 +3416,7 @@ func (x *ApplicationProgress) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Err
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3561,6 +3587,7 @@ func (x *MapProgress) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3731,6 +3758,7 @@ func (x *OutputPreview) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -3901,6 +3929,7 @@ func (x *Completed) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4071,6 +4100,7 @@ func (x *Failed) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4241,6 +4271,7 @@ func (x *NodeSettled) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:
@@ -4411,6 +4442,7 @@ func (x *ProducerReport) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 			}
 		case "payload":
 			seen[7] = true
+			rt.MaxRawBytes(&m.Value, 16384, p.Key("payload"), e)
 			fp := p.Key("payload")
 			x.Payload.DecodeJSONValue((&m.Value), fp, e)
 		default:

@@ -13,6 +13,7 @@ import (
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
 )
@@ -133,6 +134,23 @@ var all = []Schema{
 	{Name: "PlanTopology", Decode: func(b []byte) (any, error) { return plan.DecodeTopology(b) }},
 	{Name: "PlanTrustIdentity", Decode: func(b []byte) (any, error) { return plan.DecodeTrustIdentity(b) }},
 	{Name: "PublicRunIdentity", Decode: func(b []byte) (any, error) { return common.DecodePublicRunIdentity(b) }},
+	{Name: "ReadCursor", Decode: func(b []byte) (any, error) { return read.DecodeCursor(b) }},
+	{Name: "ReadCursorCommon", Decode: func(b []byte) (any, error) { return read.DecodeCursorCommon(b) }},
+	{Name: "ReadDetailCursor", Decode: func(b []byte) (any, error) { return read.DecodeDetailCursor(b) }},
+	{Name: "ReadDetailPage", Decode: func(b []byte) (any, error) { return read.DecodeDetailPage(b) }},
+	{Name: "ReadEdgeCursor", Decode: func(b []byte) (any, error) { return read.DecodeEdgeCursor(b) }},
+	{Name: "ReadEdgePage", Decode: func(b []byte) (any, error) { return read.DecodeEdgePage(b) }},
+	{Name: "ReadEnvelope", Decode: func(b []byte) (any, error) { return read.DecodeEnvelope(b) }},
+	{Name: "ReadErrorBody", Decode: func(b []byte) (any, error) { return read.DecodeErrorBody(b) }},
+	{Name: "ReadNode", Decode: func(b []byte) (any, error) { return read.DecodeNode(b) }},
+	{Name: "ReadNodeCursor", Decode: func(b []byte) (any, error) { return read.DecodeNodeCursor(b) }},
+	{Name: "ReadNodePage", Decode: func(b []byte) (any, error) { return read.DecodeNodePage(b) }},
+	{Name: "ReadPage", Decode: func(b []byte) (any, error) { return read.DecodePage(b) }},
+	{Name: "ReadPageCommon", Decode: func(b []byte) (any, error) { return read.DecodePageCommon(b) }},
+	{Name: "ReadPublicSummary", Decode: func(b []byte) (any, error) { return read.DecodePublicSummary(b) }},
+	{Name: "ReadPublicSummaryStorage", Decode: func(b []byte) (any, error) { return read.DecodePublicSummaryStorage(b) }},
+	{Name: "ReadPublication", Decode: func(b []byte) (any, error) { return read.DecodePublication(b) }},
+	{Name: "ReadSummary", Decode: func(b []byte) (any, error) { return read.DecodeSummary(b) }},
 	{Name: "RunIdentity", Decode: func(b []byte) (any, error) { return common.DecodeRunIdentity(b) }},
 	{Name: "Summary", Decode: func(b []byte) (any, error) { return summary.DecodeSummary(b) }},
 	{Name: "SummaryDetail", Decode: func(b []byte) (any, error) { return summary.DecodeDetail(b) }},

@@ -28,70 +28,6 @@ const (
 	SummaryMaxBytes = 16384
 )
 
-// State is the run state; the last five are terminal.
-type State string
-
-// Values of State.
-const (
-	StateRunning    State = "RUNNING"
-	StateCancelling State = "CANCELLING"
-	StateSucceeded  State = "SUCCEEDED"
-	StateFailed     State = "FAILED"
-	StateCancelled  State = "CANCELLED"
-	StateLost       State = "LOST"
-	StateExpired    State = "EXPIRED"
-)
-
-// StateValues lists every State in schema order.
-var StateValues = []State{
-	StateRunning,
-	StateCancelling,
-	StateSucceeded,
-	StateFailed,
-	StateCancelled,
-	StateLost,
-	StateExpired,
-}
-
-// Valid reports whether x is one of the State values.
-func (x State) Valid() bool {
-	switch x {
-	case StateRunning, StateCancelling, StateSucceeded, StateFailed, StateCancelled, StateLost, StateExpired:
-		return true
-	}
-	return false
-}
-
-// TerminalState is a terminal run state.
-type TerminalState string
-
-// Values of TerminalState.
-const (
-	TerminalStateSucceeded TerminalState = "SUCCEEDED"
-	TerminalStateFailed    TerminalState = "FAILED"
-	TerminalStateCancelled TerminalState = "CANCELLED"
-	TerminalStateLost      TerminalState = "LOST"
-	TerminalStateExpired   TerminalState = "EXPIRED"
-)
-
-// TerminalStateValues lists every TerminalState in schema order.
-var TerminalStateValues = []TerminalState{
-	TerminalStateSucceeded,
-	TerminalStateFailed,
-	TerminalStateCancelled,
-	TerminalStateLost,
-	TerminalStateExpired,
-}
-
-// Valid reports whether x is one of the TerminalState values.
-func (x TerminalState) Valid() bool {
-	switch x {
-	case TerminalStateSucceeded, TerminalStateFailed, TerminalStateCancelled, TerminalStateLost, TerminalStateExpired:
-		return true
-	}
-	return false
-}
-
 // DetailAvailability is the detail availability vocabulary (§5.2).
 type DetailAvailability string
 
@@ -125,6 +61,40 @@ var DetailAvailabilityValues = []DetailAvailability{
 func (x DetailAvailability) Valid() bool {
 	switch x {
 	case DetailAvailabilityNotReported, DetailAvailabilityLimitExceeded, DetailAvailabilityAvailable, DetailAvailabilityTruncated, DetailAvailabilityOmittedByPolicy, DetailAvailabilityDisabled, DetailAvailabilityExpired, DetailAvailabilityMissing, DetailAvailabilityCorrupt:
+		return true
+	}
+	return false
+}
+
+// State is the run state; the last five are terminal.
+type State string
+
+// Values of State.
+const (
+	StateRunning    State = "RUNNING"
+	StateCancelling State = "CANCELLING"
+	StateSucceeded  State = "SUCCEEDED"
+	StateFailed     State = "FAILED"
+	StateCancelled  State = "CANCELLED"
+	StateLost       State = "LOST"
+	StateExpired    State = "EXPIRED"
+)
+
+// StateValues lists every State in schema order.
+var StateValues = []State{
+	StateRunning,
+	StateCancelling,
+	StateSucceeded,
+	StateFailed,
+	StateCancelled,
+	StateLost,
+	StateExpired,
+}
+
+// Valid reports whether x is one of the State values.
+func (x State) Valid() bool {
+	switch x {
+	case StateRunning, StateCancelling, StateSucceeded, StateFailed, StateCancelled, StateLost, StateExpired:
 		return true
 	}
 	return false
@@ -165,6 +135,36 @@ var TruncationReasonValues = []TruncationReason{
 func (x TruncationReason) Valid() bool {
 	switch x {
 	case TruncationReasonNodeCountLimit, TruncationReasonEdgeCountLimit, TruncationReasonTopologyEncodedBytes, TruncationReasonTopologyDecodedBytes, TruncationReasonDetailCountLimit, TruncationReasonDetailEncodedBytes, TruncationReasonDetailDecodedBytes, TruncationReasonRecordSizeLimit, TruncationReasonReportingPolicy, TruncationReasonTerminalStateUnreported:
+		return true
+	}
+	return false
+}
+
+// TerminalState is a terminal run state.
+type TerminalState string
+
+// Values of TerminalState.
+const (
+	TerminalStateSucceeded TerminalState = "SUCCEEDED"
+	TerminalStateFailed    TerminalState = "FAILED"
+	TerminalStateCancelled TerminalState = "CANCELLED"
+	TerminalStateLost      TerminalState = "LOST"
+	TerminalStateExpired   TerminalState = "EXPIRED"
+)
+
+// TerminalStateValues lists every TerminalState in schema order.
+var TerminalStateValues = []TerminalState{
+	TerminalStateSucceeded,
+	TerminalStateFailed,
+	TerminalStateCancelled,
+	TerminalStateLost,
+	TerminalStateExpired,
+}
+
+// Valid reports whether x is one of the TerminalState values.
+func (x TerminalState) Valid() bool {
+	switch x {
+	case TerminalStateSucceeded, TerminalStateFailed, TerminalStateCancelled, TerminalStateLost, TerminalStateExpired:
 		return true
 	}
 	return false
@@ -764,94 +764,6 @@ func DecodeDetail(data []byte) (*Detail, error) {
 	return x, nil
 }
 
-// Storage points at the stored topology.
-type Storage struct {
-	Kind       string  `json:"kind"`
-	ManifestID *string `json:"manifest_id"`
-}
-
-// DecodeJSONValue decodes a parsed value into x, checking every field
-// constraint; used by generated code.
-func (x *Storage) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
-	if !rt.Object(v, p, e) {
-		return
-	}
-	var seen [2]bool
-	for i := range v.Members {
-		m := &v.Members[i]
-		switch m.Key {
-		case "kind":
-			seen[0] = true
-			fp := p.Key("kind")
-			if s1, ok := rt.String((&m.Value), fp, e); ok {
-				if s1 != "database" {
-					e.Add(fp, rt.CodeConst, "must be %q", "database")
-				}
-				x.Kind = s1
-			}
-		case "manifest_id":
-			seen[1] = true
-			fp := p.Key("manifest_id")
-			if (&m.Value).Kind == rt.KindNull {
-				x.ManifestID = nil
-			} else {
-				var v2 string
-				if s3, ok := rt.String((&m.Value), fp, e); ok {
-					rt.Pattern(re2, s3, fp, e)
-					v2 = s3
-				}
-				x.ManifestID = &v2
-			}
-		default:
-			rt.Unknown(p, m.Key, e)
-		}
-	}
-	if !seen[0] {
-		rt.Missing(p, "kind", e)
-	}
-	if !seen[1] {
-		rt.Missing(p, "manifest_id", e)
-	}
-}
-
-// Validate checks every constraint of the schema on x.
-func (x *Storage) Validate() error {
-	var e rt.Errors
-	x.ValidateAt(rt.Root, &e)
-	return e.Err()
-}
-
-// ValidateAt checks every constraint with paths below p; used by generated code.
-func (x *Storage) ValidateAt(p *rt.Path, e *rt.Errors) {
-	if fp1 := p.Key("kind"); true {
-		if x.Kind != "database" {
-			e.Add(fp1, rt.CodeConst, "must be %q", "database")
-		}
-	}
-	if x.ManifestID != nil {
-		if fp2 := p.Key("manifest_id"); true {
-			rt.Pattern(re2, (*x.ManifestID), fp2, e)
-		}
-	}
-}
-
-// DecodeStorage decodes and validates one #SummaryStorage record strictly: the byte cap is
-// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
-// surrogates and NaN/Infinity are rejected.
-func DecodeStorage(data []byte) (*Storage, error) {
-	var e rt.Errors
-	v, ok := rt.Parse(data, &e)
-	if !ok {
-		return nil, e.Err()
-	}
-	x := new(Storage)
-	x.DecodeJSONValue(v, rt.Root, &e)
-	if err := e.Err(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
 // Retention is the terminal detail retention.
 type Retention struct {
 	DetailDays      int64   `json:"detail_days"`
@@ -1043,6 +955,94 @@ func DecodeTerminal(data []byte) (*Terminal, error) {
 		return nil, e.Err()
 	}
 	x := new(Terminal)
+	x.DecodeJSONValue(v, rt.Root, &e)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Storage points at the stored topology.
+type Storage struct {
+	Kind       string  `json:"kind"`
+	ManifestID *string `json:"manifest_id"`
+}
+
+// DecodeJSONValue decodes a parsed value into x, checking every field
+// constraint; used by generated code.
+func (x *Storage) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
+	if !rt.Object(v, p, e) {
+		return
+	}
+	var seen [2]bool
+	for i := range v.Members {
+		m := &v.Members[i]
+		switch m.Key {
+		case "kind":
+			seen[0] = true
+			fp := p.Key("kind")
+			if s1, ok := rt.String((&m.Value), fp, e); ok {
+				if s1 != "database" {
+					e.Add(fp, rt.CodeConst, "must be %q", "database")
+				}
+				x.Kind = s1
+			}
+		case "manifest_id":
+			seen[1] = true
+			fp := p.Key("manifest_id")
+			if (&m.Value).Kind == rt.KindNull {
+				x.ManifestID = nil
+			} else {
+				var v2 string
+				if s3, ok := rt.String((&m.Value), fp, e); ok {
+					rt.Pattern(re2, s3, fp, e)
+					v2 = s3
+				}
+				x.ManifestID = &v2
+			}
+		default:
+			rt.Unknown(p, m.Key, e)
+		}
+	}
+	if !seen[0] {
+		rt.Missing(p, "kind", e)
+	}
+	if !seen[1] {
+		rt.Missing(p, "manifest_id", e)
+	}
+}
+
+// Validate checks every constraint of the schema on x.
+func (x *Storage) Validate() error {
+	var e rt.Errors
+	x.ValidateAt(rt.Root, &e)
+	return e.Err()
+}
+
+// ValidateAt checks every constraint with paths below p; used by generated code.
+func (x *Storage) ValidateAt(p *rt.Path, e *rt.Errors) {
+	if fp1 := p.Key("kind"); true {
+		if x.Kind != "database" {
+			e.Add(fp1, rt.CodeConst, "must be %q", "database")
+		}
+	}
+	if x.ManifestID != nil {
+		if fp2 := p.Key("manifest_id"); true {
+			rt.Pattern(re2, (*x.ManifestID), fp2, e)
+		}
+	}
+}
+
+// DecodeStorage decodes and validates one #SummaryStorage record strictly: the byte cap is
+// checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone
+// surrogates and NaN/Infinity are rejected.
+func DecodeStorage(data []byte) (*Storage, error) {
+	var e rt.Errors
+	v, ok := rt.Parse(data, &e)
+	if !ok {
+		return nil, e.Err()
+	}
+	x := new(Storage)
 	x.DecodeJSONValue(v, rt.Root, &e)
 	if err := e.Err(); err != nil {
 		return nil, err

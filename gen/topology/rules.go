@@ -7,6 +7,8 @@
 package topology
 
 import (
+	"bytes"
+	"encoding/json"
 	"sort"
 
 	"github.com/rayflow/rayflow/gen/rt"
@@ -95,5 +97,47 @@ func ruleManifestReasonsSorted(x *Manifest, p *rt.Path, e *rt.Errors) {
 	r := x.TruncationReasons
 	if !sort.SliceIsSorted(r, func(i, j int) bool { return r[i] < r[j] }) {
 		e.Add(p.Key("truncation_reasons"), CodeRuleManifestReasonsSorted, "truncation reasons must be sorted")
+	}
+}
+
+// MetadataMaxDepth is the container nesting cap of generic metadata
+// (runtime_env, ray_options), the metadata object itself included (§6.3).
+const MetadataMaxDepth = 6
+
+// MetadataDepth is the container nesting of a metadata object: the object
+// is depth 1, a list or object member depth 2, and so on.
+func MetadataDepth(m map[string]json.RawMessage) int {
+	depth := 1
+	for _, raw := range m {
+		depth = max(depth, 1+rawDepth(raw))
+	}
+	return depth
+}
+
+// rawDepth is the container nesting of one JSON value (a scalar is 0).
+func rawDepth(raw json.RawMessage) int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	depth, cur := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return depth // io.EOF; raw was accepted by the strict parser
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			cur++
+			depth = max(depth, cur)
+		case json.Delim('}'), json.Delim(']'):
+			cur--
+		}
+	}
+}
+
+func ruleMetadataDepth(x *Node, p *rt.Path, e *rt.Errors) {
+	if MetadataDepth(x.RuntimeEnv) > MetadataMaxDepth {
+		e.Add(p.Key("runtime_env"), CodeRuleMetadataDepth, "metadata nests more than %d containers", MetadataMaxDepth)
+	}
+	if MetadataDepth(x.RayOptions) > MetadataMaxDepth {
+		e.Add(p.Key("ray_options"), CodeRuleMetadataDepth, "metadata nests more than %d containers", MetadataMaxDepth)
 	}
 }

@@ -284,6 +284,7 @@ func (x *Node) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 	if !rt.Object(v, p, e) {
 		return
 	}
+	n0 := e.Len()
 	var seen [6]bool
 	for i := range v.Members {
 		m := &v.Members[i]
@@ -380,6 +381,9 @@ func (x *Node) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 	if !seen[5] {
 		rt.Missing(p, "ray_options", e)
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
 
 // Validate checks every constraint of the schema on x.
@@ -391,6 +395,7 @@ func (x *Node) Validate() error {
 
 // ValidateAt checks every constraint with paths below p; used by generated code.
 func (x *Node) ValidateAt(p *rt.Path, e *rt.Errors) {
+	n0 := e.Len()
 	if fp1 := p.Key("node_id"); true {
 		rt.MinRunes(x.NodeID, 1, fp1, e)
 		rt.MaxBytes(x.NodeID, 256, fp1, e)
@@ -425,7 +430,21 @@ func (x *Node) ValidateAt(p *rt.Path, e *rt.Errors) {
 			_ = kp10 // no key checks and nothing to validate in the values
 		}
 	}
+	if e.Len() == n0 {
+		x.checkRules(p, e)
+	}
 }
+
+// checkRules runs the cross-field rules that the generator cannot translate.
+// Each is hand-written in rules.go.
+func (x *Node) checkRules(p *rt.Path, e *rt.Errors) {
+	ruleMetadataDepth(x, p, e)
+}
+
+// Rule codes of Node, one per cross-field rule.
+const (
+	CodeRuleMetadataDepth = "RULE_METADATA_DEPTH"
+)
 
 // DecodeNode decodes and validates one #TopologyNode record strictly: the byte cap is
 // checked before parsing; unknown fields, duplicate keys, invalid UTF-8, lone

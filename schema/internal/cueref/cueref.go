@@ -1,7 +1,8 @@
 // Package cueref is the reference verdict for the differential tests: CUE's
 // own evaluator (Unify with the definition, then Validate with
 // cue.Concrete(true)) plus the wire rules that CUE cannot express (the
-// record byte cap from @rayflow(maxBytes=N), duplicate keys, invalid UTF-8,
+// record byte cap from @rayflow(maxBytes=N), the byte cap of a record member
+// that is not a string (an event payload), duplicate keys, invalid UTF-8,
 // lone surrogates, NaN/Infinity), implemented here independently of the
 // generated parser.
 //
@@ -86,6 +87,9 @@ func (r *Ref) Check(name string, data []byte) error {
 	if err := Wire(data); err != nil {
 		return err
 	}
+	if err := r.memberCaps(d.v, data); err != nil {
+		return err
+	}
 	expr, err := cuejson.Extract(name+".json", data)
 	if err != nil {
 		return fmt.Errorf("cue json: %w", err)
@@ -95,6 +99,70 @@ func (r *Ref) Check(name string, data []byte) error {
 		return err
 	}
 	return d.v.Unify(v).Validate(cue.Concrete(true))
+}
+
+// memberCaps checks @rayflow(maxBytes=N) on record members that are
+// objects (a struct or map field, such as an event payload): the
+// member's bytes as they appear in data. For a union, the variant is the
+// one whose literal string fields (the discriminator) match data.
+func (r *Ref) memberCaps(v cue.Value, data []byte) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil {
+		return nil // not an object: CUE rejects it
+	}
+	if op, args := v.Expr(); op == cue.OrOp {
+		for _, a := range args {
+			if variantMatches(a, members) {
+				return r.memberCaps(a, data)
+			}
+		}
+		return nil
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		f := it.Value()
+		a := f.Attribute("rayflow")
+		if a.Err() != nil {
+			continue
+		}
+		s, ok, _ := a.Lookup(0, "maxBytes")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.Atoi(s)
+		name := it.Selector().Unquoted()
+		// Only object members: string caps (on strings and lists of
+		// strings) are checked by the generated CUE, and a member cap is
+		// only allowed on struct and map fields, which CUE rejects when
+		// the member is not an object.
+		if raw, ok := members[name]; ok && len(raw) > 0 && raw[0] == '{' && len(raw) > n {
+			return fmt.Errorf("wire: member %s is %d bytes, over its %d-byte cap", name, len(raw), n)
+		}
+	}
+	return nil
+}
+
+// variantMatches: every concrete string field of the variant has the same
+// value in members.
+func variantMatches(v cue.Value, members map[string]json.RawMessage) bool {
+	it, err := v.Fields()
+	if err != nil {
+		return false
+	}
+	for it.Next() {
+		s, err := it.Value().String()
+		if err != nil {
+			continue
+		}
+		var got string
+		if json.Unmarshal(members[it.Selector().Unquoted()], &got) != nil || got != s {
+			return false
+		}
+	}
+	return true
 }
 
 // Wire checks the rules that CUE's JSON reading does not enforce: valid

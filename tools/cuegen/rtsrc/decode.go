@@ -154,6 +154,14 @@ func MaxBytes(s string, n int, p *Path, e *Errors) {
 	}
 }
 
+// MaxRawBytes checks the size of a member's value as it appears in the
+// input (a canonical record's member is its canonical encoding).
+func MaxRawBytes(v *Value, n int, p *Path, e *Errors) {
+	if len(v.Raw) > n {
+		e.Add(p, CodeMaxBytes, "encoded in more than %d bytes", n)
+	}
+}
+
 // Pattern checks a regular expression (RE2, as in CUE).
 func Pattern(re *regexp.Regexp, s string, p *Path, e *Errors) {
 	if !re.MatchString(s) {

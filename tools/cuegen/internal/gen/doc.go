@@ -13,7 +13,9 @@
 //     (file attribute @rayflow(gopkg=NAME));
 //   - scalars carry a base type and explicit bounds: int & >=A & <=B,
 //     number & >=A & <=B, string with =~, !~, strings.MinRunes/MaxRunes and
-//     byte caps written as the field attribute @rayflow(maxBytes=N);
+//     byte caps written as the field attribute @rayflow(maxBytes=N); the
+//     same attribute on a struct or map field caps the member's encoded
+//     bytes in the input (checked by the decoder);
 //   - enums are disjunctions of string literals; null | T makes a field
 //     nullable (pointer); x?: T makes it optional (pointer, omitted);
 //     x: null is a field whose only value is null (Go rt.Null, whose zero
@@ -25,7 +27,10 @@
 //     with a distinct string literal in every variant;
 //   - cross-field rules are hidden fields or comprehensions marked
 //     @rayflow(rule=ID); the generated code calls a hand-written Go function
-//     per rule, so a missing implementation fails to compile;
+//     per rule, so a missing implementation fails to compile; a definition
+//     may name itself (#X: S={...}) so that its rules reach embedded fields
+//     as S.field; an embedded definition's rules run on every embedding
+//     struct (one Go function, which takes an interface);
 //   - no defaults: every value is written explicitly in the data.
 //
 // Not a goal: general CUE. Anything else is refused with a readable message.

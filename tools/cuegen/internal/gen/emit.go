@@ -28,11 +28,12 @@ type emitter struct {
 	tmp     int
 	res     map[string]string // regexp source -> var name
 	resOrd  []string
+	codes   map[string]bool // rule codes already declared (embedded rules repeat)
 }
 
 // EmitPackage returns the generated Go source of one Go package.
 func EmitPackage(s *Schema, pkg string, opt Options) ([]byte, error) {
-	g := &emitter{s: s, opt: opt, pkg: pkg, imports: map[string]bool{}, res: map[string]string{}}
+	g := &emitter{s: s, opt: opt, pkg: pkg, imports: map[string]bool{}, res: map[string]string{}, codes: map[string]bool{}}
 	var body bytes.Buffer
 	g.w = &body
 	g.consts()
@@ -355,6 +356,9 @@ func (g *emitter) structType(st *Struct) {
 			g.p("\t\t\tseen[%d] = true", ri)
 			ri++
 		}
+		if f.RawMaxBytes > 0 {
+			g.p("\t\t\t%s.MaxRawBytes(&m.Value, %d, p.Key(%q), e)", rt, f.RawMaxBytes, f.JSON)
+		}
 		if f.Type.Kind == KRaw {
 			g.p("\t\t\tx.%s = %s.RawJSON(&m.Value)", f.GoName, rt)
 			continue
@@ -398,11 +402,20 @@ func (g *emitter) structType(st *Struct) {
 			g.p("\trule%s(x, p, e)", camel(r))
 		}
 		g.p("}\n")
-		g.p("// Rule codes of %s, one per cross-field rule.\nconst (", st.GoName)
+		var fresh []string
 		for _, r := range st.Rules {
-			g.p("\tCodeRule%s = %q", camel(r), "RULE_"+strings.ToUpper(r))
+			if !g.codes[r] {
+				g.codes[r] = true
+				fresh = append(fresh, r)
+			}
 		}
-		g.p(")\n")
+		if len(fresh) > 0 {
+			g.p("// Rule codes of %s, one per cross-field rule.\nconst (", st.GoName)
+			for _, r := range fresh {
+				g.p("\tCodeRule%s = %q", camel(r), "RULE_"+strings.ToUpper(r))
+			}
+			g.p(")\n")
+		}
 	}
 	if st.Def != nil && st.Def.Type != nil && st.Def.Type.Struct == st {
 		g.entry(st.Def, st.GoName, true)

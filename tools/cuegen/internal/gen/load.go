@@ -274,6 +274,13 @@ func (l *loader) resolve(d *Def) {
 		l.errf(d.Pos, "%v", err)
 	}
 	expr := d.expr.(ast.Expr)
+	// A self alias (#X: S={...}) only names the struct for its own rules,
+	// which may then refer to embedded fields as S.field.
+	if a, ok := expr.(*ast.Alias); ok {
+		if _, ok := a.Expr.(*ast.StructLit); ok {
+			expr = a.Expr
+		}
+	}
 	for k, v := range attrs {
 		switch k {
 		case "maxBytes":
@@ -928,7 +935,7 @@ func (l *loader) structType(x *ast.StructLit, name, gopkg string, owner *Def) *T
 		}
 		fields[lname] = true
 		goName := goFieldName(lname)
-		fld := &Field{JSON: lname, GoName: goName, Optional: f.Constraint == token.OPTION, Doc: docOf(f), Pos: f.Pos()}
+		fld := &Field{JSON: lname, GoName: goName, Optional: f.Constraint == token.OPTION, Doc: docOf(f), Pos: f.Pos(), RawMaxBytes: -1}
 		fld.Type = l.typeOf(f.Value, name+goName, gopkg, nil)
 		if fld.Type == nil {
 			return
@@ -950,8 +957,16 @@ func (l *loader) structType(x *ast.StructLit, name, gopkg string, owner *Def) *T
 					fld.Type.MaxBytes = n
 				case fld.Type.Kind == KList && fld.Type.Elem.Kind == KString && !fld.Type.Elem.Nullable:
 					fld.Type.Elem.MaxBytes = n
+				case (fld.Type.Kind == KRef && fld.Type.Ref.Kind == DefStruct || fld.Type.Kind == KStruct || fld.Type.Kind == KMap) && !fld.Type.Nullable:
+					// A member's encoded size: checked by the decoder on the
+					// input bytes (and by schema/internal/cueref for CUE).
+					if owner == nil {
+						l.errf(f.Pos(), "maxBytes on a record member is only supported on fields declared directly in a definition")
+					}
+					fld.RawMaxBytes = n
+					continue
 				default:
-					l.errf(f.Pos(), "maxBytes applies to string fields and lists of strings")
+					l.errf(f.Pos(), "maxBytes applies to string fields, lists of strings and non-null struct or map members")
 				}
 				if owner != nil {
 					owner.ByteCaps = append(owner.ByteCaps, fld)

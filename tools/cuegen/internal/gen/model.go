@@ -90,6 +90,12 @@ type Field struct {
 	Type     *Type
 	Doc      string
 	Pos      token.Pos
+
+	// RawMaxBytes caps the member's value as it appears in the input
+	// (@rayflow(maxBytes=N) on a non-null struct or map field), -1 if none.
+	// It is a decode-time wire rule: Validate() on a constructed value cannot
+	// know the encoding.
+	RawMaxBytes int
 }
 
 // DefKind says what a definition declares.
