@@ -20,6 +20,11 @@ type decoder struct {
 	// asWritten is set by Decode: strings are copied (the tree outlives
 	// data) and string values are kept as written, after validation.
 	asWritten bool
+	// items and members are stacks shared by every container being
+	// parsed: a container's children are pushed while it is open and
+	// copied into one exactly sized slice when it closes.
+	items   []node
+	members []member
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -123,6 +128,7 @@ func (d *decoder) array(depth int) (node, error) {
 		d.pos++
 		return n, nil
 	}
+	base := len(d.items)
 	for i := 0; ; i++ {
 		d.path = append(d.path, pathSeg{index: i})
 		v, err := d.value(depth + 1)
@@ -130,7 +136,7 @@ func (d *decoder) array(depth int) (node, error) {
 			return node{}, err
 		}
 		d.path = d.path[:len(d.path)-1]
-		n.arr = append(n.arr, v)
+		d.items = append(d.items, v)
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return node{}, d.fail(RuleSyntax, "expecting ',' or ']'")
@@ -141,6 +147,9 @@ func (d *decoder) array(depth int) (node, error) {
 			d.skipSpace()
 		case ']':
 			d.pos++
+			n.arr = append([]node(nil), d.items[base:]...)
+			clear(d.items[base:])
+			d.items = d.items[:base]
 			return n, nil
 		default:
 			return node{}, d.fail(RuleSyntax, "expecting ',' or ']'")
@@ -161,6 +170,7 @@ func (d *decoder) object(depth int) (node, error) {
 		return n, nil
 	}
 	var seen map[string]struct{}
+	base := len(d.members)
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return node{}, d.fail(RuleSyntax, "expecting a property name in double quotes")
@@ -170,7 +180,7 @@ func (d *decoder) object(depth int) (node, error) {
 		if err != nil {
 			return node{}, err
 		}
-		if d.duplicate(n.obj, &seen, key) {
+		if d.duplicate(d.members[base:], &seen, key) {
 			d.pos = keyStart
 			return node{}, &Error{Rule: RuleDuplicateKey, Path: pointer(append(d.path, pathSeg{key: key, index: -1})), Offset: keyStart, Detail: "duplicate key " + strconv.Quote(key)}
 		}
@@ -186,7 +196,7 @@ func (d *decoder) object(depth int) (node, error) {
 			return node{}, err
 		}
 		d.path = d.path[:len(d.path)-1]
-		n.obj = append(n.obj, member{key: key, raw: key, val: v})
+		d.members = append(d.members, member{key: key, raw: key, val: v})
 		d.skipSpace()
 		if d.pos >= len(d.data) {
 			return node{}, d.fail(RuleSyntax, "expecting ',' or '}'")
@@ -203,6 +213,9 @@ func (d *decoder) object(depth int) (node, error) {
 		}
 		break
 	}
+	n.obj = append([]member(nil), d.members[base:]...)
+	clear(d.members[base:])
+	d.members = d.members[:base]
 	return n, nil
 }
 
