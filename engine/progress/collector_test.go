@@ -47,13 +47,6 @@ func buildRun(t *testing.T, e *Encoder, c *Collector) {
 	ingestOK(t, c, must(e.Failed("0.3", "audit", "ValueError: bad row")))
 }
 
-func must2(b [][]byte, err error) [][]byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 func TestSnapshotGolden(t *testing.T) {
 	e, c := newEnc(t), newCol(t, limits.ProfileTerminalV1)
 	buildRun(t, e, c)
