@@ -200,3 +200,5 @@ func rawEvent(t testing.TB, kind Kind, payload any, id common.RunIdentity) []byt
 
 var _ = detail.NodeStatePending
 var _ = topology.NodeKindTask
+
+func limitsMetrics() limits.MetricsProfile { return limits.MetricsV1 }
