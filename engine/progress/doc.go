@@ -1,0 +1,37 @@
+// Package progress is the Ray-independent half of live workflow progress
+// (CONTRACTS §5.1, §6.1–§6.3, §6.5; seed "Application Progress", "Graph and
+// Progress Schema", "Workflow Progress Policy"): every graph semantic is Go.
+// The Ray side only moves bytes: a leaf's Producer hands canonical event
+// envelopes to a Sender (the collector actor's handle, or a fake), the
+// coordinator drains the actor and feeds the bytes to a Collector.
+//
+// # Producer (in the leaf)
+//
+// A Producer is one leaf invocation's sdk.ProgressReporter. Report validates,
+// redacts and bounds a value before anything leaves the leaf (§6.3, §6.5),
+// encodes it as an identity-bound canonical application_progress envelope,
+// and either submits it (no acknowledgement outstanding) or puts it into the
+// one latest-value slot, superseding the value there. When the outstanding
+// acknowledgement resolves, the slot is submitted. Started, Finish and the
+// other lifecycle events are sent directly and never coalesced. Finish makes
+// at most one latest-value handoff, then sends COMPLETED or FAILED, then one
+// producer_report with the session's saturating counters. Report never
+// blocks on delivery and never fails the leaf; NewProducer returns nil (and
+// a nil *Producer reports false) for bounded-map items and for the
+// terminal_only and disabled policies.
+//
+// # Collector (in the coordinator)
+//
+// A Collector ingests encoded events: byte caps, strict decoding
+// (gen/event), the canonical check (canonical.NoFold re-encoding must equal
+// the bytes), the exact run-identity fence, then the node, edge and
+// retained-byte limits of its profile (limits.ProfileV1 or
+// limits.ProfileTerminalV1). It keeps bounded graph state and ingress
+// diagnostics and builds the schema-v2 snapshot (Snapshot); its revision is
+// monotonic within one run identity and restarts on Reset.
+// TerminalSummary builds the bounded summary v3 of a terminal_only run.
+//
+// # Decisions where the contract is silent
+//
+// See DECISIONS.md in this directory; each is also noted at its code.
+package progress
