@@ -159,6 +159,11 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	}
 	cmd := exec.Command(o.Python, "-u", script)
 	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0", "RAY_IGNORE_UNHANDLED_ERRORS=1", "PYTHONUNBUFFERED=1")
+	if o.Address != "" && o.Address != "local" && os.Getenv("RAY_AUTH_MODE") == "" && authTokenAvailable() {
+		// Ray 2.60 heads started with `ray start` use token authentication;
+		// a driver must opt in to send the token.
+		cmd.Env = append(cmd.Env, "RAY_AUTH_MODE=token")
+	}
 	stderr := o.Stderr
 	if stderr == nil {
 		stderr = os.Stderr
@@ -531,6 +536,24 @@ func checkAddress(addr string) error {
 		return &SetupError{Problem: fmt.Sprintf("no Ray cluster reachable at %s: %v", addr, err), Fix: "start one with make ray-up, or pass -ray local for a private cluster"}
 	}
 	return nil
+}
+
+// authTokenAvailable reports whether a Ray authentication token is
+// configured ($RAY_AUTH_TOKEN, $RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token).
+func authTokenAvailable() bool {
+	if os.Getenv("RAY_AUTH_TOKEN") != "" {
+		return true
+	}
+	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false
+		}
+		path = filepath.Join(home, ".ray", "auth_token")
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // tailBuffer keeps the last max bytes written.

@@ -246,15 +246,21 @@ class Bridge:
         return {}, [data]
 
     def op_cancel(self, req, _):
-        for h in req["handles"]:
-            ent = self.table.get(h)
-            if ent is None or ent[1] is None:
-                continue
+        # A running leaf blocks in its Go process, where Ray's cooperative
+        # cancellation (an asynchronous KeyboardInterrupt) does not reach it
+        # reliably, so pending tasks are force-cancelled: Ray kills the
+        # worker, and the leaf process dies with it (PDEATHSIG, stdin EOF).
+        refs = [ent[0] for ent in (self.table.get(h) for h in req["handles"])
+                if ent is not None and ent[1] is not None]
+        if not refs:
+            return {}, []
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
+        for ref in pending:
             try:
-                ray.cancel(ent[0], force=False, recursive=True)
+                ray.cancel(ref, force=True, recursive=True)
             except Exception as e:
-                log("cancel", h, type(e).__name__, e)
-        return {}, []
+                log("cancel", ref, type(e).__name__, e)
+        return {"cancelled": len(pending)}, []
 
     def op_release(self, req, _):
         for h in req["handles"]:

@@ -127,6 +127,11 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	defer root.releaseAll()
 	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
 	if err != nil {
+		// Stop whatever is still running (a failed map has already
+		// cancelled its own items).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = e.rt.Cancel(cctx, root.all())
+		cancel()
 		return nil, err
 	}
 	if v.local {
@@ -420,6 +425,7 @@ func (r *runner) await(ctx context.Context, h Handle, node string) error {
 			continue
 		}
 		if ready[0].Err != nil {
+			debugf("await %s: failed", node)
 			return ready[0].Err.toError(r.e.codec, node, ready[0].Value)
 		}
 		return nil

@@ -184,7 +184,9 @@ func mapFlow(l sdk.Limits) sdk.Flow[JobsSpec, []int] {
 }
 
 var (
-	workFlow = sdk.Step(Work)
-	_        = mapFlow(sdk.Limits{MaxConcurrency: 1})
-	seqFlow  = sdk.MapSeq(sdk.Step(Work, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 5})
+	workFlow    = sdk.Step(Work)
+	_           = mapFlow(sdk.Limits{MaxConcurrency: 1})
+	retryFlow   = sdk.Step(Work, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 1}))
+	noRetryFlow = sdk.Step(Work, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0}))
+	seqFlow     = sdk.MapSeq(sdk.Step(Work, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 5})
 )

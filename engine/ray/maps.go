@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
 	"strconv"
 	"time"
 
@@ -177,6 +178,8 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 // terminal and then releases them all.
 func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, failure error, done <-chan itemDone,
 	running int, inflight map[int]*scope, timeout time.Duration) {
+	t0 := time.Now()
+	defer func() { debugf("abort: %v", time.Since(t0)) }()
 	cancel(failure)
 	for ; running > 0; running-- {
 		d := <-done
@@ -192,10 +195,18 @@ func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, fail
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+5*time.Second)
 	defer ccancel()
 	start := time.Now()
+	debugf("abort: drained in %v, cancelling %d handles", time.Since(t0), len(hs))
 	if err := r.e.rt.Cancel(cctx, hs); err == nil {
+		debugf("abort: cancelled at %v", time.Since(t0))
 		if left := timeout - time.Since(start); left > 0 {
 			_, _ = r.e.rt.Wait(cctx, hs, true, left)
 		}
 	}
 	r.e.rt.Release(hs)
+}
+
+func debugf(format string, args ...any) {
+	if os.Getenv("RAYFLOW_DEBUG") == "1" {
+		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000")+" rayflow: "+format+"\n", args...)
+	}
 }

@@ -126,10 +126,12 @@ func TestMapFailureCancels(t *testing.T) {
 	const cancelTimeout = time.Second
 	f := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: cancelTimeout})
 	// Warm the workers so the timing measures cancellation, not start-up.
-	if _, err := Run(ctx, testEngine, f, JobsSpec{N: 4, FailAt: -1}); err != nil {
+	// Four concurrent sleeping leaves make Ray start four workers.
+	if _, err := Run(ctx, testEngine, f, JobsSpec{N: 4, FailAt: -1, Template: Job{SleepMS: 1500}}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	debugf("failure run starts")
 	_, err := Run(ctx, testEngine, f, JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000}})
 	elapsed := time.Since(start)
 	var jf *JobFailure
