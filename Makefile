@@ -112,7 +112,7 @@ ray-down: ## stop the Ray head that ray-up started (only that one)
 	kill -KILL -- -$$pg 2>/dev/null; rm -rf $(RAY_STATE); echo "ray-down: stopped process group $$pg"
 
 bench-ray: ## 2,000 no-op leaves, window 64: rayflow vs a native Python Ray driver, same cluster
-	$(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v -bench-ray
+	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -196,7 +196,9 @@ class Bridge:
         if address in (None, "", "local"):
             kw.update(num_cpus=req.get("num_cpus") or None,
                       object_store_memory=req.get("object_store_memory") or None)
-            ray.init(**{k: v for k, v in kw.items() if v is not None})
+            # address="local" always starts a new private cluster, even when
+            # another one runs on this machine.
+            ray.init(address="local", **{k: v for k, v in kw.items() if v is not None})
             self.started_local = True
         else:
             kw.pop("include_dashboard")
@@ -313,11 +315,20 @@ class Bridge:
             with self.cond:
                 for w, _ in done:
                     self.waits.remove(w)
+            # One batched get of the small status objects tells successes
+            # from failures; only a batch with a failure is examined one by one.
+            statuses = [ent[2] for _, r in done for ent in r if ent[2] is not None]
+            failed = False
+            if statuses:
+                try:
+                    ray.get(statuses)
+                except Exception:
+                    failed = True
             for w, r in done:
                 out, secs = [], []
                 for h, _payload, status in r:
                     item = {"h": h, "ok": True}
-                    if status is not None:
+                    if failed and status is not None:
                         try:
                             ray.get(status)
                         except Exception as e:
