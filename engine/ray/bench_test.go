@@ -62,13 +62,21 @@ func TestBenchRay(t *testing.T) {
 	cmd.Stderr = &stderr
 	var rf []time.Duration
 	cpu0, self0 := procCPU(testBridge.PID()), selfCPU()
+	snap0 := cpuByName()
 	for range rounds {
 		rf = append(rf, rayflowRound(benchLeaves))
 	}
 	bridgeCPU, coordCPU := procCPU(testBridge.PID())-cpu0, selfCPU()-self0
+	rfByName := diffCPU(snap0, cpuByName())
+	snap1 := cpuByName()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("native driver: %v\n%s", err, stderr.String())
+	}
+	nByName := diffCPU(snap1, cpuByName())
+	if os.Getenv("RAYFLOW_BENCH_CPU") == "1" {
+		t.Logf("CPU by process name, rayflow rounds: %v", rfByName)
+		t.Logf("CPU by process name, native rounds (incl. start-up and warm-up): %v", nByName)
 	}
 	var native []time.Duration
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -160,3 +168,32 @@ func procCPU(pid int) time.Duration {
 }
 
 func selfCPU() time.Duration { return procCPU(os.Getpid()) }
+
+// cpuByName sums CPU time of every process by its command name.
+func cpuByName() map[string]time.Duration {
+	m := map[string]time.Duration{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		name := string(b[bytes.IndexByte(b, '(')+1 : bytes.LastIndexByte(b, ')')])
+		m[name] += procCPU(pid)
+	}
+	return m
+}
+
+func diffCPU(a, b map[string]time.Duration) map[string]time.Duration {
+	d := map[string]time.Duration{}
+	for k, v := range b {
+		if x := v - a[k]; x > 50*time.Millisecond {
+			d[k] = x
+		}
+	}
+	return d
+}

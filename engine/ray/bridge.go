@@ -62,6 +62,9 @@ type Runtime interface {
 	Submit(ctx context.Context, t LeafTask) (Handle, error)
 	// Collect builds a JSON array of the values in order, in Ray.
 	Collect(ctx context.Context, args []Arg) (Handle, error)
+	// Await waits until the task behind h has finished and reports its
+	// failure, if any.
+	Await(ctx context.Context, h Handle) (Ready, error)
 	// Wait returns when any (or, with all, every) handle is ready, or
 	// after timeout with those ready so far.
 	Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error)
@@ -97,6 +100,11 @@ type Bridge struct {
 	exited chan struct{} // closed when the process is reaped
 	tail   *tailBuffer
 	Hello  Hello
+	// Handles are chosen here, so creating ops are pipelined (no reply).
+	nextHandle int64
+	live       map[Handle]bool         // created and not released
+	readyCache map[Handle]Ready        // finished, not yet awaited
+	watchers   map[Handle][]chan Ready // awaiting
 	// GCSAddress is the connected cluster's address (host:port).
 	GCSAddress string
 }
@@ -168,7 +176,7 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, done: make(chan struct{}), exited: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[Handle]bool{}, readyCache: map[Handle]Ready{}, watchers: map[Handle][]chan Ready{}, done: make(chan struct{}), exited: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -270,10 +278,17 @@ func (b *Bridge) readLoop(r io.Reader) {
 			break
 		}
 		var h struct {
-			ID int64 `json:"id"`
+			ID    int64  `json:"id"`
+			Event string `json:"event"`
 		}
 		if err = f.decode(&h); err != nil {
 			break
+		}
+		if h.Event == "ready" {
+			if err = b.deliver(f); err != nil {
+				break
+			}
+			continue
 		}
 		b.mu.Lock()
 		ch := b.calls[h.ID]
@@ -298,6 +313,7 @@ func (b *Bridge) readLoop(r io.Reader) {
 	b.mu.Lock()
 	b.dead = &BridgeError{Err: err, Log: b.tail.String()}
 	b.calls = nil
+	b.watchers = nil
 	b.mu.Unlock()
 	close(b.done)
 	b.kill()
@@ -369,23 +385,20 @@ func (b *Bridge) send(req map[string]any, sections ...[]byte) error {
 	return nil
 }
 
-func handleID(f *frame) (Handle, error) {
-	var h struct {
-		H Handle `json:"h"`
-	}
-	if err := f.decode(&h); err != nil {
-		return 0, &BridgeError{Err: err}
-	}
-	return h.H, nil
+// newHandle allocates a handle for a creating op.
+func (b *Bridge) newHandle() Handle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextHandle++
+	h := Handle(b.nextHandle)
+	b.live[h] = true
+	return h
 }
 
 // Put stores data in the object store.
 func (b *Bridge) Put(ctx context.Context, data []byte) (Handle, error) {
-	f, err := b.call(ctx, map[string]any{"op": "put"}, data)
-	if err != nil {
-		return 0, err
-	}
-	return handleID(f)
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "put", "id": 0, "h": h}, data)
 }
 
 func argSpec(a Arg, sections *[][]byte) map[string]any {
@@ -396,20 +409,20 @@ func argSpec(a Arg, sections *[][]byte) map[string]any {
 	return map[string]any{"s": len(*sections) - 1}
 }
 
-// Submit submits one leaf.
+// Submit submits one leaf (pipelined: no reply is awaited).
 func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 	var sections [][]byte
-	req := map[string]any{"op": "submit", "exe": t.Exe, "name": t.Callable, "node": t.Node, "options": t.Options}
+	h := b.newHandle()
+	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node}
+	if len(t.Options) > 0 {
+		req["options"] = t.Options
+	}
 	if t.Bound != nil {
 		sections = append(sections, t.Bound)
 		req["bound"] = 0
 	}
 	req["arg"] = argSpec(t.Arg, &sections)
-	f, err := b.call(ctx, req, sections...)
-	if err != nil {
-		return 0, err
-	}
-	return handleID(f)
+	return h, b.send(req, sections...)
 }
 
 // Collect submits an ordered JSON-array collector task.
@@ -419,11 +432,91 @@ func (b *Bridge) Collect(ctx context.Context, args []Arg) (Handle, error) {
 	for i, a := range args {
 		specs[i] = argSpec(a, &sections)
 	}
-	f, err := b.call(ctx, map[string]any{"op": "collect", "args": specs}, sections...)
-	if err != nil {
-		return 0, err
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "collect", "id": 0, "h": h, "args": specs}, sections...)
+}
+
+type readyItem struct {
+	H     Handle     `json:"h"`
+	OK    bool       `json:"ok"`
+	Error *errorInfo `json:"error"`
+	S     *int       `json:"s"`
+}
+
+func (r readyItem) ready(f *frame) Ready {
+	out := Ready{Handle: r.H, Err: r.Error}
+	if r.S != nil {
+		out.Value = f.section(*r.S)
 	}
-	return handleID(f)
+	return out
+}
+
+// deliver routes a batched ready event to the awaiting calls, or keeps
+// it until the handle is awaited or released.
+func (b *Bridge) deliver(f *frame) error {
+	var ev struct {
+		Ready []readyItem `json:"ready"`
+	}
+	if err := f.decode(&ev); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range ev.Ready {
+		r := it.ready(f)
+		if ws := b.watchers[r.Handle]; len(ws) > 0 {
+			delete(b.watchers, r.Handle)
+			for _, w := range ws {
+				w <- r
+			}
+		}
+		if b.live[r.Handle] {
+			b.readyCache[r.Handle] = r
+		}
+	}
+	return nil
+}
+
+// Await waits for a task handle's ready event.
+func (b *Bridge) Await(ctx context.Context, h Handle) (Ready, error) {
+	b.mu.Lock()
+	if b.dead != nil {
+		err := b.dead
+		b.mu.Unlock()
+		return Ready{}, err
+	}
+	if r, ok := b.readyCache[h]; ok {
+		b.mu.Unlock()
+		return r, nil
+	}
+	ch := make(chan Ready, 1)
+	b.watchers[h] = append(b.watchers[h], ch)
+	b.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-b.done:
+		b.mu.Lock()
+		err := b.dead
+		b.mu.Unlock()
+		return Ready{}, err
+	case <-ctx.Done():
+		b.mu.Lock()
+		if b.watchers != nil {
+			ws := b.watchers[h]
+			for i, w := range ws {
+				if w == ch {
+					b.watchers[h] = append(ws[:i], ws[i+1:]...)
+					break
+				}
+			}
+			if len(b.watchers[h]) == 0 {
+				delete(b.watchers, h)
+			}
+		}
+		b.mu.Unlock()
+		return Ready{}, ctx.Err()
+	}
 }
 
 // Wait waits for handles (batched with every other wait in the bridge).
@@ -433,22 +526,14 @@ func (b *Bridge) Wait(ctx context.Context, hs []Handle, all bool, timeout time.D
 		return nil, err
 	}
 	var h struct {
-		Ready []struct {
-			H     Handle     `json:"h"`
-			OK    bool       `json:"ok"`
-			Error *errorInfo `json:"error"`
-			S     *int       `json:"s"`
-		} `json:"ready"`
+		Ready []readyItem `json:"ready"`
 	}
 	if err := f.decode(&h); err != nil {
 		return nil, &BridgeError{Err: err}
 	}
 	out := make([]Ready, len(h.Ready))
 	for i, r := range h.Ready {
-		out[i] = Ready{Handle: r.H, Err: r.Error}
-		if r.S != nil {
-			out[i].Value = f.section(*r.S)
-		}
+		out[i] = r.ready(f)
 	}
 	return out, nil
 }
@@ -485,6 +570,12 @@ func (b *Bridge) Release(hs []Handle) {
 	if len(hs) == 0 {
 		return
 	}
+	b.mu.Lock()
+	for _, h := range hs {
+		delete(b.live, h)
+		delete(b.readyCache, h)
+	}
+	b.mu.Unlock()
 	_ = b.send(map[string]any{"op": "release", "id": 0, "handles": hs})
 }
 

@@ -123,21 +123,29 @@ def _drop_proc(exe, p):
         pass
 
 
-def _read_exact_interruptible(fd, n):
-    # select with a short timeout keeps bytecodes running so that Ray's
-    # cancellation (an asynchronous KeyboardInterrupt) is seen promptly.
-    import select
+class _LeafReader:
+    """Reads the leaf's response in as few system calls as possible; the
+    select timeout keeps bytecodes running so that an asynchronous
+    exception (Ray's cooperative cancellation) is seen promptly."""
 
-    buf = bytearray()
-    while len(buf) < n:
-        r, _, _ = select.select([fd], [], [], 0.05)
-        if not r:
-            continue
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            raise EOFError("leaf process closed its output")
-        buf += chunk
-    return bytes(buf)
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+
+    def read(self, n):
+        import select
+
+        while len(self.buf) < n:
+            r, _, _ = select.select([self.fd], [], [], 0.05)
+            if not r:
+                continue
+            chunk = os.read(self.fd, max(1 << 16, n - len(self.buf)))
+            if not chunk:
+                raise EOFError("leaf process closed its output")
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
 
 
 def _run_leaf(exe, name, node, bound, arg):
@@ -145,10 +153,10 @@ def _run_leaf(exe, name, node, bound, arg):
     header = {"name": name, "node": node, "bound": bound is not None}
     try:
         p.stdin.write(encode_frame(header, [bound or b"", arg]))
-        fd = p.stdout.fileno()
-        (n,) = struct.unpack(">I", _read_exact_interruptible(fd, 4))
-        h = json.loads(_read_exact_interruptible(fd, n))
-        secs = [_read_exact_interruptible(fd, s) for s in h.get("sizes", [])]
+        rd = _LeafReader(p.stdout.fileno())
+        (n,) = struct.unpack(">I", rd.read(4))
+        h = json.loads(rd.read(n))
+        secs = [rd.read(s) for s in h.get("sizes", [])]
     except KeyboardInterrupt:
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
@@ -168,25 +176,34 @@ def _collect_json(*items):
 
 
 class Bridge:
+    """The ref table, the ops and the waiter.
+
+    Handles are chosen by the coordinator, so creating ops (put, submit,
+    collect) need no response: the coordinator pipelines them. Every task
+    handle is watched: when it becomes ready the waiter reports it in a
+    batched "ready" event (id 0) with its success or failure.
+    """
+
     def __init__(self):
         self.table = {}
-        self.next = 1
         self.started_local = False
         self.leaf = None
         self.collect = None
+        self.variants = {}
         self.cond = threading.Condition()
+        self.watched = {}  # payload ref -> (handle, status ref)
         self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
         self.waiter = None
 
-    # --- table
-    def add(self, payload, status):
-        h = self.next
-        self.next += 1
+    def add(self, h, payload, status):
         self.table[h] = (payload, status)
-        return h
+        if status is not None:
+            with self.cond:
+                self.watched[payload] = (h, status)
+                self.cond.notify()
 
     def refs(self, handles):
-        return [(h,) + self.table[h] for h in handles]
+        return [(h,) + self.table[h] for h in handles if h in self.table]
 
     # --- ops
     def op_init(self, req, _):
@@ -205,7 +222,6 @@ class Bridge:
             ray.init(address=address, **kw)
         self.leaf = ray.remote(num_returns=2)(_run_leaf)
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
-        self.variants = {}
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -218,25 +234,25 @@ class Bridge:
         return sections[a["s"]]
 
     def op_submit(self, req, sections):
-        opts = dict(req.get("options") or {})
-        bound = sections[req["bound"]] if req.get("bound") is not None else None
+        opts = req.get("options")
         f = self.leaf
         if opts:
             key = json.dumps(opts, sort_keys=True)
             f = self.variants.get(key)
             if f is None:
                 f = self.variants[key] = self.leaf.options(**opts)
+        bound = sections[req["bound"]] if req.get("bound") is not None else None
         status, payload = f.remote(req["exe"], req["name"], req["node"], bound,
                                    self.arg(req["arg"], sections))
-        return {"h": self.add(payload, status)}, []
+        self.add(req["h"], payload, status)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
         status, payload = self.collect.remote(*args)
-        return {"h": self.add(payload, status)}, []
+        self.add(req["h"], payload, status)
 
     def op_put(self, req, sections):
-        return {"h": self.add(ray.put(sections[0]), None)}, []
+        self.add(req["h"], ray.put(sections[0]), None)
 
     def op_get(self, req, _):
         payload, _status = self.table[req["h"]]
@@ -265,8 +281,11 @@ class Bridge:
         return {"cancelled": len(pending)}, []
 
     def op_release(self, req, _):
-        for h in req["handles"]:
-            self.table.pop(h, None)
+        with self.cond:
+            for h in req["handles"]:
+                ent = self.table.pop(h, None)
+                if ent is not None:
+                    self.watched.pop(ent[0], None)
         return {}, []
 
     def op_wait(self, req, _):
@@ -279,30 +298,44 @@ class Bridge:
         return None
 
     def op_stats(self, req, _):
-        return {"handles": len(self.table), "waits": len(self.waits)}, []
+        return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched)}, []
 
-    # --- the waiter: one batched ray.wait over every pending wait request
+    # --- the waiter: one batched ray.wait over every watched task and every
+    # pending wait request
     def wait_loop(self):
         while True:
             with self.cond:
-                while not self.waits:
+                while not self.waits and not self.watched:
                     self.cond.wait()
                 snapshot = list(self.waits)
-            refs = {}
+                watched = dict(self.watched)
+            refs = set(watched)
             for w in snapshot:
                 for ent in w[1]:
-                    refs[ent[1]] = ent
-            now = time.monotonic()
-            timeout = max(0.0, min(0.02, min(w[2] for w in snapshot) - now))
+                    refs.add(ent[1])
             reflist = list(refs)
+            now = time.monotonic()
+            timeout = 0.005
+            if snapshot:
+                timeout = max(0.0, min(timeout, min(w[2] for w in snapshot) - now))
             try:
                 ready, _ = ray.wait(reflist, num_returns=1, timeout=timeout, fetch_local=False)
                 if ready and len(reflist) > 1:
                     ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
             except Exception as e:
                 log("wait failed:", type(e).__name__, e)
-                ready = []
+                time.sleep(0.01)
+                continue
             ready = set(ready)
+            # Watched tasks that finished: one batched get of their small
+            # status objects tells successes from failures.
+            events = [(watched[ref][0], watched[ref][1]) for ref in ready if ref in watched]
+            if events:
+                with self.cond:
+                    for ref in ready:
+                        self.watched.pop(ref, None)
+                out, secs = self.statuses(events)
+                send({"id": 0, "event": "ready", "ready": out}, secs)
             now = time.monotonic()
             done = []
             for w in snapshot:
@@ -315,28 +348,31 @@ class Bridge:
             with self.cond:
                 for w, _ in done:
                     self.waits.remove(w)
-            # One batched get of the small status objects tells successes
-            # from failures; only a batch with a failure is examined one by one.
-            statuses = [ent[2] for _, r in done for ent in r if ent[2] is not None]
-            failed = False
-            if statuses:
-                try:
-                    ray.get(statuses)
-                except Exception:
-                    failed = True
             for w, r in done:
-                out, secs = [], []
-                for h, _payload, status in r:
-                    item = {"h": h, "ok": True}
-                    if failed and status is not None:
-                        try:
-                            ray.get(status)
-                        except Exception as e:
-                            info, value = error_info(e)
-                            item = {"h": h, "ok": False, "error": info, "s": len(secs)}
-                            secs.append(value)
-                    out.append(item)
+                out, secs = self.statuses([(h, status) for h, _payload, status in r])
                 send({"id": w[0], "ok": True, "ready": out}, secs)
+
+    @staticmethod
+    def statuses(pairs):
+        out, secs = [], []
+        failed = False
+        sts = [st for _, st in pairs if st is not None]
+        if sts:
+            try:
+                ray.get(sts)
+            except Exception:
+                failed = True
+        for h, st in pairs:
+            item = {"h": h, "ok": True}
+            if failed and st is not None:
+                try:
+                    ray.get(st)
+                except Exception as e:
+                    info, value = error_info(e)
+                    item = {"h": h, "ok": False, "error": info, "s": len(secs)}
+                    secs.append(value)
+            out.append(item)
+        return out, secs
 
 
 def error_info(e):
@@ -391,8 +427,12 @@ def main():
                 send(dict(header, id=rid, ok=True), secs)
         except Exception as e:
             log("op", op, "failed:", traceback.format_exc())
+            err = {"kind": "bridge", "type": type(e).__name__, "message": str(e)}
             if rid:
-                send({"id": rid, "ok": False, "error": {"kind": "bridge", "type": type(e).__name__, "message": str(e)}})
+                send({"id": rid, "ok": False, "error": err})
+            elif "h" in req:
+                # A pipelined creating op failed: its handle fails.
+                send({"id": 0, "event": "ready", "ready": [{"h": req["h"], "ok": False, "error": err}]})
     sys.stderr.flush()
     os._exit(0)
 

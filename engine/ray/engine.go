@@ -416,20 +416,15 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 
 // await waits until h is ready and returns its failure, if any.
 func (r *runner) await(ctx context.Context, h Handle, node string) error {
-	for {
-		ready, err := r.e.rt.Wait(ctx, []Handle{h}, false, 5*time.Second)
-		if err != nil {
-			return err
-		}
-		if len(ready) == 0 {
-			continue
-		}
-		if ready[0].Err != nil {
-			debugf("await %s: failed", node)
-			return ready[0].Err.toError(r.e.codec, node, ready[0].Value)
-		}
-		return nil
+	ready, err := r.e.rt.Await(ctx, h)
+	if err != nil {
+		return err
 	}
+	if ready.Err != nil {
+		debugf("await %s: failed", node)
+		return ready.Err.toError(r.e.codec, node, ready.Value)
+	}
+	return nil
 }
 
 // fetch gets a value's bytes (what the coordinator must return or split).
