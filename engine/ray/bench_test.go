@@ -63,11 +63,13 @@ func TestBenchRay(t *testing.T) {
 	var rf []time.Duration
 	cpu0, self0 := procCPU(testBridge.PID()), selfCPU()
 	snap0 := cpuByName()
+	th0 := threadCPU(testBridge.PID())
 	for range rounds {
 		rf = append(rf, rayflowRound(benchLeaves))
 	}
 	bridgeCPU, coordCPU := procCPU(testBridge.PID())-cpu0, selfCPU()-self0
 	rfByName := diffCPU(snap0, cpuByName())
+	thByName := diffCPU(th0, threadCPU(testBridge.PID()))
 	snap1 := cpuByName()
 	out, err := cmd.Output()
 	if err != nil {
@@ -76,6 +78,7 @@ func TestBenchRay(t *testing.T) {
 	nByName := diffCPU(snap1, cpuByName())
 	if os.Getenv("RAYFLOW_BENCH_CPU") == "1" {
 		t.Logf("CPU by process name, rayflow rounds: %v", rfByName)
+		t.Logf("bridge CPU by thread, rayflow rounds: %v", thByName)
 		t.Logf("CPU by process name, native rounds (incl. start-up and warm-up): %v", nByName)
 	}
 	var native []time.Duration
@@ -196,4 +199,22 @@ func diffCPU(a, b map[string]time.Duration) map[string]time.Duration {
 		}
 	}
 	return d
+}
+
+// threadCPU is the CPU time of each thread of pid, by "tid name".
+func threadCPU(pid int) map[string]time.Duration {
+	m := map[string]time.Duration{}
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range ents {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		name := string(b[bytes.IndexByte(b, '(')+1 : bytes.LastIndexByte(b, ')')])
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		m[e.Name()+" "+name] = time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return m
 }

@@ -26,7 +26,7 @@ PROTOCOL = 1
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
 _OUT = os.fdopen(os.dup(1), "wb", buffering=0)
 os.dup2(2, 1)
-_IN = os.fdopen(os.dup(0), "rb", buffering=0)
+_IN = os.fdopen(os.dup(0), "rb", buffering=1 << 20)
 _WRITE_LOCK = threading.Lock()
 
 
@@ -148,7 +148,8 @@ class _LeafReader:
         return out
 
 
-def _run_leaf(exe, name, node, bound, arg):
+def _run_leaf(spec, bound, arg):
+    exe, name, node = spec.split("\x00")
     p = _leaf_proc(exe)
     header = {"name": name, "node": node, "bound": bound is not None}
     try:
@@ -242,8 +243,8 @@ class Bridge:
             if f is None:
                 f = self.variants[key] = self.leaf.options(**opts)
         bound = sections[req["bound"]] if req.get("bound") is not None else None
-        status, payload = f.remote(req["exe"], req["name"], req["node"], bound,
-                                   self.arg(req["arg"], sections))
+        spec = "%s\x00%s\x00%s" % (req["exe"], req["name"], req["node"])
+        status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
         self.add(req["h"], payload, status)
 
     def op_collect(self, req, sections):
@@ -318,10 +319,11 @@ class Bridge:
             timeout = 0.005
             if snapshot:
                 timeout = max(0.0, min(timeout, min(w[2] for w in snapshot) - now))
+            # One call per round: it returns as soon as a batch (an eighth of
+            # what is pending) is ready, or after the timeout with what is.
             try:
-                ready, _ = ray.wait(reflist, num_returns=1, timeout=timeout, fetch_local=False)
-                if ready and len(reflist) > 1:
-                    ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
+                ready, _ = ray.wait(reflist, num_returns=max(1, len(reflist) // 8),
+                                    timeout=timeout, fetch_local=False)
             except Exception as e:
                 log("wait failed:", type(e).__name__, e)
                 time.sleep(0.01)
