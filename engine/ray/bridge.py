@@ -319,11 +319,13 @@ class Bridge:
             timeout = 0.005
             if snapshot:
                 timeout = max(0.0, min(timeout, min(w[2] for w in snapshot) - now))
-            # One call per round: it returns as soon as a batch (an eighth of
-            # what is pending) is ready, or after the timeout with what is.
+            # Block until a batch (an eighth of what is pending) is ready or
+            # the timeout passes, then take everything that is ready.
             try:
                 ready, _ = ray.wait(reflist, num_returns=max(1, len(reflist) // 8),
                                     timeout=timeout, fetch_local=False)
+                if ready and len(reflist) > len(ready):
+                    ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
             except Exception as e:
                 log("wait failed:", type(e).__name__, e)
                 time.sleep(0.01)

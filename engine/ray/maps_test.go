@@ -151,6 +151,17 @@ func TestMapFailureCancels(t *testing.T) {
 	if limit := 300*time.Millisecond + cancelTimeout + margin; elapsed > limit {
 		t.Fatalf("the failed map returned after %v, want < %v", elapsed, limit)
 	}
+	// With a long CancelTimeout the run still returns quickly: the
+	// sleeping leaves were cancelled, not waited for.
+	long := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: 30 * time.Second})
+	start = time.Now()
+	_, err = Run(ctx, testEngine, long, JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000}})
+	if !errors.As(err, &jf) {
+		t.Fatalf("want the original *JobFailure, got %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 300*time.Millisecond+margin+2*time.Second {
+		t.Fatalf("with CancelTimeout 30s the failed map returned after %v: its leaves were not cancelled", elapsed)
+	}
 	if n, err := testBridge.Stats(ctx); err != nil || n != 0 {
 		t.Fatalf("the bridge still holds %d handles (%v)", n, err)
 	}
