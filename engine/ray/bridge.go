@@ -46,6 +46,9 @@ type LeafTask struct {
 	Bound    []byte         // encoded bound value, nil when none
 	Arg      Arg            // the input
 	Options  map[string]any // Ray task options
+	// Bootstrap runs the worker-start hook (sdk.RegisterBootstrap) once per
+	// leaf process before the step.
+	Bootstrap bool
 }
 
 // Ready is a handle whose value is available, or its failure.
@@ -416,6 +419,9 @@ func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node}
 	if len(t.Options) > 0 {
 		req["options"] = t.Options
+	}
+	if t.Bootstrap {
+		req["bootstrap"] = true
 	}
 	if t.Bound != nil {
 		sections = append(sections, t.Bound)

@@ -149,9 +149,9 @@ class _LeafReader:
 
 
 def _run_leaf(spec, bound, arg):
-    exe, name, node = spec.split("\x00")
+    exe, name, node, boot = spec.split("\x00")
     p = _leaf_proc(exe)
-    header = {"name": name, "node": node, "bound": bound is not None}
+    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1"}
     try:
         p.stdin.write(encode_frame(header, [bound or b"", arg]))
         rd = _LeafReader(p.stdout.fileno())
@@ -243,7 +243,7 @@ class Bridge:
             if f is None:
                 f = self.variants[key] = self.leaf.options(**opts)
         bound = sections[req["bound"]] if req.get("bound") is not None else None
-        spec = "%s\x00%s\x00%s" % (req["exe"], req["name"], req["node"])
+        spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
         status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
         self.add(req["h"], payload, status)
 

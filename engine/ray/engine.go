@@ -325,7 +325,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s)})
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap})
 	if err != nil {
 		return value{}, err
 	}

@@ -83,3 +83,11 @@ func TestLeafPanic(t *testing.T) {
 		t.Fatalf("want a StepError at 0, got %v", err)
 	}
 }
+
+func TestBootstrapRunsInLeafProcess(t *testing.T) {
+	t.Parallel()
+	got, want := runBoth(t, bootFlow, 0)
+	if !got || !want {
+		t.Fatalf("bootstrap ran: ray %v, local %v", got, want)
+	}
+}

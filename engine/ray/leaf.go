@@ -38,9 +38,10 @@ func ServeLeafIfRequested() {
 }
 
 type leafRequest struct {
-	Name  string `json:"name"`
-	Node  string `json:"node"`
-	Bound bool   `json:"bound"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	Bound     bool   `json:"bound"`
+	Bootstrap bool   `json:"bootstrap"`
 }
 
 // serveLeaves runs leaf requests one at a time until in ends.
@@ -92,7 +93,13 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 				Message: fmt.Sprint(p), Stack: string(debug.Stack())}
 		}
 	}()
-	out, err := leaf(ctx, codec, bound, in)
+	var err error
+	if req.Bootstrap {
+		err = sdk.RunBootstrap(ctx)
+	}
+	if err == nil {
+		out, err = leaf(ctx, codec, bound, in)
+	}
 	if err == nil {
 		return out, nil, nil
 	}

@@ -190,3 +190,12 @@ var (
 	noRetryFlow = sdk.Step(Work, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0}))
 	seqFlow     = sdk.MapSeq(sdk.Step(Work, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 5})
 )
+
+// Booted reports whether the worker-start hook ran in this process.
+func Booted(_ context.Context, _ int) (bool, error) { return os.Getenv("RAYFLOW_TEST_BOOTED") == "1", nil }
+
+var bootFlow = sdk.Step(Booted, sdk.WithBootstrap())
+
+func init() {
+	sdk.RegisterBootstrap(func(context.Context) error { return os.Setenv("RAYFLOW_TEST_BOOTED", "1") })
+}
