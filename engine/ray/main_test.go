@@ -192,7 +192,9 @@ var (
 )
 
 // Booted reports whether the worker-start hook ran in this process.
-func Booted(_ context.Context, _ int) (bool, error) { return os.Getenv("RAYFLOW_TEST_BOOTED") == "1", nil }
+func Booted(_ context.Context, _ int) (bool, error) {
+	return os.Getenv("RAYFLOW_TEST_BOOTED") == "1", nil
+}
 
 var bootFlow = sdk.Step(Booted, sdk.WithBootstrap())
 
