@@ -43,11 +43,15 @@ sys.stdin.read()
 	}{
 		{"no interpreter", filepath.Join(dir, "missing-python"), "local", "missing-python", "make ray-venv"},
 		{"no ray", fake("noray", hello("None")), "local", "ray is not importable", "make ray-venv"},
+		{"system python", "python3", "local", "ray is not importable", "make ray-venv"},
 		{"wrong ray", fake("oldray", hello(`"2.9.0"`)), "local", "has Ray 2.9.0, rayflow requires 2.60.0", "make ray-venv"},
 		{"not a bridge", fake("silent", "import sys\nsys.exit(3)\n"), "local", "did not complete its handshake", "make ray-venv"},
 		{"unreachable", DefaultPython(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "make ray-up"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.python == "python3" && exec.Command("python3", "-c", "import ray").Run() == nil {
+				t.Skip("this machine's python3 has ray")
+			}
 			_, err := New(ctx, Options{Address: tc.address, Python: tc.python, Stderr: logWriter()})
 			var se *SetupError
 			if !errors.As(err, &se) {
