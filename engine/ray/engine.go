@@ -222,6 +222,28 @@ func (s *scope) release(h Handle) {
 	s.rt.Release([]Handle{h})
 }
 
+// releaseMany drops hs now (one message) unless the scope retains its
+// handles.
+func (s *scope) releaseMany(hs []Handle) {
+	if s.retain || len(hs) == 0 {
+		return
+	}
+	drop := make(map[Handle]bool, len(hs))
+	for _, h := range hs {
+		drop[h] = true
+	}
+	s.mu.Lock()
+	kept := s.handles[:0]
+	for _, h := range s.handles {
+		if !drop[h] {
+			kept = append(kept, h)
+		}
+	}
+	s.handles = kept
+	s.mu.Unlock()
+	s.rt.Release(hs)
+}
+
 func (s *scope) all() []Handle {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -166,9 +166,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		return value{}, err
 	}
 	sc.add(h)
-	for _, x := range results {
-		sc.release(x)
-	}
+	sc.releaseMany(results) // the collector holds them now
 	return value{h: h}, nil
 }
 
