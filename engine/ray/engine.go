@@ -399,11 +399,23 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		once  sync.Once
 		first error
 	)
+	// When a branch holds a map, the coordinator runs part of the group
+	// itself; it then awaits every branch so that the first failure in
+	// time cancels the others, as the local engine does. Otherwise the
+	// group is pure dataflow in Ray.
+	awaitBranches := false
+	for _, c := range n.Children {
+		awaitBranches = awaitBranches || containsMap(c)
+	}
 	for i, c := range n.Children {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in, sc)
+			bid := id + ".g" + strconv.Itoa(i)
+			v, err := r.exec(ctx, c, bid, in, sc)
+			if err == nil && awaitBranches && !v.local && v.raw == nil {
+				err = r.await(ctx, v.h, bid)
+			}
 			if err != nil {
 				once.Do(func() { first = err; cancel(err) })
 				return
@@ -434,6 +446,18 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		}
 	}
 	return value{h: h}, nil
+}
+
+func containsMap(n *flowgraph.Node) bool {
+	if n.Kind == flowgraph.KindMap {
+		return true
+	}
+	for _, c := range n.Children {
+		if containsMap(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // await waits until h is ready and returns its failure, if any.

@@ -91,3 +91,24 @@ func TestBootstrapRunsInLeafProcess(t *testing.T) {
 		t.Fatalf("bootstrap ran: ray %v, local %v", got, want)
 	}
 }
+
+// A failing branch cancels a sibling branch's map, as locally.
+func TestGroupFailureCancelsSiblingMap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	in := JobsSpec{N: 20, FailAt: -1, Template: Job{SleepMS: 2000}}
+	start := time.Now()
+	_, err := Run(ctx, testEngine, groupMapFlow, in)
+	elapsed := time.Since(start)
+	var jf *JobFailure
+	if !errors.As(err, &jf) || jf.Item != -1 {
+		t.Fatalf("want the failing branch's error, got %v", err)
+	}
+	_, lerr := sdk.Run(ctx, groupMapFlow, in)
+	if lerr == nil || lerr.Error() != err.Error() {
+		t.Fatalf("local %v, ray %v", lerr, err)
+	}
+	if elapsed > 10*time.Second {
+		t.Fatalf("took %v: the sibling map was not cancelled (it needs 20s)", elapsed)
+	}
+}

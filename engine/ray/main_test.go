@@ -201,3 +201,15 @@ var bootFlow = sdk.Step(Booted, sdk.WithBootstrap())
 func init() {
 	sdk.RegisterBootstrap(func(context.Context) error { return os.Setenv("RAYFLOW_TEST_BOOTED", "1") })
 }
+
+// FailSpec fails after a short delay.
+func FailSpec(_ context.Context, s JobsSpec) (int, error) {
+	time.Sleep(200 * time.Millisecond)
+	return 0, &JobFailure{Item: -1}
+}
+
+// groupMapFlow races a long map against a failing step.
+var groupMapFlow = sdk.Group(
+	sdk.Then(sdk.Step(Jobs), sdk.Then(sdk.Map(sdk.Step(Work, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 100}), sdk.Step(Sum))),
+	sdk.Step(FailSpec),
+)
