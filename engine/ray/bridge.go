@@ -87,6 +87,9 @@ type BridgeOptions struct {
 	NumCPUs           int
 	ObjectStoreMemory int64
 	ConnectTimeout    time.Duration
+	// RuntimeEnv is the job's Ray runtime_env (for example a working_dir
+	// that ships the leaf binary to a remote cluster).
+	RuntimeEnv map[string]any
 }
 
 // Bridge is the Python bridge process and its protocol client.
@@ -230,6 +233,9 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	ictx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req := map[string]any{"op": "init", "address": o.Address, "num_cpus": o.NumCPUs, "object_store_memory": o.ObjectStoreMemory}
+	if len(o.RuntimeEnv) > 0 {
+		req["runtime_env"] = o.RuntimeEnv
+	}
 	f, err := b.call(ictx, req)
 	if err == nil {
 		var info struct {

@@ -211,6 +211,8 @@ class Bridge:
         address = req.get("address") or None
         kw = dict(log_to_driver=req.get("log_to_driver", True),
                   include_dashboard=False, configure_logging=True)
+        if req.get("runtime_env"):
+            kw["runtime_env"] = req["runtime_env"]
         if address in (None, "", "local"):
             kw.update(num_cpus=req.get("num_cpus") or None,
                       object_store_memory=req.get("object_store_memory") or None)

@@ -39,13 +39,33 @@ type Options struct {
 	ObjectStoreMemory int64
 	// ConnectTimeout bounds connecting to the cluster (default 2 min).
 	ConnectTimeout time.Duration
+	// RuntimeEnv is the job-wide Ray runtime_env. To ship the leaf binary
+	// to a remote cluster without baking it into the image, put it in a
+	// directory, pass {"working_dir": dir} and set Executable to its path
+	// relative to that directory ("./app"); the leaf starter restores the
+	// executable bit that Ray's upload drops.
+	RuntimeEnv map[string]any
+	// Progress, when set, receives a bounded map's counters as its items
+	// finish (and once when it ends).
+	Progress func(MapProgress)
+}
+
+// MapProgress is one aggregate progress report of a bounded map.
+type MapProgress struct {
+	Node      string // the map's node id
+	Admitted  int    // items read and submitted
+	Completed int    // items finished successfully
+	InFlight  int    // items holding a window slot
+	Exhausted bool   // the input has no more items
+	Failed    bool   // the map failed
 }
 
 // Engine runs materialized plans on Ray. It implements sdk.Engine.
 type Engine struct {
-	rt    Runtime
-	exe   string
-	codec sdk.Codec
+	rt       Runtime
+	exe      string
+	codec    sdk.Codec
+	progress func(MapProgress)
 }
 
 var _ sdk.Engine = (*Engine)(nil)
@@ -65,11 +85,13 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	b, err := StartBridge(ctx, BridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
-		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout})
+		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: o.RuntimeEnv})
 	if err != nil {
 		return nil, err
 	}
-	return NewWithRuntime(b, exe), nil
+	e := NewWithRuntime(b, exe)
+	e.progress = o.Progress
+	return e, nil
 }
 
 // NewWithRuntime makes an engine over any Runtime.

@@ -92,10 +92,11 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	done := make(chan itemDone)
 	inflight := map[int]*scope{}
 	var (
-		results  []Handle
-		admitted int
-		running  int
-		failure  error
+		results   []Handle
+		admitted  int
+		completed int
+		running   int
+		failure   error
 	)
 	pull, stop := iter.Pull2(seq)
 	defer stop()
@@ -152,11 +153,15 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		results[d.index] = d.h
 		d.sc.releaseExcept(d.h)
 		sc.add(d.h)
+		completed++
+		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 	}
 	if failure != nil {
 		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
+		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
 		return value{}, failure
 	}
+	r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
 	args := make([]Arg, len(results))
 	for i, h := range results {
 		args[i] = Arg{Handle: h}
@@ -168,6 +173,12 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	sc.add(h)
 	sc.releaseMany(results) // the collector holds them now
 	return value{h: h}, nil
+}
+
+func (r *runner) report(p MapProgress) {
+	if r.e.progress != nil {
+		r.e.progress(p)
+	}
 }
 
 // abort stops the in-flight items after a failure: their goroutines are

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
@@ -48,7 +49,7 @@ func main() {
 
 	var res workflow.Summary
 	if *rayAddr != "" {
-		e, nerr := rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2})
+		e, nerr := rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2, Progress: progressLines()})
 		if nerr != nil {
 			log.Error("ray", "err", nerr)
 			os.Exit(1)
@@ -69,4 +70,30 @@ func main() {
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
+}
+
+// progressLines prints a bounded map's counters to stderr, at most twice a
+// second and once when the map ends.
+func progressLines() func(rayengine.MapProgress) {
+	var (
+		last  time.Time
+		ended bool
+	)
+	return func(p rayengine.MapProgress) {
+		end := p.Failed || p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted
+		if ended || !end && time.Since(last) < 500*time.Millisecond {
+			return
+		}
+		ended = end
+		last = time.Now()
+		state := "running"
+		switch {
+		case p.Failed:
+			state = "failed"
+		case end:
+			state = "done"
+		}
+		fmt.Fprintf(os.Stderr, "progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)\n",
+			p.Node, state, p.Completed, p.InFlight, p.Admitted, p.Exhausted)
+	}
 }
