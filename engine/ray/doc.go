@@ -39,16 +39,32 @@
 // come before any submission; the bridge dying fails the run with a
 // *BridgeError.
 //
+// Results: Engine.Run returns the final value as an *sdk.EncodedResult
+// (the codec's bytes); Run (this package) and sdk.DecodeResult decode it
+// into the flow's output type. sdk.Run needs one change in sdk/run.go to
+// do the same (return sdk.DecodeResult[Out](out) instead of as[Out](out)).
+//
 // Binary shipping: on a local cluster every worker starts the binary at
 // its own path (Options.Executable, default os.Executable). On a remote
-// cluster the binary must exist at that path on every node: bake it into
-// the worker image (the simplest and most reproducible option), or ship
-// it with a runtime_env working_dir and set Options.Executable to its
-// path relative to the working directory; Ray's package upload does not
-// keep file modes, so the leaf starter restores the executable bit before
-// it starts the binary.
+// cluster the binary must exist on every node: bake it into the worker
+// image at the same path (the simplest and most reproducible option), or
+// ship it with Options.RuntimeEnv {"working_dir": dir} and set
+// Options.Executable to its path relative to that directory ("./app");
+// Ray's package upload does not keep file modes, so the leaf starter
+// restores the executable bit before it starts the binary.
 //
-// Not supported yet: ordered folds (sdk.Reduce) and the result-buffer
-// actor (a buffered map runs as an ordinary bounded map), progress
-// reporting and output previews.
+// Cancellation: a running leaf blocks in its Go process, where Ray's
+// cooperative cancellation does not reach it, so cancelled tasks are
+// force-cancelled: Ray kills the worker and the leaf process dies with it
+// (PR_SET_PDEATHSIG, and it exits when its input closes). A leaf process
+// that dies mid-leaf makes its Ray worker exit, so Ray retries the leaf
+// per its max_retries; without retries the run fails with a *TaskError of
+// kind "worker_crashed".
+//
+// Not supported yet: ordered folds (sdk.Reduce, rejected before any
+// submission), the result-buffer actor (a buffered map runs as an
+// ordinary bounded map), per-step runtime environment profiles, the
+// label_selector, fallback_strategy and placement_group options, output
+// previews, and the progress collector actor (Options.Progress reports
+// aggregate map counters from the coordinator instead).
 package ray
