@@ -82,7 +82,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./engine/lifecycle -run '^$$' -fuzz '^FuzzReducer$$' -fuzztime $${FUZZTIME:-30s}
 
-ray-venv: ## create .venv-ray with ray[default]==$(RAY_VERSION) (reused when present)
+ray-venv: ## create .venv-ray with ray[default]==2.60.0 (reused when present)
 	@if $(RAY_PY) -c 'import sys, ray; sys.exit(ray.__version__ != "$(RAY_VERSION)")' 2>/dev/null; then \
 		echo "ray-venv: $(RAY_VENV) has ray $(RAY_VERSION)"; \
 	else \

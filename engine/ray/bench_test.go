@@ -118,7 +118,7 @@ func TestBenchRay(t *testing.T) {
 	fmt.Printf("  ratio rayflow/native: %.2f (goal >= 0.8)\n", tput(rfBest)/tput(nBest))
 	fmt.Printf("  per leaf: rayflow %v, native %v, difference %v\n", rfBest/benchLeaves, nBest/benchLeaves, (rfBest-nBest)/benchLeaves)
 	fmt.Printf("  CPU per leaf: bridge process %v, Go coordinator %v\n", bridgeCPU/(rounds*benchLeaves), coordCPU/(rounds*benchLeaves))
-	fmt.Printf("  parts: coordinator<->bridge round trip %v (one submit and one wait reply per leaf, pipelined), Go leaf process round trip %v\n", bridgeRTT, leafRTT)
+	fmt.Printf("  parts: coordinator<->bridge round trip %v (synchronous; leaf submits are pipelined and ready events batched), Go leaf process round trip %v\n", bridgeRTT, leafRTT)
 }
 
 // leafRoundTrip measures a no-op request through a leaf process of this
