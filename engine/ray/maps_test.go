@@ -197,3 +197,20 @@ func TestLargeValueStaysInRay(t *testing.T) {
 		t.Fatalf("the coordinator fetched %d bytes; the 9 MiB value should stay in Ray", n)
 	}
 }
+
+// Cancelling the run's context stops a map: the run returns the context's
+// error promptly and its leaves are cancelled.
+func TestMapContextCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := mapFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 100})
+	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err := Run(ctx, testEngine, f, JobsSpec{N: 10, FailAt: -1, Template: Job{SleepMS: 60_000}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond+sdk.CancelTimeoutDefault+2*time.Second {
+		t.Fatalf("returned %v after the start", elapsed)
+	}
+}
