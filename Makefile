@@ -6,9 +6,20 @@ BIN     := bin
 RAYFLOW := $(BIN)/rayflow
 PYREF   := $(PYTHON) conformance/reference/python/rayflow_canon.py
 
+# Ray: a pinned venv and a local head that `make ray-up` starts and records in
+# $(RAY_STATE); the engine/ray tests use it through RAYFLOW_RAY_ADDRESS (without
+# it they start a private local cluster).
+RAY_VERSION := 2.60.0
+RAY_VENV    := .venv-ray
+RAY_PY      := $(RAY_VENV)/bin/python
+RAY_STATE   := .ray-local
+RAY_PORT    ?= 6390
+export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
+
 # Files carrying the generated-code header (Go and CUE), tracked or not, with their hashes.
 GENSUM = git ls-files -z -co --exclude-standard -- '*.go' '*.cue' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
 
+.PHONY: ray-venv ray-up ray-down bench-ray
 .PHONY: help build demo test fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
 
 help: ## list targets
@@ -70,6 +81,38 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@for t in FuzzTransform FuzzDecodeAgreesWithEncodingJSON; do $(GO) test ./sdk/canonical -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} || exit 1; done
 	$(GO) test ./schema -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./engine/lifecycle -run '^$$' -fuzz '^FuzzReducer$$' -fuzztime $${FUZZTIME:-30s}
+
+ray-venv: ## create .venv-ray with ray[default]==2.60.0 (reused when present)
+	@if $(RAY_PY) -c 'import sys, ray; sys.exit(ray.__version__ != "$(RAY_VERSION)")' 2>/dev/null; then \
+		echo "ray-venv: $(RAY_VENV) has ray $(RAY_VERSION)"; \
+	else \
+		echo "ray-venv: installing ray[default]==$(RAY_VERSION) into $(RAY_VENV)"; \
+		$(PYTHON) -m venv $(RAY_VENV) && $(RAY_VENV)/bin/pip install -q --disable-pip-version-check 'ray[default]==$(RAY_VERSION)'; \
+	fi
+
+ray-up: ray-venv ## start a local Ray head (2 CPUs, 512 MiB object store) recorded in .ray-local/
+	@if [ -f $(RAY_STATE)/pgid ] && kill -0 -- -$$(cat $(RAY_STATE)/pgid) 2>/dev/null; then \
+		echo "ray-up: already running at $$(cat $(RAY_STATE)/address)"; exit 0; fi; \
+	mkdir -p $(RAY_STATE); rm -f $(RAY_STATE)/address; \
+	RAY_USAGE_STATS_ENABLED=0 setsid $(RAY_VENV)/bin/ray start --head --block --node-ip-address=127.0.0.1 \
+		--port=$(RAY_PORT) --num-cpus=2 --object-store-memory=536870912 --dashboard-host=127.0.0.1 \
+		--disable-usage-stats >$(RAY_STATE)/log 2>&1 </dev/null & echo $$! >$(RAY_STATE)/pgid; \
+	for i in $$(seq 240); do \
+		if grep -q 'Ray runtime started' $(RAY_STATE)/log; then \
+			echo 127.0.0.1:$(RAY_PORT) >$(RAY_STATE)/address; \
+			echo "ray-up: Ray head at 127.0.0.1:$(RAY_PORT) (process group $$(cat $(RAY_STATE)/pgid))"; exit 0; fi; \
+		if ! kill -0 $$(cat $(RAY_STATE)/pgid) 2>/dev/null; then break; fi; sleep 0.5; done; \
+	echo "ray-up: the head did not start:"; cat $(RAY_STATE)/log; $(MAKE) --no-print-directory ray-down; exit 1
+
+ray-down: ## stop the Ray head that ray-up started (only that one)
+	@if [ ! -f $(RAY_STATE)/pgid ]; then echo "ray-down: nothing recorded in $(RAY_STATE)"; exit 0; fi; \
+	pg=$$(cat $(RAY_STATE)/pgid); \
+	kill -TERM -- -$$pg 2>/dev/null; \
+	for i in $$(seq 40); do kill -0 -- -$$pg 2>/dev/null || break; sleep 0.25; done; \
+	kill -KILL -- -$$pg 2>/dev/null; rm -rf $(RAY_STATE); echo "ray-down: stopped process group $$pg"
+
+bench-ray: ## 2,000 no-op leaves, window 64: rayflow vs a native Python Ray driver, same cluster
+	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -19,6 +19,7 @@
 //
 //	go run ./examples/complex
 //	go run ./examples/complex -failure-branch slow -failure-item 0
+//	go run ./examples/complex -ray local   # or -ray ADDRESS (make ray-up)
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"os/signal"
 	"time"
 
+	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -123,6 +125,10 @@ type LeafFailure struct {
 func (e *LeafFailure) Error() string {
 	return fmt.Sprintf("complex: %s item %d failed (deterministic failure)", e.Branch, e.Item)
 }
+
+// LeafFailure crosses the Ray leaf boundary with its value, so errors.As
+// finds it on a Ray run too.
+func init() { sdk.RegisterErrorType[*LeafFailure]() }
 
 // BuildConfig checks the request; every later step reads only its result.
 func BuildConfig(_ context.Context, r Request) (Request, error) {
@@ -247,6 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&r.FailureBranch, "failure-branch", "", "make one leaf of this branch (fast or slow) fail")
 	fs.IntVar(&r.FailureItem, "failure-item", 0, "the index of the failing item in -failure-branch")
 	sequential := fs.Bool("sequential", false, "run one leaf at a time, in order (debugging)")
+	rayAddr := fs.String("ray", "", `run on Ray: "local" (a private local cluster) or a cluster address`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -262,7 +269,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *sequential {
 		opts = append(opts, sdk.Sequential())
 	}
-	res, err := sdk.Run(ctx, Workflow, r, opts...)
+	var (
+		res Result
+		err error
+	)
+	if *rayAddr != "" {
+		res, err = runOnRay(ctx, *rayAddr, r, stderr)
+	} else {
+		res, err = sdk.Run(ctx, Workflow, r, opts...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "complex: workflow failed: %v\n", err)
 		return 1
@@ -276,7 +291,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// runOnRay runs the workflow on a Ray cluster ("local": a private one).
+func runOnRay(ctx context.Context, addr string, r Request, stderr io.Writer) (Result, error) {
+	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr})
+	if err != nil {
+		return Result{}, err
+	}
+	defer e.Close()
+	return rayengine.Run(ctx, e, Workflow, r)
+}
+
 func main() {
+	rayengine.ServeLeafIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -3,6 +3,8 @@
 // summarize. The result JSON is the last line on stdout.
 //
 //	go run ./examples/fanout -count 20
+//	go run ./examples/fanout -count 20 -ray local            # a private local Ray cluster
+//	go run ./examples/fanout -count 20 -ray 127.0.0.1:6390   # the cluster of make ray-up
 package main
 
 import (
@@ -12,20 +14,30 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
+	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/sdk"
 )
 
 func main() {
+	// On Ray, every worker runs the leaves in this binary started in leaf
+	// mode; this returns at once otherwise.
+	rayengine.ServeLeafIfRequested()
 	count := flag.Int("count", 20, "number of items to fan out")
+	rayAddr := flag.String("ray", "", `run on Ray: "local" (a private local cluster) or a cluster address`)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx := context.Background()
 
 	// Materialize first: the plan, its fingerprint and the strategy are
 	// fixed before any leaf runs.
-	m, err := sdk.Materialize(workflow.Workflow)
+	var mopts []sdk.MaterializeOption
+	if *rayAddr != "" {
+		mopts = append(mopts, sdk.ForRay())
+	}
+	m, err := sdk.Materialize(workflow.Workflow, mopts...)
 	if err != nil {
 		log.Error("invalid workflow", "err", err)
 		os.Exit(1)
@@ -35,11 +47,53 @@ func main() {
 	fmt.Printf("strategy:         %s (requested %s, eligible %v, reporting %s)\n",
 		m.Selection.SelectedStrategy, m.Selection.RequestedPolicy, m.Selection.EligibleStrategies, m.Selection.ReportingPolicy)
 
-	res, err := sdk.Run(ctx, workflow.Workflow, *count, sdk.WithPlan(m))
+	var res workflow.Summary
+	if *rayAddr != "" {
+		e, nerr := rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2, Progress: progressLines()})
+		if nerr != nil {
+			log.Error("ray", "err", nerr)
+			os.Exit(1)
+		}
+		var out any
+		if out, err = e.Run(ctx, m, *count); err == nil {
+			res, err = sdk.DecodeResult[workflow.Summary](out)
+		}
+		if cerr := e.Close(); cerr != nil {
+			log.Warn("closing the ray engine", "err", cerr)
+		}
+	} else {
+		res, err = sdk.Run(ctx, workflow.Workflow, *count, sdk.WithPlan(m))
+	}
 	if err != nil {
 		log.Error("fan-out failed", "err", err)
 		os.Exit(1)
 	}
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
+}
+
+// progressLines prints a bounded map's counters to stderr, at most twice a
+// second and once when the map ends.
+func progressLines() func(rayengine.MapProgress) {
+	var (
+		last  time.Time
+		ended bool
+	)
+	return func(p rayengine.MapProgress) {
+		end := p.Failed || p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted
+		if ended || !end && time.Since(last) < 500*time.Millisecond {
+			return
+		}
+		ended = end
+		last = time.Now()
+		state := "running"
+		switch {
+		case p.Failed:
+			state = "failed"
+		case end:
+			state = "done"
+		}
+		fmt.Fprintf(os.Stderr, "progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)\n",
+			p.Node, state, p.Completed, p.InFlight, p.Admitted, p.Exhausted)
+	}
 }

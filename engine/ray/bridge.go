@@ -1,0 +1,685 @@
+package ray
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed bridge.py
+var bridgeSource []byte
+
+// ProtocolVersion is the bridge protocol version this package speaks.
+const ProtocolVersion = 1
+
+// RayVersion is the Ray version the bridge requires.
+const RayVersion = "2.60.0"
+
+// Handle is an opaque reference to a value the runtime owns (a Ray
+// ObjectRef in the bridge's table).
+type Handle int64
+
+// Arg is a leaf or collector argument: a handle, or bytes passed inline.
+type Arg struct {
+	Handle Handle
+	Bytes  []byte // used when Handle is 0
+}
+
+// LeafTask is one leaf submission.
+type LeafTask struct {
+	Exe      string         // the leaf binary
+	Callable string         // registered step name
+	Node     string         // runtime node id, for errors
+	Bound    []byte         // encoded bound value, nil when none
+	Arg      Arg            // the input
+	Options  map[string]any // Ray task options
+	// Bootstrap runs the worker-start hook (sdk.RegisterBootstrap) once per
+	// leaf process before the step.
+	Bootstrap bool
+}
+
+// Ready is a handle whose value is available, or its failure.
+type Ready struct {
+	Handle Handle
+	Err    *errorInfo
+	Value  []byte // encoded error value when Err is a typed leaf error
+}
+
+// Runtime is what the engine needs from Ray. The Python bridge implements
+// it; a native Go runtime for Ray could replace it.
+type Runtime interface {
+	Put(ctx context.Context, data []byte) (Handle, error)
+	Submit(ctx context.Context, t LeafTask) (Handle, error)
+	// Collect builds a JSON array of the values in order, in Ray.
+	Collect(ctx context.Context, args []Arg) (Handle, error)
+	// Await waits until the task behind h has finished and reports its
+	// failure, if any.
+	Await(ctx context.Context, h Handle) (Ready, error)
+	// Wait returns when any (or, with all, every) handle is ready, or
+	// after timeout with those ready so far.
+	Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error)
+	// Get fetches a value's bytes; a failed value returns its failure.
+	Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error)
+	Cancel(ctx context.Context, hs []Handle) error
+	Release(hs []Handle)
+	Close() error
+}
+
+// BridgeOptions configure the bridge process.
+type BridgeOptions struct {
+	Python  string    // interpreter with ray installed
+	Stderr  io.Writer // bridge logs; nil: os.Stderr
+	Address string    // "", "local": a private local cluster; else a cluster address
+	// NumCPUs and ObjectStoreMemory size a private local cluster.
+	NumCPUs           int
+	ObjectStoreMemory int64
+	ConnectTimeout    time.Duration
+	// RuntimeEnv is the job's Ray runtime_env (for example a working_dir
+	// that ships the leaf binary to a remote cluster).
+	RuntimeEnv map[string]any
+}
+
+// Bridge is the Python bridge process and its protocol client.
+type Bridge struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	wmu    sync.Mutex
+	w      *bufio.Writer
+	mu     sync.Mutex
+	nextID int64
+	calls  map[int64]chan *frame
+	dead   error
+	done   chan struct{} // closed when the reader ends
+	exited chan struct{} // closed when the process is reaped
+	tail   *tailBuffer
+	Hello  Hello
+	// Handles are chosen here, so creating ops are pipelined (no reply).
+	nextHandle int64
+	live       map[Handle]bool         // created and not released
+	readyCache map[Handle]Ready        // finished, not yet awaited
+	watchers   map[Handle][]chan Ready // awaiting
+	// GCSAddress is the connected cluster's address (host:port).
+	GCSAddress string
+}
+
+// Hello is the bridge's handshake.
+type Hello struct {
+	Protocol    int     `json:"protocol"`
+	Ray         *string `json:"ray"`
+	Python      string  `json:"python"`
+	ImportError *string `json:"import_error"`
+	Executable  string  `json:"executable"`
+}
+
+// bridgeScript writes the embedded bridge to the cache directory under a
+// content-addressed name and returns its path.
+func bridgeScript() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil || dir == "" {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "rayflow")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(bridgeSource)
+	path := filepath.Join(dir, "bridge-"+hex.EncodeToString(sum[:8])+".py")
+	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, bridgeSource) {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(dir, "bridge-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(bridgeSource); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
+}
+
+// StartBridge starts the bridge, checks the handshake and connects it to
+// Ray. Every setup problem is a *SetupError naming its fix.
+func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
+	if o.Python == "" {
+		return nil, &SetupError{Problem: "no Python interpreter with Ray found", Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+	}
+	if _, err := exec.LookPath(o.Python); err != nil {
+		return nil, &SetupError{Problem: fmt.Sprintf("Python interpreter %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+	}
+	if err := checkAddress(o.Address); err != nil {
+		return nil, err
+	}
+	script, err := bridgeScript()
+	if err != nil {
+		return nil, fmt.Errorf("rayflow: writing the ray bridge: %w", err)
+	}
+	cmd := exec.Command(o.Python, "-u", script)
+	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0", "RAY_IGNORE_UNHANDLED_ERRORS=1", "PYTHONUNBUFFERED=1")
+	if o.Address != "" && o.Address != "local" && os.Getenv("RAY_AUTH_MODE") == "" && authTokenAvailable() {
+		// Ray 2.60 heads started with `ray start` use token authentication;
+		// a driver must opt in to send the token.
+		cmd.Env = append(cmd.Env, "RAY_AUTH_MODE=token")
+	}
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[Handle]bool{}, readyCache: map[Handle]Ready{}, watchers: map[Handle][]chan Ready{}, done: make(chan struct{}), exited: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	cmd.Stderr = io.MultiWriter(stderr, b.tail)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, &SetupError{Problem: fmt.Sprintf("starting %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+	}
+	b.stdin, b.w = stdin, bufio.NewWriterSize(stdin, 64<<10)
+	go func() { _ = cmd.Wait(); close(b.exited) }()
+	r := bufio.NewReaderSize(stdout, 256<<10)
+
+	// Handshake, before anything is submitted.
+	helloCh := make(chan error, 1)
+	go func() {
+		f, err := readFrame(r)
+		if err == nil {
+			err = f.decode(&b.Hello)
+		}
+		helloCh <- err
+	}()
+	select {
+	case err = <-helloCh:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(60 * time.Second):
+		err = errors.New("no handshake within 60s")
+	}
+	if err != nil {
+		b.kill()
+		return nil, &SetupError{Problem: fmt.Sprintf("the bridge (%s) did not complete its handshake: %v\n%s", o.Python, err, b.tail.String()),
+			Fix: "run make ray-venv (or set RAYFLOW_PYTHON to a Python with ray[default]==" + RayVersion + ")"}
+	}
+	if err := b.checkHello(o.Python); err != nil {
+		b.kill()
+		return nil, err
+	}
+	go b.readLoop(r)
+
+	timeout := o.ConnectTimeout
+	if timeout <= 0 {
+		timeout = 120 * time.Second
+	}
+	ictx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := map[string]any{"op": "init", "address": o.Address, "num_cpus": o.NumCPUs, "object_store_memory": o.ObjectStoreMemory}
+	if len(o.RuntimeEnv) > 0 {
+		req["runtime_env"] = o.RuntimeEnv
+	}
+	f, err := b.call(ictx, req)
+	if err == nil {
+		var info struct {
+			GCS string `json:"gcs_address"`
+		}
+		if err = f.decode(&info); err == nil {
+			b.GCSAddress = info.GCS
+		}
+	}
+	if err != nil {
+		b.kill()
+		where := "a private local cluster"
+		if o.Address != "" && o.Address != "local" {
+			where = "the cluster at " + o.Address
+		}
+		return nil, &SetupError{Problem: fmt.Sprintf("connecting to %s: %v", where, err), Fix: "start it with make ray-up (or pass the right address)"}
+	}
+	return b, nil
+}
+
+func (b *Bridge) checkHello(python string) error {
+	h := b.Hello
+	if h.Protocol != ProtocolVersion {
+		return &SetupError{Problem: fmt.Sprintf("bridge protocol %d, this coordinator speaks %d", h.Protocol, ProtocolVersion), Fix: "clear the rayflow cache directory and rebuild"}
+	}
+	if h.Ray == nil {
+		msg := "unknown"
+		if h.ImportError != nil {
+			msg = *h.ImportError
+		}
+		return &SetupError{Problem: fmt.Sprintf("ray is not importable by %s (%s): %s", python, h.Python, msg),
+			Fix: "run make ray-venv (or set RAYFLOW_PYTHON to a Python with ray[default]==" + RayVersion + ")"}
+	}
+	if *h.Ray != RayVersion {
+		return &SetupError{Problem: fmt.Sprintf("%s has Ray %s, rayflow requires %s", python, *h.Ray, RayVersion),
+			Fix: "run make ray-venv (pip install 'ray[default]==" + RayVersion + "')"}
+	}
+	return nil
+}
+
+// PID is the bridge process id.
+func (b *Bridge) PID() int { return b.cmd.Process.Pid }
+
+func (b *Bridge) readLoop(r io.Reader) {
+	var err error
+	for {
+		var f *frame
+		if f, err = readFrame(r); err != nil {
+			break
+		}
+		var h struct {
+			ID    int64  `json:"id"`
+			Event string `json:"event"`
+		}
+		if err = f.decode(&h); err != nil {
+			break
+		}
+		if h.Event == "ready" {
+			if err = b.deliver(f); err != nil {
+				break
+			}
+			continue
+		}
+		b.mu.Lock()
+		ch := b.calls[h.ID]
+		delete(b.calls, h.ID)
+		b.mu.Unlock()
+		if ch != nil {
+			ch <- f
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errors.New("the bridge process exited")
+	}
+	// Give the process a moment to be reaped so its status and log tail
+	// are part of the error.
+	select {
+	case <-b.exited:
+		if st := b.cmd.ProcessState; st != nil {
+			err = fmt.Errorf("%w (%s)", err, st)
+		}
+	case <-time.After(2 * time.Second):
+	}
+	b.mu.Lock()
+	b.dead = &BridgeError{Err: err, Log: b.tail.String()}
+	b.calls = nil
+	b.watchers = nil
+	b.mu.Unlock()
+	close(b.done)
+	b.kill()
+}
+
+// call sends a request and waits for its response frame.
+func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byte) (*frame, error) {
+	ch := make(chan *frame, 1)
+	b.mu.Lock()
+	if b.dead != nil {
+		err := b.dead
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.nextID++
+	id := b.nextID
+	b.calls[id] = ch
+	b.mu.Unlock()
+	req["id"] = id
+	if err := b.send(req, sections...); err != nil {
+		return nil, err
+	}
+	select {
+	case f := <-ch:
+		var h struct {
+			OK    bool       `json:"ok"`
+			Error *errorInfo `json:"error"`
+		}
+		if err := f.decode(&h); err != nil {
+			return nil, &BridgeError{Err: err}
+		}
+		if !h.OK {
+			if h.Error == nil {
+				h.Error = &errorInfo{Kind: "bridge", Message: "failed"}
+			}
+			return nil, &BridgeError{Err: fmt.Errorf("%s %s: %s", req["op"], h.Error.Type, h.Error.Message)}
+		}
+		return f, nil
+	case <-b.done:
+		b.mu.Lock()
+		err := b.dead
+		b.mu.Unlock()
+		return nil, err
+	case <-ctx.Done():
+		b.mu.Lock()
+		if b.calls != nil {
+			delete(b.calls, id)
+		}
+		b.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+func (b *Bridge) send(req map[string]any, sections ...[]byte) error {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	err := writeFrame(b.w, req, sections...)
+	if err == nil {
+		err = b.w.Flush()
+	}
+	if err != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.dead != nil {
+			return b.dead
+		}
+		return &BridgeError{Err: err}
+	}
+	return nil
+}
+
+// newHandle allocates a handle for a creating op.
+func (b *Bridge) newHandle() Handle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextHandle++
+	h := Handle(b.nextHandle)
+	b.live[h] = true
+	return h
+}
+
+// Put stores data in the object store.
+func (b *Bridge) Put(ctx context.Context, data []byte) (Handle, error) {
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "put", "id": 0, "h": h}, data)
+}
+
+func argSpec(a Arg, sections *[][]byte) map[string]any {
+	if a.Handle != 0 {
+		return map[string]any{"h": a.Handle}
+	}
+	*sections = append(*sections, a.Bytes)
+	return map[string]any{"s": len(*sections) - 1}
+}
+
+// Submit submits one leaf (pipelined: no reply is awaited).
+func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
+	var sections [][]byte
+	h := b.newHandle()
+	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node}
+	if len(t.Options) > 0 {
+		req["options"] = t.Options
+	}
+	if t.Bootstrap {
+		req["bootstrap"] = true
+	}
+	if t.Bound != nil {
+		sections = append(sections, t.Bound)
+		req["bound"] = 0
+	}
+	req["arg"] = argSpec(t.Arg, &sections)
+	return h, b.send(req, sections...)
+}
+
+// Collect submits an ordered JSON-array collector task.
+func (b *Bridge) Collect(ctx context.Context, args []Arg) (Handle, error) {
+	var sections [][]byte
+	specs := make([]map[string]any, len(args))
+	for i, a := range args {
+		specs[i] = argSpec(a, &sections)
+	}
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "collect", "id": 0, "h": h, "args": specs}, sections...)
+}
+
+type readyItem struct {
+	H     Handle     `json:"h"`
+	OK    bool       `json:"ok"`
+	Error *errorInfo `json:"error"`
+	S     *int       `json:"s"`
+}
+
+func (r readyItem) ready(f *frame) Ready {
+	out := Ready{Handle: r.H, Err: r.Error}
+	if r.S != nil {
+		out.Value = f.section(*r.S)
+	}
+	return out
+}
+
+// deliver routes a batched ready event to the awaiting calls, or keeps
+// it until the handle is awaited or released.
+func (b *Bridge) deliver(f *frame) error {
+	var ev struct {
+		Ready []readyItem `json:"ready"`
+	}
+	if err := f.decode(&ev); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range ev.Ready {
+		r := it.ready(f)
+		if ws := b.watchers[r.Handle]; len(ws) > 0 {
+			delete(b.watchers, r.Handle)
+			for _, w := range ws {
+				w <- r
+			}
+		}
+		if b.live[r.Handle] {
+			b.readyCache[r.Handle] = r
+		}
+	}
+	return nil
+}
+
+// Await waits for a task handle's ready event.
+func (b *Bridge) Await(ctx context.Context, h Handle) (Ready, error) {
+	b.mu.Lock()
+	if b.dead != nil {
+		err := b.dead
+		b.mu.Unlock()
+		return Ready{}, err
+	}
+	if r, ok := b.readyCache[h]; ok {
+		b.mu.Unlock()
+		return r, nil
+	}
+	ch := make(chan Ready, 1)
+	b.watchers[h] = append(b.watchers[h], ch)
+	b.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-b.done:
+		b.mu.Lock()
+		err := b.dead
+		b.mu.Unlock()
+		return Ready{}, err
+	case <-ctx.Done():
+		b.mu.Lock()
+		if b.watchers != nil {
+			ws := b.watchers[h]
+			for i, w := range ws {
+				if w == ch {
+					b.watchers[h] = append(ws[:i], ws[i+1:]...)
+					break
+				}
+			}
+			if len(b.watchers[h]) == 0 {
+				delete(b.watchers, h)
+			}
+		}
+		b.mu.Unlock()
+		return Ready{}, ctx.Err()
+	}
+}
+
+// Wait waits for handles (batched with every other wait in the bridge).
+func (b *Bridge) Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error) {
+	f, err := b.call(ctx, map[string]any{"op": "wait", "handles": hs, "all": all, "timeout": timeout.Seconds()})
+	if err != nil {
+		return nil, err
+	}
+	var h struct {
+		Ready []readyItem `json:"ready"`
+	}
+	if err := f.decode(&h); err != nil {
+		return nil, &BridgeError{Err: err}
+	}
+	out := make([]Ready, len(h.Ready))
+	for i, r := range h.Ready {
+		out[i] = r.ready(f)
+	}
+	return out, nil
+}
+
+// Get fetches a value's bytes, or its failure.
+func (b *Bridge) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error) {
+	f, err := b.call(ctx, map[string]any{"op": "get", "h": h})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var r struct {
+		Failed *errorInfo `json:"failed"`
+	}
+	if err := f.decode(&r); err != nil {
+		return nil, nil, nil, &BridgeError{Err: err}
+	}
+	if r.Failed != nil {
+		return nil, r.Failed, f.section(0), nil
+	}
+	return f.section(0), nil, nil, nil
+}
+
+// Cancel requests recursive cancellation of the handles' tasks.
+func (b *Bridge) Cancel(ctx context.Context, hs []Handle) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	_, err := b.call(ctx, map[string]any{"op": "cancel", "handles": hs})
+	return err
+}
+
+// Release drops the bridge's references (no response is awaited).
+func (b *Bridge) Release(hs []Handle) {
+	if len(hs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	for _, h := range hs {
+		delete(b.live, h)
+		delete(b.readyCache, h)
+	}
+	b.mu.Unlock()
+	_ = b.send(map[string]any{"op": "release", "id": 0, "handles": hs})
+}
+
+// Stats reports the bridge's table size (tests).
+func (b *Bridge) Stats(ctx context.Context) (handles int, err error) {
+	f, err := b.call(ctx, map[string]any{"op": "stats"})
+	if err != nil {
+		return 0, err
+	}
+	var s struct {
+		Handles int `json:"handles"`
+	}
+	err = f.decode(&s)
+	return s.Handles, err
+}
+
+// Close shuts the bridge down (and a private cluster with it) and reaps
+// the process.
+func (b *Bridge) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := b.call(ctx, map[string]any{"op": "shutdown"})
+	_ = b.stdin.Close()
+	select {
+	case <-b.exited:
+	case <-time.After(30 * time.Second):
+		b.kill()
+	}
+	if errors.Is(err, ErrBridgeClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (b *Bridge) kill() {
+	if b.cmd.Process != nil {
+		_ = b.cmd.Process.Kill()
+	}
+	_ = b.stdin.Close()
+	<-b.exited
+}
+
+// checkAddress fails fast on a host:port that refuses connections.
+func checkAddress(addr string) error {
+	if addr == "" || addr == "local" || addr == "auto" || strings.Contains(addr, "://") {
+		return nil
+	}
+	if err := dialCheck(addr); err != nil {
+		return &SetupError{Problem: fmt.Sprintf("no Ray cluster reachable at %s: %v", addr, err), Fix: "start one with make ray-up, or pass -ray local for a private cluster"}
+	}
+	return nil
+}
+
+// authTokenAvailable reports whether a Ray authentication token is
+// configured ($RAY_AUTH_TOKEN, $RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token).
+func authTokenAvailable() bool {
+	if os.Getenv("RAY_AUTH_TOKEN") != "" {
+		return true
+	}
+	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false
+		}
+		path = filepath.Join(home, ".ray", "auth_token")
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// tailBuffer keeps the last max bytes written.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+var _ = json.Marshal

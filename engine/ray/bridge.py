@@ -1,0 +1,447 @@
+"""rayflow's Ray bridge: the Ray driver that the Go coordinator starts.
+
+Protocol (version 1), on stdin/stdout, one frame per message:
+
+    uint32 big-endian header length | header (UTF-8 JSON) | sections
+
+The header's "sizes" lists the byte length of each raw section that follows
+it. Payloads travel only in sections, never inside JSON. The bridge sends a
+"hello" frame first (protocol, Ray and Python versions, or why Ray cannot be
+imported); every request carries an "id" echoed by its response (id 0: no
+response). stderr carries logs. The bridge owns every ObjectRef in a table and
+hands the coordinator opaque integer handles.
+"""
+
+import json
+import os
+import struct
+import sys
+import threading
+import time
+import traceback
+
+PROTOCOL = 1
+
+# The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
+# stderr so that nothing printed by Ray or by libraries corrupts a frame.
+_OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+os.dup2(2, 1)
+_IN = os.fdopen(os.dup(0), "rb", buffering=1 << 20)
+_WRITE_LOCK = threading.Lock()
+
+
+def log(*args):
+    print("rayflow-bridge:", *args, file=sys.stderr, flush=True)
+
+
+def _read_exact(f, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            raise EOFError("stream closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(f):
+    (n,) = struct.unpack(">I", _read_exact(f, 4))
+    header = json.loads(_read_exact(f, n))
+    sections = [_read_exact(f, size) for size in header.get("sizes", [])]
+    return header, sections
+
+
+def encode_frame(header, sections=()):
+    sections = [bytes(s) for s in sections]
+    header = dict(header, sizes=[len(s) for s in sections])
+    h = json.dumps(header, separators=(",", ":")).encode()
+    return b"".join([struct.pack(">I", len(h)), h] + sections)
+
+
+def send(header, sections=()):
+    data = encode_frame(header, sections)
+    with _WRITE_LOCK:
+        _OUT.write(data)
+
+
+try:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: F401
+
+    RAY_VERSION = ray.__version__
+    IMPORT_ERROR = None
+except Exception as e:  # reported in the handshake
+    ray = None
+    RAY_VERSION = None
+    IMPORT_ERROR = "%s: %s" % (type(e).__name__, e)
+
+
+class LeafError(Exception):
+    """A leaf's failure: args are (info dict, encoded error value)."""
+
+
+class LeafProcessError(Exception):
+    """The leaf's Go process could not be started."""
+
+
+def _pdeathsig():
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except Exception:
+        pass
+
+
+def _leaf_proc(exe):
+    import subprocess
+
+    procs = sys.__dict__.setdefault("_rayflow_leaf_procs", {})
+    p = procs.get(exe)
+    if p is None or p.poll() is not None:
+        env = dict(os.environ, RAYFLOW_LEAF="1")
+        if os.path.exists(exe) and not os.access(exe, os.X_OK):
+            # A runtime_env working_dir upload does not keep file modes.
+            os.chmod(exe, os.stat(exe).st_mode | 0o111)
+        try:
+            p = subprocess.Popen(
+                [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                preexec_fn=_pdeathsig, bufsize=0)
+        except OSError as e:
+            raise LeafProcessError("starting the leaf process %s: %s" % (exe, e))
+        procs[exe] = p
+    return p
+
+
+def _drop_proc(exe, p):
+    sys.__dict__.get("_rayflow_leaf_procs", {}).pop(exe, None)
+    try:
+        p.kill()
+        p.wait(timeout=5)
+    except Exception:
+        pass
+
+
+class _LeafReader:
+    """Reads the leaf's response in as few system calls as possible; the
+    select timeout keeps bytecodes running so that an asynchronous
+    exception (Ray's cooperative cancellation) is seen promptly."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+
+    def read(self, n):
+        import select
+
+        while len(self.buf) < n:
+            r, _, _ = select.select([self.fd], [], [], 0.05)
+            if not r:
+                continue
+            chunk = os.read(self.fd, max(1 << 16, n - len(self.buf)))
+            if not chunk:
+                raise EOFError("leaf process closed its output")
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+def _run_leaf(spec, bound, arg):
+    exe, name, node, boot = spec.split("\x00")
+    p = _leaf_proc(exe)
+    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1"}
+    try:
+        p.stdin.write(encode_frame(header, [bound or b"", arg]))
+        rd = _LeafReader(p.stdout.fileno())
+        (n,) = struct.unpack(">I", rd.read(4))
+        h = json.loads(rd.read(n))
+        secs = [rd.read(s) for s in h.get("sizes", [])]
+    except KeyboardInterrupt:
+        _drop_proc(exe, p)  # cancelled: the leaf stops with its process
+        raise
+    except (EOFError, BrokenPipeError, OSError) as e:
+        # The leaf process died mid-leaf: fail this Ray worker so that Ray
+        # treats it as a system failure (retried per max_retries).
+        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
+        _drop_proc(exe, p)
+        os._exit(1)
+    if h.get("ok"):
+        return b"", secs[0]
+    raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+
+
+def _collect_json(*items):
+    return b"", b"[" + b",".join(items) + b"]"
+
+
+class Bridge:
+    """The ref table, the ops and the waiter.
+
+    Handles are chosen by the coordinator, so creating ops (put, submit,
+    collect) need no response: the coordinator pipelines them. Every task
+    handle is watched: when it becomes ready the waiter reports it in a
+    batched "ready" event (id 0) with its success or failure.
+    """
+
+    def __init__(self):
+        self.table = {}
+        self.started_local = False
+        self.leaf = None
+        self.collect = None
+        self.variants = {}
+        self.cond = threading.Condition()
+        self.watched = {}  # payload ref -> (handle, status ref)
+        self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
+        self.waiter = None
+
+    def add(self, h, payload, status):
+        self.table[h] = (payload, status)
+        if status is not None:
+            with self.cond:
+                self.watched[payload] = (h, status)
+                self.cond.notify()
+
+    def refs(self, handles):
+        return [(h,) + self.table[h] for h in handles if h in self.table]
+
+    # --- ops
+    def op_init(self, req, _):
+        address = req.get("address") or None
+        kw = dict(log_to_driver=req.get("log_to_driver", True),
+                  include_dashboard=False, configure_logging=True)
+        if req.get("runtime_env"):
+            kw["runtime_env"] = req["runtime_env"]
+        if address in (None, "", "local"):
+            kw.update(num_cpus=req.get("num_cpus") or None,
+                      object_store_memory=req.get("object_store_memory") or None)
+            # address="local" always starts a new private cluster, even when
+            # another one runs on this machine.
+            ray.init(address="local", **{k: v for k, v in kw.items() if v is not None})
+            self.started_local = True
+        else:
+            kw.pop("include_dashboard")
+            ray.init(address=address, **kw)
+        self.leaf = ray.remote(num_returns=2)(_run_leaf)
+        self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
+        self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
+        self.waiter.start()
+        res = ray.cluster_resources()
+        gcs = ray.get_runtime_context().gcs_address
+        return {"cluster_resources": res, "ray": RAY_VERSION, "gcs_address": gcs}, []
+
+    def arg(self, a, sections):
+        if "h" in a:
+            return self.table[a["h"]][0]
+        return sections[a["s"]]
+
+    def op_submit(self, req, sections):
+        opts = req.get("options")
+        f = self.leaf
+        if opts:
+            key = json.dumps(opts, sort_keys=True)
+            f = self.variants.get(key)
+            if f is None:
+                f = self.variants[key] = self.leaf.options(**opts)
+        bound = sections[req["bound"]] if req.get("bound") is not None else None
+        spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+        status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
+        self.add(req["h"], payload, status)
+
+    def op_collect(self, req, sections):
+        args = [self.arg(a, sections) for a in req["args"]]
+        status, payload = self.collect.remote(*args)
+        self.add(req["h"], payload, status)
+
+    def op_put(self, req, sections):
+        self.add(req["h"], ray.put(sections[0]), None)
+
+    def op_get(self, req, _):
+        payload, _status = self.table[req["h"]]
+        try:
+            data = ray.get(payload, timeout=req.get("timeout"))
+        except Exception as e:
+            info, value = error_info(e)
+            return {"failed": info}, [value]
+        return {}, [data]
+
+    def op_cancel(self, req, _):
+        # A running leaf blocks in its Go process, where Ray's cooperative
+        # cancellation (an asynchronous KeyboardInterrupt) does not reach it
+        # reliably, so pending tasks are force-cancelled: Ray kills the
+        # worker, and the leaf process dies with it (PDEATHSIG, stdin EOF).
+        refs = [ent[0] for ent in (self.table.get(h) for h in req["handles"])
+                if ent is not None and ent[1] is not None]
+        if not refs:
+            return {}, []
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=True, recursive=True)
+            except Exception as e:
+                log("cancel", ref, type(e).__name__, e)
+        return {"cancelled": len(pending)}, []
+
+    def op_release(self, req, _):
+        with self.cond:
+            for h in req["handles"]:
+                ent = self.table.pop(h, None)
+                if ent is not None:
+                    self.watched.pop(ent[0], None)
+        return {}, []
+
+    def op_wait(self, req, _):
+        # Answered by the waiter thread.
+        ents = self.refs(req["handles"])
+        deadline = time.monotonic() + float(req.get("timeout", 1.0))
+        with self.cond:
+            self.waits.append([req["id"], ents, deadline, bool(req.get("all"))])
+            self.cond.notify()
+        return None
+
+    def op_stats(self, req, _):
+        return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched)}, []
+
+    # --- the waiter: one batched ray.wait over every watched task and every
+    # pending wait request
+    def wait_loop(self):
+        while True:
+            with self.cond:
+                while not self.waits and not self.watched:
+                    self.cond.wait()
+                snapshot = list(self.waits)
+                watched = dict(self.watched)
+            refs = set(watched)
+            for w in snapshot:
+                for ent in w[1]:
+                    refs.add(ent[1])
+            reflist = list(refs)
+            now = time.monotonic()
+            timeout = 0.005
+            if snapshot:
+                timeout = max(0.0, min(timeout, min(w[2] for w in snapshot) - now))
+            # Block until a batch (an eighth of what is pending) is ready or
+            # the timeout passes, then take everything that is ready.
+            try:
+                ready, _ = ray.wait(reflist, num_returns=max(1, len(reflist) // 8),
+                                    timeout=timeout, fetch_local=False)
+                if ready and len(reflist) > len(ready):
+                    ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
+            except Exception as e:
+                log("wait failed:", type(e).__name__, e)
+                time.sleep(0.01)
+                continue
+            ready = set(ready)
+            # Watched tasks that finished: one batched get of their small
+            # status objects tells successes from failures.
+            events = [(watched[ref][0], watched[ref][1]) for ref in ready if ref in watched]
+            if events:
+                with self.cond:
+                    for ref in ready:
+                        self.watched.pop(ref, None)
+                out, secs = self.statuses(events)
+                send({"id": 0, "event": "ready", "ready": out}, secs)
+            now = time.monotonic()
+            done = []
+            for w in snapshot:
+                r = [ent for ent in w[1] if ent[1] in ready]
+                finished = (len(r) == len(w[1])) if w[3] else bool(r)
+                if finished or now >= w[2]:
+                    done.append((w, r))
+            if not done:
+                continue
+            with self.cond:
+                for w, _ in done:
+                    self.waits.remove(w)
+            for w, r in done:
+                out, secs = self.statuses([(h, status) for h, _payload, status in r])
+                send({"id": w[0], "ok": True, "ready": out}, secs)
+
+    @staticmethod
+    def statuses(pairs):
+        out, secs = [], []
+        failed = False
+        sts = [st for _, st in pairs if st is not None]
+        if sts:
+            try:
+                ray.get(sts)
+            except Exception:
+                failed = True
+        for h, st in pairs:
+            item = {"h": h, "ok": True}
+            if failed and st is not None:
+                try:
+                    ray.get(st)
+                except Exception as e:
+                    info, value = error_info(e)
+                    item = {"h": h, "ok": False, "error": info, "s": len(secs)}
+                    secs.append(value)
+            out.append(item)
+        return out, secs
+
+
+def error_info(e):
+    """Maps a Ray exception to (info, encoded value)."""
+    cause = e
+    if ray is not None and isinstance(e, ray.exceptions.RayTaskError):
+        cause = getattr(e, "cause", None) or e
+    if type(cause).__name__ == "LeafError" and len(cause.args) == 2:
+        info, value = cause.args
+        return dict(info, kind="leaf"), value
+    if ray is not None:
+        if isinstance(cause, ray.exceptions.TaskCancelledError):
+            return {"kind": "cancelled", "message": str(cause)}, b""
+        if isinstance(cause, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
+            return {"kind": "worker_crashed", "message": str(cause)}, b""
+        if isinstance(cause, ray.exceptions.OwnerDiedError):
+            return {"kind": "owner_died", "message": str(cause)}, b""
+        if isinstance(cause, ray.exceptions.ObjectLostError):
+            return {"kind": "object_lost", "message": str(cause)}, b""
+        if isinstance(cause, ray.exceptions.GetTimeoutError):
+            return {"kind": "timeout", "message": str(cause)}, b""
+    return {"kind": "ray", "type": type(cause).__name__, "message": str(cause)[:4096]}, b""
+
+
+def main():
+    send({"op": "hello", "protocol": PROTOCOL, "ray": RAY_VERSION,
+          "python": "%d.%d.%d" % sys.version_info[:3], "import_error": IMPORT_ERROR,
+          "executable": sys.executable})
+    b = Bridge()
+    while True:
+        try:
+            req, sections = read_frame(_IN)
+        except EOFError:
+            break
+        op = req.get("op")
+        rid = req.get("id", 0)
+        if op == "shutdown":
+            if ray is not None and ray.is_initialized():
+                ray.shutdown()
+            if rid:
+                send({"id": rid, "ok": True})
+            break
+        fn = getattr(b, "op_" + str(op), None)
+        try:
+            if fn is None:
+                raise ValueError("unknown op %r" % op)
+            res = fn(req, sections)
+            if res is None:
+                continue
+            header, secs = res
+            if rid:
+                send(dict(header, id=rid, ok=True), secs)
+        except Exception as e:
+            log("op", op, "failed:", traceback.format_exc())
+            err = {"kind": "bridge", "type": type(e).__name__, "message": str(e)}
+            if rid:
+                send({"id": rid, "ok": False, "error": err})
+            elif "h" in req:
+                # A pipelined creating op failed: its handle fails.
+                send({"id": 0, "event": "ready", "ready": [{"h": req["h"], "ok": False, "error": err}]})
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

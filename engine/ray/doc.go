@@ -1,0 +1,70 @@
+// Package ray runs rayflow plans on a real Ray cluster from Go.
+//
+// Ray has no Go API, so the engine drives Ray through a small Python
+// bridge (bridge.py, embedded and written to the user cache directory
+// under a content-addressed name) that it starts as a child process with
+// a Python that has ray[default]==2.60.0 (make ray-venv). The bridge is
+// the Ray driver: it owns every ObjectRef and the coordinator holds
+// opaque handles, releasing them as soon as it can. Coordinator and
+// bridge speak a versioned, length-framed protocol on stdin/stdout: a
+// JSON header plus raw byte sections, so payloads are never inside JSON.
+// Everything the engine needs from Ray is the Runtime interface, which a
+// native Go runtime could implement instead.
+//
+// Leaves run in persistent Go processes: each Ray worker keeps one child
+// process of the application's own binary started in leaf mode, which
+// looks steps up by their registered names. The application opts in by
+// calling ServeLeafIfRequested first thing in main (and in TestMain):
+//
+//	func main() {
+//		ray.ServeLeafIfRequested()
+//		...
+//	}
+//
+// Values stay in Ray's object store: a leaf's result is passed to the
+// next task as a top-level argument, group results and a map's ordered
+// results are joined into a JSON array by a Ray task without decoding,
+// and the coordinator fetches bytes only for the final result and for a
+// map's input list, which it must split. Bounded maps keep their
+// admission window in the coordinator and learn about completions from
+// batched ray.wait(..., fetch_local=False) calls in the bridge; the first
+// failure stops admission, cancels every retained reference of the
+// in-flight items recursively, waits up to CancelTimeout and returns the
+// original error, as the local engine does.
+//
+// Errors: a leaf error comes back as *sdk.StepError wrapping the original
+// error type when that type is registered with sdk.RegisterErrorType,
+// else a *LeafError with its message and Go type name; a leaf panic is an
+// *sdk.PanicError. Setup problems are *SetupError (naming the fix) and
+// come before any submission; the bridge dying fails the run with a
+// *BridgeError.
+//
+// Results: Engine.Run returns the final value as an *sdk.EncodedResult
+// (the codec's bytes); Run (this package) and sdk.DecodeResult decode it
+// into the flow's output type. sdk.Run needs one change in sdk/run.go to
+// do the same (return sdk.DecodeResult[Out](out) instead of as[Out](out)).
+//
+// Binary shipping: on a local cluster every worker starts the binary at
+// its own path (Options.Executable, default os.Executable). On a remote
+// cluster the binary must exist on every node: bake it into the worker
+// image at the same path (the simplest and most reproducible option), or
+// ship it with Options.RuntimeEnv {"working_dir": dir} and set
+// Options.Executable to its path relative to that directory ("./app");
+// Ray's package upload does not keep file modes, so the leaf starter
+// restores the executable bit before it starts the binary.
+//
+// Cancellation: a running leaf blocks in its Go process, where Ray's
+// cooperative cancellation does not reach it, so cancelled tasks are
+// force-cancelled: Ray kills the worker and the leaf process dies with it
+// (PR_SET_PDEATHSIG, and it exits when its input closes). A leaf process
+// that dies mid-leaf makes its Ray worker exit, so Ray retries the leaf
+// per its max_retries; without retries the run fails with a *TaskError of
+// kind "worker_crashed".
+//
+// Not supported yet: ordered folds (sdk.Reduce, rejected before any
+// submission), the result-buffer actor (a buffered map runs as an
+// ordinary bounded map), per-step runtime environment profiles, the
+// label_selector, fallback_strategy and placement_group options, output
+// previews, and the progress collector actor (Options.Progress reports
+// aggregate map counters from the coordinator instead).
+package ray

@@ -1,0 +1,519 @@
+package ray
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// Options configure a Ray engine.
+type Options struct {
+	// Address is the cluster: "local" (or "") starts a private local
+	// cluster owned by the engine; anything else ("127.0.0.1:6379",
+	// "ray://host:10001") connects to an existing one.
+	Address string
+	// Python is the interpreter with ray[default]==2.60.0; default
+	// $RAYFLOW_PYTHON, else .venv-ray/bin/python in this or a parent
+	// directory.
+	Python string
+	// Executable is the leaf binary every Ray worker starts in leaf mode;
+	// default this process's executable. On a remote cluster it must exist
+	// at this path on every node (see the package documentation).
+	Executable string
+	// Stderr receives the bridge's logs (and Ray's worker logs); nil:
+	// os.Stderr.
+	Stderr io.Writer
+	// NumCPUs and ObjectStoreMemory size a private local cluster.
+	NumCPUs           int
+	ObjectStoreMemory int64
+	// ConnectTimeout bounds connecting to the cluster (default 2 min).
+	ConnectTimeout time.Duration
+	// RuntimeEnv is the job-wide Ray runtime_env. To ship the leaf binary
+	// to a remote cluster without baking it into the image, put it in a
+	// directory, pass {"working_dir": dir} and set Executable to its path
+	// relative to that directory ("./app"); the leaf starter restores the
+	// executable bit that Ray's upload drops.
+	RuntimeEnv map[string]any
+	// Progress, when set, receives a bounded map's counters as its items
+	// finish (and once when it ends).
+	Progress func(MapProgress)
+}
+
+// MapProgress is one aggregate progress report of a bounded map.
+type MapProgress struct {
+	Node      string // the map's node id
+	Admitted  int    // items read and submitted
+	Completed int    // items finished successfully
+	InFlight  int    // items holding a window slot
+	Exhausted bool   // the input has no more items
+	Failed    bool   // the map failed
+}
+
+// Engine runs materialized plans on Ray. It implements sdk.Engine.
+type Engine struct {
+	rt       Runtime
+	exe      string
+	codec    sdk.Codec
+	progress func(MapProgress)
+}
+
+var _ sdk.Engine = (*Engine)(nil)
+
+// New starts the bridge and connects it to the cluster. Setup problems
+// (no Ray, a version mismatch, an unreachable cluster) are *SetupError,
+// returned before anything is submitted.
+func New(ctx context.Context, o Options) (*Engine, error) {
+	if o.Python == "" {
+		o.Python = DefaultPython()
+	}
+	exe := o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("rayflow: ray: the leaf binary: %w", err)
+		}
+	}
+	b, err := StartBridge(ctx, BridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
+		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: o.RuntimeEnv})
+	if err != nil {
+		return nil, err
+	}
+	e := NewWithRuntime(b, exe)
+	e.progress = o.Progress
+	return e, nil
+}
+
+// NewWithRuntime makes an engine over any Runtime.
+func NewWithRuntime(rt Runtime, exe string) *Engine {
+	return &Engine{rt: rt, exe: exe, codec: sdk.DefaultCodec}
+}
+
+// DefaultPython finds the interpreter: $RAYFLOW_PYTHON, else the nearest
+// .venv-ray/bin/python upwards from the working directory, else "".
+func DefaultPython() string {
+	if p := os.Getenv("RAYFLOW_PYTHON"); p != "" {
+		return p
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		p := filepath.Join(dir, ".venv-ray", "bin", "python")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Runtime returns the engine's runtime (the bridge).
+func (e *Engine) Runtime() Runtime { return e.rt }
+
+// Close shuts down the bridge (and a private cluster).
+func (e *Engine) Close() error { return e.rt.Close() }
+
+// Name is "ray".
+func (e *Engine) Name() string { return "ray" }
+
+// IsRay is true.
+func (e *Engine) IsRay() bool { return true }
+
+// Run executes m on input and returns its result as an
+// *sdk.EncodedResult (the final value's codec bytes; sdk.DecodeResult
+// turns it into the flow's output type).
+func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
+	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
+		return nil, errors.New("rayflow: ray: no plan bindings")
+	}
+	if err := e.check(m.Bindings.Root, "0"); err != nil {
+		return nil, err
+	}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}}
+	root := &scope{rt: e.rt}
+	defer root.releaseAll()
+	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
+	if err != nil {
+		// Stop whatever is still running (a failed map has already
+		// cancelled its own items).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = e.rt.Cancel(cctx, root.all())
+		cancel()
+		return nil, err
+	}
+	if v.local {
+		b, err := e.codec.Marshal(v.v)
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+	}
+	b, err := r.fetch(ctx, v.h, "0")
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+}
+
+// check rejects, before any submission, what this engine cannot run.
+func (e *Engine) check(n *flowgraph.Node, id string) error {
+	switch n.Kind {
+	case flowgraph.KindStep:
+		if !n.Step.Callable.Resolvable {
+			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep,
+				Msg: fmt.Sprintf("step %s is not resolvable by name (a closure, method value or generic instantiation) and cannot run on Ray", n.Step.Callable.Name)}
+		}
+		if _, ok := sdk.LookupLeaf(n.Step.Callable.Name); !ok {
+			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep, Msg: fmt.Sprintf("step %s is not registered", n.Step.Callable.Name)}
+		}
+		return nil
+	case flowgraph.KindMap:
+		if n.Map.Fold != nil {
+			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "ordered folds (sdk.Reduce) are not supported by the Ray engine yet"}
+		}
+		if e.codec.Name() != "json" {
+			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "maps on Ray need the JSON codec"}
+		}
+		return e.check(n.Children[0], id+".m*")
+	}
+	for i, c := range n.Children {
+		cid := id + "." + strconv.Itoa(i)
+		if n.Kind == flowgraph.KindGroup {
+			cid = id + ".g" + strconv.Itoa(i)
+		}
+		if err := e.check(c, cid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// value is a node's result: an in-process Go value (the run's input) or a
+// handle to encoded bytes in the object store.
+type value struct {
+	local bool
+	v     any
+	h     Handle
+	raw   []byte // inline encoded bytes (a map item)
+}
+
+// scope records the handles a subtree created. With retain set (a map
+// item) nothing is released before the scope ends, so that cancellation
+// can reach every physical task of the item.
+type scope struct {
+	rt      Runtime
+	retain  bool
+	mu      sync.Mutex
+	handles []Handle
+}
+
+func (s *scope) add(h Handle) {
+	s.mu.Lock()
+	s.handles = append(s.handles, h)
+	s.mu.Unlock()
+}
+
+// release drops h now unless the scope retains its handles.
+func (s *scope) release(h Handle) {
+	if s.retain {
+		return
+	}
+	s.mu.Lock()
+	for i, x := range s.handles {
+		if x == h {
+			s.handles = append(s.handles[:i], s.handles[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	s.rt.Release([]Handle{h})
+}
+
+// releaseMany drops hs now (one message) unless the scope retains its
+// handles.
+func (s *scope) releaseMany(hs []Handle) {
+	if s.retain || len(hs) == 0 {
+		return
+	}
+	drop := make(map[Handle]bool, len(hs))
+	for _, h := range hs {
+		drop[h] = true
+	}
+	s.mu.Lock()
+	kept := s.handles[:0]
+	for _, h := range s.handles {
+		if !drop[h] {
+			kept = append(kept, h)
+		}
+	}
+	s.handles = kept
+	s.mu.Unlock()
+	s.rt.Release(hs)
+}
+
+func (s *scope) all() []Handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Handle(nil), s.handles...)
+}
+
+// releaseExcept releases every handle but keep.
+func (s *scope) releaseExcept(keep Handle) {
+	s.mu.Lock()
+	var drop []Handle
+	for _, h := range s.handles {
+		if h != keep {
+			drop = append(drop, h)
+		}
+	}
+	s.handles = s.handles[:0]
+	if keep != 0 {
+		s.handles = append(s.handles, keep)
+	}
+	s.mu.Unlock()
+	s.rt.Release(drop)
+}
+
+func (s *scope) releaseAll() { s.releaseExcept(0) }
+
+type runner struct {
+	e     *Engine
+	mu    sync.Mutex
+	bound map[*flowgraph.Step][]byte
+}
+
+// arg turns a value into a task argument.
+func (r *runner) arg(ctx context.Context, v value, sc *scope) (Arg, error) {
+	switch {
+	case v.raw != nil:
+		return Arg{Bytes: v.raw}, nil
+	case !v.local:
+		return Arg{Handle: v.h}, nil
+	}
+	b, err := r.e.codec.Marshal(v.v)
+	if err != nil {
+		return Arg{}, fmt.Errorf("rayflow: encoding the input: %w", err)
+	}
+	if len(b) <= 100<<10 {
+		return Arg{Bytes: b}, nil
+	}
+	h, err := r.e.rt.Put(ctx, b)
+	if err != nil {
+		return Arg{}, err
+	}
+	sc.add(h)
+	return Arg{Handle: h}, nil
+}
+
+// exec submits n on in and returns its (not yet awaited) result. It does
+// not take ownership of in; the returned handle belongs to sc.
+func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+	if err := ctx.Err(); err != nil {
+		return value{}, err
+	}
+	switch n.Kind {
+	case flowgraph.KindStep:
+		return r.step(ctx, n.Step, id, in, sc)
+	case flowgraph.KindChain:
+		v := in
+		for i, c := range n.Children {
+			out, err := r.exec(ctx, c, id+"."+strconv.Itoa(i), v, sc)
+			if err != nil {
+				return value{}, err
+			}
+			if i > 0 && !v.local && v.raw == nil {
+				sc.release(v.h) // the next task holds it
+			}
+			v = out
+		}
+		return v, nil
+	case flowgraph.KindGroup:
+		return r.group(ctx, n, id, in, sc)
+	case flowgraph.KindMap:
+		return r.mapNode(ctx, n, id, in, sc)
+	}
+	return value{}, fmt.Errorf("rayflow: node %s: unknown kind %v", id, n.Kind)
+}
+
+func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in value, sc *scope) (value, error) {
+	a, err := r.arg(ctx, in, sc)
+	if err != nil {
+		return value{}, err
+	}
+	var bound []byte
+	if s.Bound > 0 {
+		r.mu.Lock()
+		bound = r.bound[s]
+		r.mu.Unlock()
+		if bound == nil {
+			if bound, err = r.e.codec.Marshal(s.BoundValue); err != nil {
+				return value{}, fmt.Errorf("rayflow: node %s: encoding the bound value: %w", id, err)
+			}
+			r.mu.Lock()
+			r.bound[s] = bound
+			r.mu.Unlock()
+		}
+	}
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap})
+	if err != nil {
+		return value{}, err
+	}
+	sc.add(h)
+	return value{h: h}, nil
+}
+
+// taskOptions are the leaf's Ray options from its resources and options.
+func taskOptions(s *flowgraph.Step) map[string]any {
+	o := map[string]any{}
+	for k, v := range s.RayOptions {
+		switch k {
+		case "name", "_labels", "label_selector", "fallback_strategy", "placement_group":
+			continue
+		}
+		o[k] = v
+	}
+	res := s.Resources
+	if res.NumCPUs != 0 {
+		o["num_cpus"] = res.NumCPUs
+	}
+	if res.NumGPUs != 0 {
+		o["num_gpus"] = res.NumGPUs
+	}
+	if res.Memory != 0 {
+		o["memory"] = res.Memory
+	}
+	if res.AcceleratorType != "" {
+		o["accelerator_type"] = res.AcceleratorType
+	}
+	if len(res.Custom) > 0 {
+		o["resources"] = res.Custom
+	}
+	if len(o) == 0 {
+		return nil
+	}
+	return o
+}
+
+// group submits every branch on in and collects their results in order,
+// in Ray. Branches containing maps run concurrently; the first failure
+// cancels the others.
+func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+	outs := make([]value, len(n.Children))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	// When a branch holds a map, the coordinator runs part of the group
+	// itself; it then awaits every branch so that the first failure in
+	// time cancels the others, as the local engine does. Otherwise the
+	// group is pure dataflow in Ray.
+	awaitBranches := false
+	for _, c := range n.Children {
+		awaitBranches = awaitBranches || containsMap(c)
+	}
+	for i, c := range n.Children {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bid := id + ".g" + strconv.Itoa(i)
+			v, err := r.exec(ctx, c, bid, in, sc)
+			if err == nil && awaitBranches && !v.local && v.raw == nil {
+				err = r.await(ctx, v.h, bid)
+			}
+			if err != nil {
+				once.Do(func() { first = err; cancel(err) })
+				return
+			}
+			outs[i] = v
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return value{}, first
+	}
+	args := make([]Arg, len(outs))
+	for i, v := range outs {
+		a, err := r.arg(ctx, v, sc)
+		if err != nil {
+			return value{}, err
+		}
+		args[i] = a
+	}
+	h, err := r.e.rt.Collect(ctx, args)
+	if err != nil {
+		return value{}, err
+	}
+	sc.add(h)
+	for _, v := range outs {
+		if !v.local && v.raw == nil {
+			sc.release(v.h)
+		}
+	}
+	return value{h: h}, nil
+}
+
+func containsMap(n *flowgraph.Node) bool {
+	if n.Kind == flowgraph.KindMap {
+		return true
+	}
+	for _, c := range n.Children {
+		if containsMap(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// await waits until h is ready and returns its failure, if any.
+func (r *runner) await(ctx context.Context, h Handle, node string) error {
+	ready, err := r.e.rt.Await(ctx, h)
+	if err != nil {
+		return err
+	}
+	if ready.Err != nil {
+		debugf("await %s: failed", node)
+		return ready.Err.toError(r.e.codec, node, ready.Value)
+	}
+	return nil
+}
+
+// fetch gets a value's bytes (what the coordinator must return or split).
+func (r *runner) fetch(ctx context.Context, h Handle, node string) ([]byte, error) {
+	b, info, ev, err := r.e.rt.Get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if info != nil {
+		return nil, info.toError(r.e.codec, node, ev)
+	}
+	return b, nil
+}
+
+// dialCheck connects to addr once.
+func dialCheck(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+var _ = json.Valid

@@ -1,0 +1,108 @@
+package ray
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxHeaderBytes bounds a frame header; payloads travel in sections.
+const maxHeaderBytes = 16 << 20
+
+// maxSectionBytes bounds one section (a value) on the wire.
+const maxSectionBytes = 1 << 34
+
+// writeFrame writes one frame: a big-endian uint32 header length, the JSON
+// header with "sizes" set to the section lengths, then the raw sections.
+func writeFrame(w io.Writer, header map[string]any, sections ...[]byte) error {
+	sizes := make([]int, len(sections))
+	for i, s := range sections {
+		sizes[i] = len(s)
+	}
+	header["sizes"] = sizes
+	h, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4, 4+len(h))
+	binary.BigEndian.PutUint32(buf, uint32(len(h)))
+	buf = append(buf, h...)
+	// Small payloads go in the same write; large ones are written in place.
+	total := 0
+	for _, s := range sections {
+		total += len(s)
+	}
+	if total <= 64<<10 {
+		for _, s := range sections {
+			buf = append(buf, s...)
+		}
+		_, err = w.Write(buf)
+		return err
+	}
+	if _, err = w.Write(buf); err != nil {
+		return err
+	}
+	for _, s := range sections {
+		if _, err = w.Write(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// frame is a decoded frame.
+type frame struct {
+	raw      json.RawMessage
+	sections [][]byte
+}
+
+// readFrame reads one frame; v receives the decoded header.
+func readFrame(r io.Reader) (*frame, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxHeaderBytes {
+		return nil, fmt.Errorf("frame header of %d bytes exceeds %d", size, maxHeaderBytes)
+	}
+	h := make([]byte, size)
+	if _, err := io.ReadFull(r, h); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	var sz struct {
+		Sizes []int64 `json:"sizes"`
+	}
+	if err := json.Unmarshal(h, &sz); err != nil {
+		return nil, fmt.Errorf("frame header: %w", err)
+	}
+	f := &frame{raw: h, sections: make([][]byte, len(sz.Sizes))}
+	for i, s := range sz.Sizes {
+		if s < 0 || s > maxSectionBytes {
+			return nil, fmt.Errorf("frame section of %d bytes", s)
+		}
+		f.sections[i] = make([]byte, s)
+		if _, err := io.ReadFull(r, f.sections[i]); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+	}
+	return f, nil
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (f *frame) decode(v any) error { return json.Unmarshal(f.raw, v) }
+
+func (f *frame) section(i int) []byte {
+	if i < 0 || i >= len(f.sections) {
+		return nil
+	}
+	return f.sections[i]
+}

@@ -1,0 +1,221 @@
+package ray
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+type itemDone struct {
+	index int
+	h     Handle
+	sc    *scope
+	err   error
+}
+
+// items returns the map's input as encoded items. An in-process input (the
+// run's own input) is pulled lazily and encoded item by item; a value in
+// the object store is fetched and split into its JSON elements without
+// decoding them.
+func (r *runner) items(ctx context.Context, m *flowgraph.Map, id string, in value) (int, iter.Seq2[[]byte, error], error) {
+	if in.local {
+		items, err := m.Items(in.v)
+		if err != nil {
+			return 0, nil, fmt.Errorf("rayflow: map %s: %w", id, err)
+		}
+		return items.Len, func(yield func([]byte, error) bool) {
+			for v := range items.Seq {
+				b, err := r.e.codec.Marshal(v)
+				if err != nil {
+					err = fmt.Errorf("rayflow: map %s: encoding an item: %w", id, err)
+				}
+				if !yield(b, err) || err != nil {
+					return
+				}
+			}
+		}, nil
+	}
+	data := in.raw
+	if data == nil {
+		var err error
+		if data, err = r.fetch(ctx, in.h, id); err != nil {
+			return 0, nil, err
+		}
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return 0, nil, fmt.Errorf("rayflow: map %s: the input is not a JSON array: %w", id, err)
+	}
+	return len(raw), func(yield func([]byte, error) bool) {
+		for _, b := range raw {
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}, nil
+}
+
+// mapNode runs the body once per item within the admission window,
+// awaiting items as they finish, and collects the results in input order
+// in Ray. On the first failure it stops admission, cancels every retained
+// physical reference of the in-flight items (recursively), waits up to
+// CancelTimeout for them, releases everything and returns the failure.
+func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+	m := n.Map
+	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
+	if m.Limits != nil {
+		maxItems, window, cancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
+	}
+	if cancelTimeout <= 0 {
+		cancelTimeout = time.Second
+	}
+	size, seq, err := r.items(ctx, m, id, in)
+	if err != nil {
+		return value{}, err
+	}
+	if maxItems > 0 && size > maxItems {
+		return value{}, &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: size}
+	}
+	if window <= 0 {
+		window = int(^uint(0) >> 1)
+	}
+
+	ictx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	body := n.Children[0]
+	done := make(chan itemDone)
+	inflight := map[int]*scope{}
+	var (
+		results   []Handle
+		admitted  int
+		completed int
+		running   int
+		failure   error
+	)
+	pull, stop := iter.Pull2(seq)
+	defer stop()
+	exhausted := false
+	for {
+		for failure == nil && !exhausted && running < window {
+			b, perr, ok := pull()
+			if !ok {
+				exhausted = true
+				break
+			}
+			if perr != nil {
+				failure = perr
+				break
+			}
+			if maxItems > 0 && admitted == maxItems {
+				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
+				break
+			}
+			isc := &scope{rt: r.e.rt, retain: true}
+			idx := admitted
+			inflight[idx] = isc
+			results = append(results, 0)
+			admitted++
+			running++
+			go func() {
+				node := id + ".m" + strconv.Itoa(idx)
+				v, err := r.exec(ictx, body, node, value{raw: b}, isc)
+				if err == nil {
+					err = r.await(ictx, v.h, node)
+				}
+				done <- itemDone{index: idx, h: v.h, sc: isc, err: err}
+			}()
+		}
+		if failure != nil || running == 0 {
+			break
+		}
+		var d itemDone
+		select {
+		case d = <-done:
+		case <-ctx.Done():
+			failure = context.Cause(ctx)
+			continue
+		}
+		running--
+		delete(inflight, d.index)
+		if d.err != nil {
+			failure = d.err
+			d.sc.mu.Lock()
+			inflight[d.index] = d.sc // still to be cancelled and released
+			d.sc.mu.Unlock()
+			continue
+		}
+		results[d.index] = d.h
+		d.sc.releaseExcept(d.h)
+		sc.add(d.h)
+		completed++
+		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
+	}
+	if failure != nil {
+		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
+		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
+		return value{}, failure
+	}
+	r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
+	args := make([]Arg, len(results))
+	for i, h := range results {
+		args[i] = Arg{Handle: h}
+	}
+	h, err := r.e.rt.Collect(ctx, args)
+	if err != nil {
+		return value{}, err
+	}
+	sc.add(h)
+	sc.releaseMany(results) // the collector holds them now
+	return value{h: h}, nil
+}
+
+func (r *runner) report(p MapProgress) {
+	if r.e.progress != nil {
+		r.e.progress(p)
+	}
+}
+
+// abort stops the in-flight items after a failure: their goroutines are
+// stopped and drained, every retained physical reference is cancelled
+// (recursively), the engine waits up to timeout for them to become
+// terminal and then releases them all.
+func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, failure error, done <-chan itemDone,
+	running int, inflight map[int]*scope, timeout time.Duration) {
+	t0 := time.Now()
+	defer func() { debugf("abort: %v", time.Since(t0)) }()
+	cancel(failure)
+	for ; running > 0; running-- {
+		d := <-done
+		inflight[d.index] = d.sc
+	}
+	var hs []Handle
+	for _, isc := range inflight {
+		hs = append(hs, isc.all()...)
+	}
+	if len(hs) == 0 {
+		return
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+5*time.Second)
+	defer ccancel()
+	start := time.Now()
+	debugf("abort: drained in %v, cancelling %d handles", time.Since(t0), len(hs))
+	if err := r.e.rt.Cancel(cctx, hs); err == nil {
+		debugf("abort: cancelled at %v", time.Since(t0))
+		if left := timeout - time.Since(start); left > 0 {
+			_, _ = r.e.rt.Wait(cctx, hs, true, left)
+		}
+	}
+	r.e.rt.Release(hs)
+}
+
+func debugf(format string, args ...any) {
+	if os.Getenv("RAYFLOW_DEBUG") == "1" {
+		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000")+" rayflow: "+format+"\n", args...)
+	}
+}
