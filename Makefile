@@ -28,15 +28,15 @@ help: ## list targets
 build: ## build the rayflow CLI into bin/
 	$(GO) build -o $(RAYFLOW) ./tools/rayflow
 
-demo: build ## run the main demo end to end: the fan-out workflow, locally
-	@echo '--- examples/fanout: build_items -> map(calculate, window 16, max 10,000) -> summarize'
+demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a local Ray cluster it starts
+	@echo '--- examples/fanout on Ray: build_items -> map(calculate, window 16, max 10,000) -> summarize'
+	RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY) $(GO) run ./examples/fanout -count $${COUNT:-200} -ray local
+	@echo
+	@echo '--- the same workflow in this process (no Ray): the same result'
 	$(GO) run ./examples/fanout -count $${COUNT:-200}
 	@echo
 	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
 	$(RAYFLOW) plan fingerprint fanout
-	@echo
-	@echo '--- canonical JSON v1 of a plan-shaped record (examples/fingerprint):'
-	$(GO) run ./examples/fingerprint
 
 test: fmt-check vet staticcheck cue-check generate-check gotest pytest ## everything CI checks
 	@echo "make test: all checks passed"

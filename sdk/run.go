@@ -102,7 +102,7 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	if err != nil {
 		return zero, err
 	}
-	return as[Out](out)
+	return DecodeResult[Out](out)
 }
 
 // bootstrap is the application's worker-start hook (RegisterBootstrap).

@@ -47,22 +47,21 @@ func main() {
 	fmt.Printf("strategy:         %s (requested %s, eligible %v, reporting %s)\n",
 		m.Selection.SelectedStrategy, m.Selection.RequestedPolicy, m.Selection.EligibleStrategies, m.Selection.ReportingPolicy)
 
-	var res workflow.Summary
+	opts := []sdk.RunOption{sdk.WithPlan(m)}
+	var e *rayengine.Engine
 	if *rayAddr != "" {
-		e, nerr := rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2, Progress: progressLines()})
-		if nerr != nil {
+		var nerr error
+		if e, nerr = rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2, Progress: progressLines()}); nerr != nil {
 			log.Error("ray", "err", nerr)
 			os.Exit(1)
 		}
-		var out any
-		if out, err = e.Run(ctx, m, *count); err == nil {
-			res, err = sdk.DecodeResult[workflow.Summary](out)
-		}
+		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay())
+	}
+	res, err := sdk.Run(ctx, workflow.Workflow, *count, opts...)
+	if e != nil {
 		if cerr := e.Close(); cerr != nil {
 			log.Warn("closing the ray engine", "err", cerr)
 		}
-	} else {
-		res, err = sdk.Run(ctx, workflow.Workflow, *count, sdk.WithPlan(m))
 	}
 	if err != nil {
 		log.Error("fan-out failed", "err", err)
