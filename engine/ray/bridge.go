@@ -75,7 +75,32 @@ type Runtime interface {
 	Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error)
 	Cancel(ctx context.Context, hs []Handle) error
 	Release(hs []Handle)
+	// CreateActor creates a result-buffer or fold actor and returns its
+	// id and the handle of its readiness handshake (await it before any
+	// leaf effect).
+	CreateActor(ctx context.Context, a ActorSpec) (actor int64, ready Handle, err error)
+	// CallActor submits one actor call; its handle is ready when the call
+	// has finished. Finalize's handle is the payload, its readiness the
+	// acknowledgement's.
+	CallActor(ctx context.Context, actor int64, method string, args []any) (Handle, error)
+	// KillActor kills an actor best effort and forgets it.
+	KillActor(actor int64)
 	Close() error
+}
+
+// ActorSpec describes a result-buffer ("buffer") or fold ("fold") actor.
+type ActorSpec struct {
+	Kind     string
+	Options  map[string]any // num_cpus, memory, resources, scheduling_strategy
+	MaxBytes int64
+	// Buffer: the item cap.
+	MaxItems int
+	// Fold: the reducer (run in the actor's Go leaf process), the initial
+	// accumulator's encoded bytes and the out-of-order retention bound.
+	Exe, Callable, Node string
+	Bootstrap           bool
+	Initial             []byte
+	MaxRetained         int
 }
 
 // BridgeOptions configure the bridge process.
@@ -589,6 +614,44 @@ func (b *Bridge) Release(hs []Handle) {
 	}
 	b.mu.Unlock()
 	_ = b.send(map[string]any{"op": "release", "id": 0, "handles": hs})
+}
+
+// CreateActor creates an actor (pipelined) and submits its handshake.
+func (b *Bridge) CreateActor(ctx context.Context, a ActorSpec) (int64, Handle, error) {
+	ready := b.newHandle()
+	b.mu.Lock()
+	b.nextHandle++ // actor ids share the handle counter
+	actor := b.nextHandle
+	b.mu.Unlock()
+	req := map[string]any{"op": "actor", "id": 0, "h": ready, "actor": actor, "kind": a.Kind, "options": a.Options,
+		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node,
+		"bootstrap": a.Bootstrap, "max_retained": a.MaxRetained}
+	var sections [][]byte
+	if a.Kind == "fold" {
+		sections = append(sections, a.Initial)
+	}
+	return actor, ready, b.send(req, sections...)
+}
+
+// CallActor submits one actor call (pipelined). An Arg argument is passed
+// as a handle or inline bytes; anything else as JSON.
+func (b *Bridge) CallActor(ctx context.Context, actor int64, method string, args []any) (Handle, error) {
+	var sections [][]byte
+	specs := make([]any, len(args))
+	for i, a := range args {
+		if x, ok := a.(Arg); ok {
+			specs[i] = argSpec(x, &sections)
+		} else {
+			specs[i] = a
+		}
+	}
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "actor_call", "id": 0, "h": h, "actor": actor, "method": method, "args": specs}, sections...)
+}
+
+// KillActor kills an actor best effort (no reply is awaited).
+func (b *Bridge) KillActor(actor int64) {
+	_ = b.send(map[string]any{"op": "actor_kill", "id": 0, "actor": actor})
 }
 
 // Stats reports the bridge's table size (tests).

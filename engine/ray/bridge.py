@@ -148,10 +148,10 @@ class _LeafReader:
         return out
 
 
-def _run_leaf(spec, bound, arg):
+def _run_leaf(spec, bound, arg, kind=""):
     exe, name, node, boot = spec.split("\x00")
     p = _leaf_proc(exe)
-    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1"}
+    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
     try:
         p.stdin.write(encode_frame(header, [bound or b"", arg]))
         rd = _LeafReader(p.stdout.fileno())
@@ -170,6 +170,121 @@ def _run_leaf(spec, bound, arg):
     if h.get("ok"):
         return b"", secs[0]
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+
+
+class ActorLimitError(Exception):
+    """A result-buffer or fold actor refused a transition that would exceed
+    one of its limits; args are (what, bytes, limit, message)."""
+
+
+class ActorProtocolError(Exception):
+    """A result-buffer or fold actor got a call that breaks its protocol."""
+
+
+def _limit(what, n, limit, msg):
+    return ActorLimitError(what, int(n), int(limit), msg)
+
+
+class _BufferActor:
+    """Keeps a bounded map's encoded results by input index. Appends are
+    transactional: the item count and the retained encoded bytes are checked
+    before anything is kept. Finalize returns a small acknowledgement and the
+    ordered JSON array as two direct returns."""
+
+    def __init__(self, max_items, max_bytes):
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.items = {}
+        self.bytes = 0
+
+    def ready(self):
+        return b"ready"
+
+    def add(self, index, item):
+        item = bytes(item)
+        if index in self.items or index < 0:
+            raise ActorProtocolError("item %d appended twice" % index)
+        if index >= self.max_items or len(self.items) + 1 > self.max_items:
+            raise _limit("items", len(self.items) + 1, self.max_items,
+                         "the result buffer would hold more than %d items" % self.max_items)
+        total = self.bytes + len(item)
+        if total > self.max_bytes:
+            raise _limit("retained", total, self.max_bytes,
+                         "the result buffer would retain %d encoded bytes (item %d: %d bytes), over its limit of %d"
+                         % (total, index, len(item), self.max_bytes))
+        self.items[index] = item
+        self.bytes = total
+        return b"ok"
+
+    def finalize(self, n):
+        if len(self.items) != n or any(i not in self.items for i in range(n)):
+            raise ActorProtocolError("finalize with %d items, buffer holds %d" % (n, len(self.items)))
+        out = b"[" + b",".join(self.items[i] for i in range(n)) + b"]"
+        ack = json.dumps({"items": n, "bytes": self.bytes}).encode()
+        self.items = {}
+        return ack, out
+
+
+class _FoldActor:
+    """A strict input-order left fold. The accumulator stays encoded here;
+    the reducer runs in this actor's persistent Go leaf process. Out-of-order
+    items are retained (up to max_retained) until the contiguous prefix can
+    be folded. Every transition is transactional: the item, each resulting
+    accumulator and the combined state (accumulator plus retained items) are
+    checked against max_bytes before the state changes."""
+
+    def __init__(self, spec, initial, max_bytes, max_retained):
+        self.spec = spec
+        self.acc = bytes(initial)
+        self.max_bytes = max_bytes
+        self.max_retained = max_retained
+        self.pending = {}
+        self.pending_bytes = 0
+        self.next = 0
+
+    def ready(self):
+        if len(self.acc) > self.max_bytes:
+            raise _limit("initial", len(self.acc), self.max_bytes,
+                         "the initial accumulator is %d encoded bytes, over the fold's limit of %d"
+                         % (len(self.acc), self.max_bytes))
+        # Start the Go process and check that it knows the reducer.
+        _run_leaf(self.spec, b"", b"", "check_reducer")
+        return b"ready"
+
+    def add(self, index, item):
+        item = bytes(item)
+        if index < self.next or index in self.pending:
+            raise ActorProtocolError("item %d added twice" % index)
+        if len(item) > self.max_bytes:
+            raise _limit("item", len(item), self.max_bytes,
+                         "item %d is %d encoded bytes, over the fold's limit of %d"
+                         % (index, len(item), self.max_bytes))
+        pending = dict(self.pending)
+        pending[index] = item
+        retained = len(pending) - (1 if self.next in pending else 0)
+        if retained > self.max_retained:
+            raise ActorProtocolError("%d out-of-order items retained, at most %d" % (retained, self.max_retained))
+        acc, nxt = self.acc, self.next
+        while nxt in pending:
+            acc = _run_leaf(self.spec, acc, pending.pop(nxt), "reduce")[1]
+            if len(acc) > self.max_bytes:
+                raise _limit("accumulator", len(acc), self.max_bytes,
+                             "the accumulator after item %d is %d encoded bytes, over the fold's limit of %d"
+                             % (nxt, len(acc), self.max_bytes))
+            nxt += 1
+        pbytes = sum(len(v) for v in pending.values())
+        if len(acc) + pbytes > self.max_bytes:
+            raise _limit("state", len(acc) + pbytes, self.max_bytes,
+                         "the fold would hold %d encoded bytes (accumulator %d, %d retained items %d), over its limit of %d"
+                         % (len(acc) + pbytes, len(acc), len(pending), pbytes, self.max_bytes))
+        self.acc, self.next, self.pending, self.pending_bytes = acc, nxt, pending, pbytes
+        return json.dumps({"incorporated": nxt}).encode()
+
+    def finalize(self, n):
+        if self.next != n or self.pending:
+            raise ActorProtocolError("finalize after %d items, folded %d" % (n, self.next))
+        ack = json.dumps({"items": n, "bytes": len(self.acc)}).encode()
+        return ack, self.acc
 
 
 def _collect_json(*items):
@@ -191,6 +306,7 @@ class Bridge:
         self.leaf = None
         self.collect = None
         self.variants = {}
+        self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
         self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
@@ -254,6 +370,43 @@ class Bridge:
         status, payload = self.collect.remote(*args)
         self.add(req["h"], payload, status)
 
+    def op_actor(self, req, sections):
+        """Creates a result-buffer or fold actor (fixed: no restarts, no
+        task retries, one call at a time, two pending calls) and submits its
+        readiness handshake under handle h."""
+        opts = dict(req.get("options") or {})
+        opts.update(max_restarts=0, max_task_retries=0, max_concurrency=1, max_pending_calls=2)
+        if req["kind"] == "buffer":
+            cls = ray.remote(_BufferActor).options(**opts)
+            actor = cls.remote(req["max_items"], req["max_bytes"])
+        else:
+            cls = ray.remote(_FoldActor).options(**opts)
+            spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+            actor = cls.remote(spec, sections[0], req["max_bytes"], req["max_retained"])
+        self.actors[req["actor"]] = actor
+        ref = actor.ready.remote()
+        self.add(req["h"], ref, ref)
+
+    def op_actor_call(self, req, sections):
+        actor = self.actors[req["actor"]]
+        args = [self.arg(a, sections) if isinstance(a, dict) else a for a in req.get("args", [])]
+        method = getattr(actor, req["method"])
+        if req["method"] == "finalize":
+            ack, payload = method.options(num_returns=2).remote(*args)
+            self.add(req["h"], payload, ack)
+        else:
+            ref = method.remote(*args)
+            self.add(req["h"], ref, ref)
+
+    def op_actor_kill(self, req, _):
+        actor = self.actors.pop(req["actor"], None)
+        if actor is not None:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception as e:
+                log("kill actor", type(e).__name__, e)
+        return {}, []
+
     def op_put(self, req, sections):
         self.add(req["h"], ray.put(sections[0]), None)
 
@@ -301,7 +454,7 @@ class Bridge:
         return None
 
     def op_stats(self, req, _):
-        return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched)}, []
+        return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched), "actors": len(self.actors)}, []
 
     # --- the waiter: one batched ray.wait over every watched task and every
     # pending wait request
@@ -389,6 +542,11 @@ def error_info(e):
     if type(cause).__name__ == "LeafError" and len(cause.args) == 2:
         info, value = cause.args
         return dict(info, kind="leaf"), value
+    if type(cause).__name__ == "ActorLimitError" and len(cause.args) == 4:
+        what, n, limit, msg = cause.args
+        return {"kind": "actor_limit", "type": what, "bytes": n, "limit": limit, "message": msg}, b""
+    if type(cause).__name__ == "ActorProtocolError":
+        return {"kind": "actor_protocol", "message": str(cause)}, b""
     if ray is not None:
         if isinstance(cause, ray.exceptions.TaskCancelledError):
             return {"kind": "cancelled", "message": str(cause)}, b""

@@ -61,9 +61,29 @@
 // per its max_retries; without retries the run fails with a *TaskError of
 // kind "worker_crashed".
 //
-// Not supported yet: ordered folds (sdk.Reduce, rejected before any
-// submission), the result-buffer actor (a buffered map runs as an
-// ordinary bounded map), per-step runtime environment profiles, the
+// Result buffers and folds: a map with WithResultBuffer or sdk.Reduce gets
+// one non-detached synchronous actor (max_restarts=0, max_task_retries=0,
+// max_concurrency=1, max_pending_calls=2; resources and scheduling from its
+// validated ActorOptions), created and awaited (its readiness handshake)
+// before any leaf effect. The coordinator waits for a finished item
+// without fetching it, hands its reference to the actor and completely
+// resolves the small acknowledgement before the next call. A buffer
+// appends transactionally against the item cap and MaxSerializedBytes; a
+// fold keeps its accumulator encoded in the actor and runs the reducer in
+// the actor's own persistent Go leaf process (the reducer must be
+// registered with sdk.RegisterReducer), folding strictly in input order;
+// out-of-order results are retained up to min(MaxItems-1,
+// MaxConcurrency-1) and a window slot returns only when its item is
+// incorporated. Its byte checks (initial, item, resulting accumulator,
+// accumulator plus retained items) are transactional. Byte limits count
+// the codec's encoded bytes (not cloudpickle); an overflow fails the run
+// with an *ActorLimitError. Finalize returns the payload and a small
+// acknowledgement as two refs; the coordinator resolves only the
+// acknowledgement, kills the actor and passes the payload reference on.
+// Any failure or cancellation kills the actor (discarding its state).
+//
+// Not supported yet: per-step runtime environment profiles (also for the
+// reducer), the
 // label_selector, fallback_strategy and placement_group options, output
 // previews, and the progress collector actor (Options.Progress reports
 // aggregate map counters from the coordinator instead).

@@ -184,7 +184,9 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 		return nil
 	case flowgraph.KindMap:
 		if n.Map.Fold != nil {
-			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "ordered folds (sdk.Reduce) are not supported by the Ray engine yet"}
+			if err := checkFold(n.Map.Fold, id); err != nil {
+				return err
+			}
 		}
 		if e.codec.Name() != "json" {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "maps on Ray need the JSON codec"}

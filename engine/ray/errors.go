@@ -72,6 +72,27 @@ type errorInfo struct {
 	Panic    bool   `json:"panic"`
 	Stack    string `json:"stack"`
 	Typed    bool   `json:"typed"` // value is the codec's encoding of a registered type
+	Bytes    int64  `json:"bytes"` // actor_limit: the prospective size
+	Limit    int64  `json:"limit"` // actor_limit: the limit
+}
+
+// ActorLimitError reports that a result-buffer or fold actor refused a
+// transition that would exceed one of its limits; the actor's state was
+// not changed and the run fails with this error. What is "items" or
+// "retained" (result buffer), or "initial", "item", "accumulator" or
+// "state" (fold: the accumulator plus the retained out-of-order items).
+// Bytes are encoded (codec) bytes.
+type ActorLimitError struct {
+	Node    string
+	Actor   string // "result buffer" or "fold"
+	What    string
+	Bytes   int64
+	Limit   int64
+	Message string
+}
+
+func (e *ActorLimitError) Error() string {
+	return fmt.Sprintf("rayflow: map %s: %s", e.Node, e.Message)
 }
 
 // toError maps a failure to the error the local engine would return; node
@@ -92,6 +113,9 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 			err = &LeafError{Type: i.Type, Message: i.Message}
 		}
 		return &sdk.StepError{Node: i.Node, Callable: i.Callable, Err: err}
+	}
+	if i.Kind == "actor_limit" {
+		return &ActorLimitError{Node: node, What: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}
 	}
 	if i.Kind == "bridge" {
 		return &BridgeError{Err: fmt.Errorf("%s: %s", i.Type, i.Message)}

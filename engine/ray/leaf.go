@@ -42,6 +42,10 @@ type leafRequest struct {
 	Node      string `json:"node"`
 	Bound     bool   `json:"bound"`
 	Bootstrap bool   `json:"bootstrap"`
+	// Kind is "" for a step, "reduce" for a fold step (bound: the
+	// accumulator, input: the item) and "check_reducer" for the fold
+	// actor's readiness handshake (is the reducer registered?).
+	Kind string `json:"kind"`
 }
 
 // serveLeaves runs leaf requests one at a time until in ends.
@@ -82,6 +86,18 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.
 func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []byte) (out []byte, info *errorInfo, value []byte) {
 	leaf, ok := sdk.LookupLeaf(req.Name)
+	switch req.Kind {
+	case "reduce", "check_reducer":
+		var r sdk.ReducerLeaf
+		if r, ok = sdk.LookupReducer(req.Name); ok {
+			leaf = func(ctx context.Context, codec sdk.Codec, acc, item []byte) ([]byte, error) {
+				if req.Kind == "check_reducer" {
+					return nil, nil
+				}
+				return r(ctx, codec, acc, item)
+			}
+		}
+	}
 	if !ok {
 		return nil, &errorInfo{Node: req.Node, Callable: req.Name, Type: "*ray.LeafError",
 			Message: fmt.Sprintf("rayflow: step %q is not registered in the leaf binary %s (is its flow built at package initialization, and does main call ServeLeafIfRequested?)", req.Name, os.Args[0])}, nil

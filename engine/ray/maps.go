@@ -86,23 +86,30 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		window = int(^uint(0) >> 1)
 	}
 
+	// A result buffer or fold: its actor is ready before any leaf effect.
+	sk, err := r.openSink(ctx, m, id)
+	if err != nil {
+		return value{}, err
+	}
+
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	body := n.Children[0]
 	done := make(chan itemDone)
 	inflight := map[int]*scope{}
 	var (
-		results   []Handle
+		results   []Handle // without a sink: by input index
 		admitted  int
 		completed int
-		running   int
+		running   int // item goroutines not yet returned
+		open      int // items holding a window slot (a fold frees it when the item is incorporated)
 		failure   error
 	)
 	pull, stop := iter.Pull2(seq)
 	defer stop()
 	exhausted := false
 	for {
-		for failure == nil && !exhausted && running < window {
+		for failure == nil && !exhausted && open < window {
 			b, perr, ok := pull()
 			if !ok {
 				exhausted = true
@@ -119,9 +126,12 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			isc := &scope{rt: r.e.rt, retain: true}
 			idx := admitted
 			inflight[idx] = isc
-			results = append(results, 0)
+			if sk == nil {
+				results = append(results, 0)
+			}
 			admitted++
 			running++
+			open++
 			go func() {
 				node := id + ".m" + strconv.Itoa(idx)
 				v, err := r.exec(ictx, body, node, value{raw: b}, isc)
@@ -143,6 +153,16 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		}
 		running--
 		delete(inflight, d.index)
+		if d.err == nil && sk != nil {
+			var freed int
+			if freed, d.err = sk.add(ctx, d.index, d.h); d.err == nil {
+				d.sc.releaseAll() // the actor holds the item now
+				open -= freed
+				completed++
+				r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
+				continue
+			}
+		}
 		if d.err != nil {
 			failure = d.err
 			d.sc.mu.Lock()
@@ -150,6 +170,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			d.sc.mu.Unlock()
 			continue
 		}
+		open--
 		results[d.index] = d.h
 		d.sc.releaseExcept(d.h)
 		sc.add(d.h)
@@ -158,10 +179,22 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	}
 	if failure != nil {
 		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
+		if sk != nil {
+			sk.kill() // discards the retained state
+		}
 		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
 		return value{}, failure
 	}
 	r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
+	if sk != nil {
+		h, err := sk.finalize(ctx, admitted)
+		if err != nil {
+			sk.kill()
+			return value{}, err
+		}
+		sc.add(h)
+		return value{h: h}, nil
+	}
 	args := make([]Arg, len(results))
 	for i, h := range results {
 		args[i] = Arg{Handle: h}

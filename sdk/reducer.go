@@ -1,0 +1,61 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// ReducerLeaf runs one registered reducer on encoded bytes: the way a Ray
+// fold actor's Go process calls it by name. It decodes the accumulator and
+// the item, applies the reducer and returns the encoded new accumulator.
+type ReducerLeaf func(ctx context.Context, codec Codec, acc, item []byte) ([]byte, error)
+
+var reducers = struct {
+	sync.RWMutex
+	m map[string]ReducerLeaf
+}{m: map[string]ReducerLeaf{}}
+
+// RegisterReducer makes a Reduce reducer callable by name from another
+// process of the same binary (the Ray fold actor's leaf process) and
+// returns that name ("" when fn is not resolvable by name: a closure, a
+// method value or a generic instantiation). Call it at package
+// initialization, next to the flow that uses the reducer, with the same
+// function value passed to Reduce. (Reduce itself should do this; until it
+// does, the Ray engine rejects a fold whose reducer is not registered.)
+func RegisterReducer[Acc, Item any](fn func(context.Context, Acc, Item) (Acc, error)) string {
+	if fn == nil {
+		return ""
+	}
+	id := identify(fn)
+	if !id.Resolvable {
+		return ""
+	}
+	leaf := func(ctx context.Context, codec Codec, accB, itemB []byte) ([]byte, error) {
+		var acc Acc
+		if err := codec.Unmarshal(accB, &acc); err != nil {
+			return nil, fmt.Errorf("rayflow: decoding the accumulator: %w", err)
+		}
+		var item Item
+		if err := codec.Unmarshal(itemB, &item); err != nil {
+			return nil, fmt.Errorf("rayflow: decoding the item: %w", err)
+		}
+		out, err := fn(ctx, acc, item)
+		if err != nil {
+			return nil, err
+		}
+		return codec.Marshal(out)
+	}
+	reducers.Lock()
+	reducers.m[id.Name] = leaf
+	reducers.Unlock()
+	return id.Name
+}
+
+// LookupReducer returns the reducer registered under name.
+func LookupReducer(name string) (ReducerLeaf, bool) {
+	reducers.RLock()
+	defer reducers.RUnlock()
+	r, ok := reducers.m[name]
+	return r, ok
+}
