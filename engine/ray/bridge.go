@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rayflow/rayflow/gen/common"
 )
 
 //go:embed bridge.py
@@ -49,6 +51,15 @@ type LeafTask struct {
 	// Bootstrap runs the worker-start hook (sdk.RegisterBootstrap) once per
 	// leaf process before the step.
 	Bootstrap bool
+	// Progress is set when the leaf reports to a collector actor.
+	Progress *LeafProgress
+}
+
+// LeafProgress binds a leaf to the run's collector actor and graph node.
+type LeafProgress struct {
+	Actor    int64
+	Identity common.RunIdentity
+	Label    string
 }
 
 // Ready is a handle whose value is available, or its failure.
@@ -454,6 +465,9 @@ func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 	if t.Bootstrap {
 		req["bootstrap"] = true
 	}
+	if p := t.Progress; p != nil {
+		req["progress"] = map[string]any{"actor": p.Actor, "identity": p.Identity, "label": p.Label}
+	}
 	if t.Bound != nil {
 		sections = append(sections, t.Bound)
 		req["bound"] = 0
@@ -652,6 +666,26 @@ func (b *Bridge) CallActor(ctx context.Context, actor int64, method string, args
 // KillActor kills an actor best effort (no reply is awaited).
 func (b *Bridge) KillActor(actor int64) {
 	_ = b.send(map[string]any{"op": "actor_kill", "id": 0, "actor": actor})
+}
+
+// ActorState is one actor in Ray's state API.
+type ActorState struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// ListActors lists the cluster's actors of a class through Ray's state
+// API (ray.util.state.list_actors; the cluster needs its dashboard).
+func (b *Bridge) ListActors(ctx context.Context, class string) ([]ActorState, error) {
+	f, err := b.call(ctx, map[string]any{"op": "list_actors", "class_name": class})
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Actors []ActorState `json:"actors"`
+	}
+	err = f.decode(&r)
+	return r.Actors, err
 }
 
 // Stats reports the bridge's table size (tests).

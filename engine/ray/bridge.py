@@ -128,15 +128,18 @@ class _LeafReader:
     select timeout keeps bytecodes running so that an asynchronous
     exception (Ray's cooperative cancellation) is seen promptly."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, idle=None):
         self.fd = fd
         self.buf = bytearray()
+        self.idle = idle
 
     def read(self, n):
         import select
 
         while len(self.buf) < n:
-            r, _, _ = select.select([self.fd], [], [], 0.05)
+            r, _, _ = select.select([self.fd], [], [], 0.02 if self.idle else 0.05)
+            if self.idle:
+                self.idle()
             if not r:
                 continue
             chunk = os.read(self.fd, max(1 << 16, n - len(self.buf)))
@@ -148,16 +151,61 @@ class _LeafReader:
         return out
 
 
-def _run_leaf(spec, bound, arg, kind=""):
+class _Events:
+    """Forwards a leaf's progress events to the collector actor and writes
+    each acknowledgement back to the leaf process."""
+
+    def __init__(self, actor, stdin):
+        self.actor = actor
+        self.stdin = stdin
+        self.pending = {}  # ref -> seq
+
+    def push(self, seq, wire):
+        self.pending[self.actor.push.remote(wire)] = seq
+
+    def poll(self, timeout=0):
+        if not self.pending:
+            return
+        refs = list(self.pending)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout, fetch_local=True)
+        for ref in ready:
+            seq = self.pending.pop(ref)
+            try:
+                verdict = ray.get(ref)
+                ack = {"ack": seq, "ok": verdict == b"", "reason": verdict.decode()}
+            except Exception:
+                ack = {"ack": seq, "ok": False, "reason": "ack_failed"}
+            try:
+                self.stdin.write(encode_frame(ack))
+            except (BrokenPipeError, OSError):
+                pass
+
+
+def _run_leaf(spec, bound, arg, prog=None):
+    return _call_leaf(spec, bound, arg, "", prog)
+
+
+def _call_leaf(spec, bound, arg, kind="", prog=None):
     exe, name, node, boot = spec.split("\x00")
     p = _leaf_proc(exe)
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
+    events = None
+    if prog is not None:
+        header["progress"] = prog[1]
+        events = _Events(prog[0], p.stdin)
     try:
         p.stdin.write(encode_frame(header, [bound or b"", arg]))
-        rd = _LeafReader(p.stdout.fileno())
-        (n,) = struct.unpack(">I", rd.read(4))
-        h = json.loads(rd.read(n))
-        secs = [rd.read(s) for s in h.get("sizes", [])]
+        rd = _LeafReader(p.stdout.fileno(), events.poll if events else None)
+        while True:
+            (n,) = struct.unpack(">I", rd.read(4))
+            h = json.loads(rd.read(n))
+            secs = [rd.read(s) for s in h.get("sizes", [])]
+            if events is None or "event" not in h:
+                break
+            events.push(h["event"], secs[0])
+        if events is not None:
+            # The leaf's events reach the actor before its result counts.
+            events.poll(timeout=2.0)
     except KeyboardInterrupt:
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
@@ -248,7 +296,7 @@ class _FoldActor:
                          "the initial accumulator is %d encoded bytes, over the fold's limit of %d"
                          % (len(self.acc), self.max_bytes))
         # Start the Go process and check that it knows the reducer.
-        _run_leaf(self.spec, b"", b"", "check_reducer")
+        _call_leaf(self.spec, b"", b"", "check_reducer")
         return b"ready"
 
     def add(self, index, item):
@@ -266,7 +314,7 @@ class _FoldActor:
             raise ActorProtocolError("%d out-of-order items retained, at most %d" % (retained, self.max_retained))
         acc, nxt = self.acc, self.next
         while nxt in pending:
-            acc = _run_leaf(self.spec, acc, pending.pop(nxt), "reduce")[1]
+            acc = _call_leaf(self.spec, acc, pending.pop(nxt), "reduce")[1]
             if len(acc) > self.max_bytes:
                 raise _limit("accumulator", len(acc), self.max_bytes,
                              "the accumulator after item %d is %d encoded bytes, over the fold's limit of %d"
@@ -285,6 +333,47 @@ class _FoldActor:
             raise ActorProtocolError("finalize after %d items, folded %d" % (n, self.next))
         ack = json.dumps({"items": n, "bytes": len(self.acc)}).encode()
         return ack, self.acc
+
+
+class _ProgressActor:
+    """A run's progress collector on Ray: it only buffers bounded encoded
+    events (every graph semantic is the coordinator's, in Go). An event over
+    the 32 KiB wire cap, or one that would overflow the buffer, is refused
+    (the verdict is the push's return: b"" accepted, else the reason)."""
+
+    MAX_WIRE = 32 * 1024
+
+    def __init__(self, max_events, max_bytes):
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self.buf = []
+        self.bytes = 0
+        self.stats = {"accepted": 0, "rejected_size": 0, "rejected_overflow": 0, "drains": 0}
+
+    def ready(self):
+        return b"ready"
+
+    def push(self, wire):
+        wire = bytes(wire)
+        if len(wire) > self.MAX_WIRE:
+            self.stats["rejected_size"] += 1
+            return b"payload_too_large"
+        if len(self.buf) >= self.max_events or self.bytes + len(wire) > self.max_bytes:
+            self.stats["rejected_overflow"] += 1
+            return b"buffer_full"
+        self.buf.append(wire)
+        self.bytes += len(wire)
+        self.stats["accepted"] += 1
+        return b""
+
+    def drain(self):
+        self.stats["drains"] += 1
+        out = [json.dumps(self.stats).encode(), b"\n"]
+        for w in self.buf:
+            out.append(struct.pack(">I", len(w)))
+            out.append(w)
+        self.buf, self.bytes = [], 0
+        return b"".join(out)
 
 
 def _collect_json(*items):
@@ -362,7 +451,16 @@ class Bridge:
                 f = self.variants[key] = self.leaf.options(**opts)
         bound = sections[req["bound"]] if req.get("bound") is not None else None
         spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
-        status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
+        prog = None
+        if req.get("progress"):
+            pr = req["progress"]
+            actor = self.actors.get(pr["actor"])
+            if actor is not None:
+                prog = (actor, {"identity": pr["identity"], "label": pr["label"]})
+        if prog is None:
+            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
+        else:
+            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections), prog)
         self.add(req["h"], payload, status)
 
     def op_collect(self, req, sections):
@@ -376,7 +474,10 @@ class Bridge:
         readiness handshake under handle h."""
         opts = dict(req.get("options") or {})
         opts.update(max_restarts=0, max_task_retries=0, max_concurrency=1, max_pending_calls=2)
-        if req["kind"] == "buffer":
+        if req["kind"] == "progress":
+            opts.update(max_concurrency=1, max_pending_calls=-1)
+            actor = ray.remote(_ProgressActor).options(**opts).remote(req["max_items"], req["max_bytes"])
+        elif req["kind"] == "buffer":
             cls = ray.remote(_BufferActor).options(**opts)
             actor = cls.remote(req["max_items"], req["max_bytes"])
         else:
@@ -452,6 +553,14 @@ class Bridge:
             self.waits.append([req["id"], ents, deadline, bool(req.get("all"))])
             self.cond.notify()
         return None
+
+    def op_list_actors(self, req, _):
+        # Ray's state API (needs a cluster with its dashboard).
+        from ray.util.state import list_actors
+
+        acts = list_actors(filters=[("class_name", "=", req["class_name"])], limit=10000, timeout=5,
+                           raise_on_missing_output=False)
+        return {"actors": [{"id": a.actor_id, "state": a.state} for a in acts]}, []
 
     def op_stats(self, req, _):
         return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched), "actors": len(self.actors)}, []

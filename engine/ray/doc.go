@@ -82,9 +82,23 @@
 // acknowledgement, kills the actor and passes the payload reference on.
 // Any failure or cancellation kills the actor (discarding its state).
 //
-// Not supported yet: per-step runtime environment profiles (also for the
-// reducer), the
-// label_selector, fallback_strategy and placement_group options, output
-// previews, and the progress collector actor (Options.Progress reports
-// aggregate map counters from the coordinator instead).
+// Progress (Options.ProgressPolicy): under full (the default) each run has
+// one collector actor on Ray that only buffers bounded encoded events
+// (over 32 KiB or over its buffer: refused, with counters); every graph
+// semantic is Go. The coordinator registers the static graph (steps, and
+// each bounded map as one aggregate node with its counters) in a
+// progress.Collector, drains the actor about every 200 ms into it and kills
+// the actor when the run ends; Engine.Progress returns the bounded
+// snapshot, its ingress diagnostics and the actor's counters. A leaf
+// outside a map gets a progress.Producer whose Sender is the actor: the
+// leaf process writes events to its Ray worker, which pushes them to the
+// actor and writes the acknowledgements back; STARTED, COMPLETED and
+// FAILED are sent for every such leaf and sdk.ReportProgress returns true.
+// Map items, terminal_only and disabled get no producer (ReportProgress is
+// false); terminal_only and disabled create no actor and send no progress
+// RPCs, and terminal_only leaves one terminal summary record.
+//
+// Not supported yet: output previews, per-step runtime environment
+// profiles (also for the reducer), the
+// label_selector, fallback_strategy and placement_group options.
 package ray

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -48,6 +50,14 @@ type Options struct {
 	// Progress, when set, receives a bounded map's counters as its items
 	// finish (and once when it ends).
 	Progress func(MapProgress)
+	// ProgressPolicy is the run's reporting policy: full ("", the
+	// default: a collector actor per run, leaf events, Engine.Progress),
+	// terminal_only (no actor, no progress RPCs, one terminal summary) or
+	// disabled (nothing).
+	ProgressPolicy common.ReportingPolicy
+	// OnSnapshot, when set under full, receives the bounded snapshot after
+	// every drain of the collector actor (about every 200 ms).
+	OnSnapshot func(progress.Snapshot)
 }
 
 // MapProgress is one aggregate progress report of a bounded map.
@@ -62,10 +72,15 @@ type MapProgress struct {
 
 // Engine runs materialized plans on Ray. It implements sdk.Engine.
 type Engine struct {
-	rt       Runtime
-	exe      string
-	codec    sdk.Codec
-	progress func(MapProgress)
+	rt         Runtime
+	exe        string
+	codec      sdk.Codec
+	progress   func(MapProgress)
+	policy     common.ReportingPolicy
+	onSnapshot func(progress.Snapshot)
+
+	mu   sync.Mutex
+	last *runProgress // the latest run's progress
 }
 
 var _ sdk.Engine = (*Engine)(nil)
@@ -91,6 +106,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e := NewWithRuntime(b, exe)
 	e.progress = o.Progress
+	e.policy, e.onSnapshot = o.ProgressPolicy, o.OnSnapshot
 	return e, nil
 }
 
@@ -144,10 +160,20 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	if err := e.check(m.Bindings.Root, "0"); err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}}
+	rp, err := e.startProgress(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
+	if err == nil && !v.local {
+		// Every leaf has finished (and its events reached the actor)
+		// before the last drain.
+		err = r.await(ctx, v.h, "0")
+	}
+	defer func() { rp.finish(ctx, err) }()
 	if err != nil {
 		// Stop whatever is still running (a failed map has already
 		// cancelled its own items).
@@ -295,6 +321,7 @@ func (s *scope) releaseAll() { s.releaseExcept(0) }
 
 type runner struct {
 	e     *Engine
+	rp    *runProgress
 	mu    sync.Mutex
 	bound map[*flowgraph.Step][]byte
 }
@@ -371,7 +398,8 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap})
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap,
+		Progress: r.rp.leafSpec(id, sc.retain)})
 	if err != nil {
 		return value{}, err
 	}

@@ -3,11 +3,17 @@ package ray
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
+	"time"
 
+	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -46,20 +52,110 @@ type leafRequest struct {
 	// accumulator, input: the item) and "check_reducer" for the fold
 	// actor's readiness handshake (is the reducer registered?).
 	Kind string `json:"kind"`
+	// Progress is set when the leaf reports to the run's collector actor
+	// (full policy, not a map item).
+	Progress *leafProgress `json:"progress"`
 }
 
-// serveLeaves runs leaf requests one at a time until in ends.
+// leafProgress binds a leaf's events to its run and graph node.
+type leafProgress struct {
+	Identity common.RunIdentity `json:"identity"`
+	Label    string             `json:"label"`
+}
+
+// leafWriter serializes frames on the leaf's output (results and progress
+// events).
+type leafWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (w *leafWriter) write(h map[string]any, sections ...[]byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := writeFrame(w.w, h, sections...); err != nil {
+		return err
+	}
+	return w.w.Flush()
+}
+
+// pipeSender is a leaf's progress.Sender: an event goes to the Ray worker
+// on the leaf's output, which submits it to the collector actor and
+// writes the acknowledgement back on the leaf's input.
+type pipeSender struct {
+	w    *leafWriter
+	mu   sync.Mutex
+	seq  int64
+	acks map[int64]chan error
+}
+
+func (p *pipeSender) Send(wire []byte) (<-chan error, error) {
+	ch := make(chan error, 1)
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.acks[seq] = ch
+	p.mu.Unlock()
+	if err := p.w.write(map[string]any{"event": seq}, wire); err != nil {
+		p.mu.Lock()
+		delete(p.acks, seq)
+		p.mu.Unlock()
+		return nil, progress.ErrActorUnavailable
+	}
+	return ch, nil
+}
+
+func (p *pipeSender) resolve(seq int64, ok bool, reason string) {
+	p.mu.Lock()
+	ch := p.acks[seq]
+	delete(p.acks, seq)
+	p.mu.Unlock()
+	switch {
+	case ch == nil:
+	case ok:
+		ch <- nil
+	case reason == "ack_failed":
+		ch <- fmt.Errorf("progress: acknowledgement failed")
+	default:
+		ch <- fmt.Errorf("%w: %s", progress.ErrActorRejected, reason)
+	}
+}
+
+// serveLeaves runs leaf requests one at a time until in ends. Progress
+// acknowledgements arrive on in while a leaf runs.
 func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Codec) error {
 	r := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriterSize(out, 64<<10)
-	for {
-		f, err := readFrame(r)
-		if err == io.EOF {
-			return nil // the worker closed our input: exit
+	w := &leafWriter{w: bufio.NewWriterSize(out, 64<<10)}
+	sender := &pipeSender{w: w, acks: map[int64]chan error{}}
+	reqs := make(chan *frame)
+	var rerr error
+	go func() {
+		defer close(reqs)
+		for {
+			f, err := readFrame(r)
+			if err != nil {
+				if err != io.EOF { // EOF: the worker closed our input
+					rerr = err
+				}
+				return
+			}
+			var h struct {
+				Ack    *int64 `json:"ack"`
+				OK     bool   `json:"ok"`
+				Reason string `json:"reason"`
+			}
+			if err := json.Unmarshal(f.raw, &h); err != nil {
+				rerr = fmt.Errorf("leaf request: %w", err)
+				return
+			}
+			if h.Ack != nil {
+				sender.resolve(*h.Ack, h.OK, h.Reason)
+				continue
+			}
+			reqs <- f
 		}
-		if err != nil {
-			return err
-		}
+	}()
+	for f := range reqs {
 		var req leafRequest
 		if err := f.decode(&req); err != nil {
 			return fmt.Errorf("leaf request: %w", err)
@@ -68,19 +164,28 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if req.Bound {
 			bound = f.section(0)
 		}
-		res, info, value := runLeaf(ctx, codec, req, bound, f.section(1))
-		if info == nil {
-			err = writeFrame(w, map[string]any{"ok": true}, res)
-		} else {
-			err = writeFrame(w, map[string]any{"ok": false, "error": info}, value)
+		var prod *progress.Producer
+		if req.Progress != nil && req.Kind == "" {
+			if enc, err := progress.NewEncoder(req.Progress.Identity, nil, nil); err == nil {
+				prod, _ = progress.NewProducer(progress.ProducerConfig{Encoder: enc, NodeID: req.Node, Label: req.Progress.Label,
+					Sender: sender, SettleWait: 500 * time.Millisecond})
+			}
 		}
-		if err == nil {
-			err = w.Flush()
+		prod.Started(detail.NodeExecution{AssignedResources: map[string]float64{}})
+		res, info, value := runLeaf(progress.Context(ctx, prod), codec, req, bound, f.section(1))
+		var err error
+		if info == nil {
+			prod.Complete()
+			err = w.write(map[string]any{"ok": true}, res)
+		} else {
+			prod.Fail(info.Message)
+			err = w.write(map[string]any{"ok": false, "error": info}, value)
 		}
 		if err != nil {
 			return err
 		}
 	}
+	return rerr
 }
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.

@@ -212,6 +212,7 @@ func (r *runner) report(p MapProgress) {
 	if r.e.progress != nil {
 		r.e.progress(p)
 	}
+	r.rp.mapProgress(p)
 }
 
 // abort stops the in-flight items after a failure: their goroutines are

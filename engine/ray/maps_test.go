@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -185,6 +186,7 @@ func TestLargeValueStaysInRay(t *testing.T) {
 	t.Parallel()
 	cr := &countingRuntime{Runtime: testEngine.rt}
 	e := NewWithRuntime(cr, testEngine.exe)
+	e.policy = common.ReportingPolicyDisabled // count payload fetches only, not progress drains
 	const size = 9 << 20
 	got, err := Run(context.Background(), e, bigFlow, size)
 	if err != nil {

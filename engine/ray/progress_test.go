@@ -1,0 +1,147 @@
+package ray
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/sdk"
+)
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ReportFan reports progress and returns n copies of whether it was
+// accepted.
+func ReportFan(ctx context.Context, n int) ([]int, error) {
+	ok := sdk.ReportProgress(ctx, 1, 2, "half way", map[string]any{"items": n})
+	time.Sleep(300 * time.Millisecond)
+	out := make([]int, n)
+	for i := range out {
+		out[i] = b2i(ok)
+	}
+	return out, nil
+}
+
+// ReportItem is a map item: ReportProgress must return false in it.
+func ReportItem(ctx context.Context, r int) (int, error) {
+	return r*10 + b2i(sdk.ReportProgress(ctx, 1, 2, "", nil)), nil
+}
+
+var progressFlow = sdk.Then(sdk.Step(ReportFan), sdk.Map(sdk.Step(ReportItem, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}))
+
+func policyEngine(p common.ReportingPolicy) *Engine {
+	e := NewWithRuntime(testEngine.rt, testEngine.exe)
+	e.policy = p
+	return e
+}
+
+// progressActors counts the cluster's collector actors (Ray's state API).
+func progressActors(t *testing.T) (all, alive int) {
+	t.Helper()
+	acts, err := testBridge.ListActors(context.Background(), "_ProgressActor")
+	if err != nil {
+		t.Skipf("Ray's state API is not available on this cluster (%v)", err)
+	}
+	for _, a := range acts {
+		if a.State == "ALIVE" {
+			alive++
+		}
+	}
+	return len(acts), alive
+}
+
+// Full reporting: a collector actor per run (gone after it), leaf
+// lifecycle events and application progress, one aggregate map node whose
+// items report nothing.
+func TestProgressFull(t *testing.T) {
+	ctx := context.Background()
+	before, _ := progressActors(t)
+	e := policyEngine("")
+	got, err := Run(ctx, e, progressFlow, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != 10 {
+		t.Fatalf("got %v: want ReportProgress true in the step and false in map items", got)
+	}
+	rep, ok := e.Progress()
+	if !ok || rep.Snapshot == nil || !rep.Done {
+		t.Fatalf("no progress report: %+v", rep)
+	}
+	s := rep.Snapshot
+	var step, m *progress.Node
+	for i := range s.Graph.Nodes {
+		switch n := &s.Graph.Nodes[i]; n.NodeID {
+		case "0.0":
+			step = n
+		case "0.1":
+			m = n
+		}
+	}
+	if len(s.Graph.Nodes) != 2 || step == nil || m == nil {
+		t.Fatalf("nodes %+v", s.Graph.Nodes)
+	}
+	if step.State != detail.NodeStateSucceeded || step.Progress == nil || step.Progress.Message == nil || *step.Progress.Message != "half way" {
+		t.Fatalf("step node %+v (progress %+v)", step, step.Progress)
+	}
+	if m.Kind != topology.NodeKindMap || m.Fanout == nil || m.Fanout.CompletedItems != 3 || !m.Fanout.InputExhausted || m.State != detail.NodeStateSucceeded {
+		t.Fatalf("map node %+v (fanout %+v)", m, m.Fanout)
+	}
+	if s.Ingress.Rejected != 0 || rep.Actor.Accepted < 3 || s.Ingress.AcceptedByKind[progress.KindStarted] != 1 {
+		t.Fatalf("ingress %+v, actor %+v", s.Ingress, rep.Actor)
+	}
+	t.Logf("revision %d, ingress accepted %d, actor %+v", s.Revision, s.Ingress.Accepted, rep.Actor)
+	after, alive := progressActors(t)
+	if after != before+1 {
+		t.Fatalf("%d collector actors before the run, %d after; want one more", before, after)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		_, alive = progressActors(t)
+	}
+	if alive != 0 {
+		t.Fatalf("%d collector actors still alive after the run", alive)
+	}
+}
+
+// terminal_only and disabled create no collector actor and ReportProgress
+// returns false; terminal_only yields one terminal summary.
+func TestProgressPolicies(t *testing.T) {
+	ctx := context.Background()
+	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled} {
+		before, _ := progressActors(t)
+		e := policyEngine(pol)
+		got, err := Run(ctx, e, progressFlow, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != 0 {
+			t.Fatalf("%s: ReportProgress returned true", pol)
+		}
+		if after, _ := progressActors(t); after != before {
+			t.Fatalf("%s: %d collector actors before, %d after", pol, before, after)
+		}
+		rep, _ := e.Progress()
+		if rep.Snapshot != nil {
+			t.Fatalf("%s: a snapshot", pol)
+		}
+		if pol == common.ReportingPolicyTerminalOnly {
+			if !strings.Contains(string(rep.Summary), `"reporting_policy":"terminal_only"`) || !strings.Contains(string(rep.Summary), `"SUCCEEDED"`) {
+				t.Fatalf("terminal summary %s", rep.Summary)
+			}
+		} else if rep.Summary != nil {
+			t.Fatalf("disabled: a summary")
+		}
+	}
+}
