@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/rayflow/rayflow/engine/progress"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -293,7 +294,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runOnRay runs the workflow on a Ray cluster ("local": a private one).
 func runOnRay(ctx context.Context, addr string, r Request, stderr io.Writer) (Result, error) {
-	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr})
+	var lastRev int64
+	live := func(s progress.Snapshot) { // live progress (full policy), one line per change
+		if s.Revision == lastRev {
+			return
+		}
+		lastRev = s.Revision
+		fmt.Fprintf(stderr, "progress: revision %d: %d/%d nodes done, %d running, %.0f%%\n",
+			s.Revision, s.CompletedNodes, s.TotalNodes, s.RunningNodes, s.ProgressPercent)
+	}
+	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr, OnSnapshot: live})
 	if err != nil {
 		return Result{}, err
 	}
