@@ -14,6 +14,7 @@ RAY_VENV    := .venv-ray
 RAY_PY      := $(RAY_VENV)/bin/python
 RAY_STATE   := .ray-local
 RAY_PORT    ?= 6390
+RAY_DASHBOARD_PORT ?= 8265
 export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
 
 # Files carrying the generated-code header (Go and CUE), tracked or not, with their hashes.
@@ -95,7 +96,7 @@ ray-up: ray-venv ## start a local Ray head (2 CPUs, 512 MiB object store) record
 		echo "ray-up: already running at $$(cat $(RAY_STATE)/address)"; exit 0; fi; \
 	mkdir -p $(RAY_STATE); rm -f $(RAY_STATE)/address; \
 	RAY_USAGE_STATS_ENABLED=0 setsid $(RAY_VENV)/bin/ray start --head --block --node-ip-address=127.0.0.1 \
-		--port=$(RAY_PORT) --num-cpus=2 --object-store-memory=536870912 --dashboard-host=127.0.0.1 \
+		--port=$(RAY_PORT) --num-cpus=2 --object-store-memory=536870912 --dashboard-host=127.0.0.1 --dashboard-port=$(RAY_DASHBOARD_PORT) \
 		--disable-usage-stats >$(RAY_STATE)/log 2>&1 </dev/null & echo $$! >$(RAY_STATE)/pgid; \
 	for i in $$(seq 240); do \
 		if grep -q 'Ray runtime started' $(RAY_STATE)/log; then \

@@ -146,6 +146,7 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 	initialBytes, initErr := codec.Marshal(initial)
 	id := identify(reducer)
 	register(id, nil)
+	RegisterReducer(reducer) // so a Ray fold actor's process can call it by name
 	n.Map.Fold = &flowgraph.Fold{
 		Reducer: flowgraph.Step{Callable: id, RuntimeEnv: opts.RuntimeEnv, Bootstrap: opts.Bootstrap,
 			InputType: typeName[Out](), OutputType: typeName[Acc]()},

@@ -19,10 +19,9 @@ var reducers = struct {
 // RegisterReducer makes a Reduce reducer callable by name from another
 // process of the same binary (the Ray fold actor's leaf process) and
 // returns that name ("" when fn is not resolvable by name: a closure, a
-// method value or a generic instantiation). Call it at package
-// initialization, next to the flow that uses the reducer, with the same
-// function value passed to Reduce. (Reduce itself should do this; until it
-// does, the Ray engine rejects a fold whose reducer is not registered.)
+// method value or a generic instantiation). Reduce calls it, so a fold
+// built at package initialization is registered in every process of the
+// binary.
 func RegisterReducer[Acc, Item any](fn func(context.Context, Acc, Item) (Acc, error)) string {
 	if fn == nil {
 		return ""
