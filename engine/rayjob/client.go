@@ -43,14 +43,14 @@ func (s Status) Terminal() bool { return rayv1.IsJobTerminal(rayv1.JobStatus(s))
 
 // Info is a job's state on the cluster.
 type Info struct {
-	SubmissionID string
-	Status       Status
-	Message      string
-	ErrorType    string
-	Entrypoint   string
-	Metadata     map[string]string
-	StartTime    time.Time
-	EndTime      time.Time
+	SubmissionID string            `json:"submission_id"`
+	Status       Status            `json:"status"`
+	Message      string            `json:"message,omitempty"`
+	ErrorType    string            `json:"error_type,omitempty"`
+	Entrypoint   string            `json:"entrypoint,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	StartTime    time.Time         `json:"start_time,omitzero"`
+	EndTime      time.Time         `json:"end_time,omitzero"`
 }
 
 // ClientOptions configure a Client.

@@ -75,7 +75,7 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 	}
 	verb, arg := words[0], words[1]
 	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		fmt.Fprintln(e.stderr, err) // rayjob's errors name rayflow
 		return exitError
 	}
 	if verb == "manifest" {
@@ -83,7 +83,7 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 			Executable: *exe, Flow: arg, Input: json.RawMessage(*input), Python: *python, SubmissionID: *id,
 			Workers: int32(*workers), CPU: *cpu, Memory: *memory, TTLSecondsAfterFinished: int32(*ttl)})
 		if err != nil {
-			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			fmt.Fprintln(e.stderr, err)
 			return exitUsage
 		}
 		out, err := rayjob.RenderManifest(job, *asJSON)
