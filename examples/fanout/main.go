@@ -5,6 +5,7 @@
 //	go run ./examples/fanout -count 20
 //	go run ./examples/fanout -count 20 -ray local            # a private local Ray cluster
 //	go run ./examples/fanout -count 20 -ray 127.0.0.1:6390   # the cluster of make ray-up
+//	rayflow rayjob submit --exe "$PWD/bin/fanout" --input 20 fanout  # as a Ray Job
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -25,6 +27,9 @@ func main() {
 	// On Ray, every worker runs the leaves in this binary started in leaf
 	// mode; this returns at once otherwise.
 	rayengine.ServeLeafIfRequested()
+	// As a Ray Job's entrypoint (rayflow rayjob submit), this binary runs
+	// the flow named in its environment on the job's cluster and exits.
+	coordinator.ServeIfRequested()
 	count := flag.Int("count", 20, "number of items to fan out")
 	rayAddr := flag.String("ray", "", `run on Ray: "local" (a private local cluster) or a cluster address`)
 	flag.Parse()

@@ -1,0 +1,226 @@
+// Package coordinator is the in-cluster side of Ray Job mode: the
+// application binary, started as a Ray Job's entrypoint, runs one
+// registered flow with the Ray engine against the job's cluster and
+// prints the run's result record as the last line of its output.
+//
+// It is separate from package rayjob (the submitting side, which links
+// kuberay and Kubernetes types) so that an application binary links only
+// sdk and engine/ray. An application opts in by calling ServeIfRequested
+// first thing in main, next to ray.ServeLeafIfRequested:
+//
+//	func main() {
+//		ray.ServeLeafIfRequested()
+//		coordinator.ServeIfRequested()
+//		...
+//	}
+//
+// # The entrypoint
+//
+// Coordinator mode is selected by environment variables that the
+// entrypoint sets for this one process (rayjob.Entrypoint renders it):
+//
+//	RAYFLOW_RAYJOB=1 RAYFLOW_RAYJOB_FLOW=fanout RAYFLOW_RAYJOB_INPUT=MjA /abs/path/app
+//
+// RAYFLOW_RAYJOB_FLOW names a flow registered with sdk.RegisterFlow;
+// RAYFLOW_RAYJOB_INPUT is the flow's input as JSON, base64url-encoded
+// without padding (so the entrypoint needs no shell quoting). The flow's
+// first node must be a step (the input reaches it as raw JSON). An
+// optional RAYFLOW_PYTHON names the interpreter with ray[default] for the
+// engine's bridge; RAY_ADDRESS, which Ray sets for every job entrypoint,
+// is the cluster (default "auto"). The mode variables are removed from
+// the process environment before the engine starts.
+//
+// # The result channel
+//
+// The coordinator prints exactly one result record, as the last line of
+// its standard output, after the engine has shut down:
+//
+//	RAYFLOW_RESULT {"version":1,"flow":"fanout","fingerprint":"…","ok":true,"output":{…}}
+//	RAYFLOW_RESULT {"version":1,"flow":"fanout","ok":false,"error":{"kind":"run","type":"*sdk.StepError","message":"…"}}
+//
+// The prefix is followed by one line of JSON (the Result type): output is
+// the flow's result in the JSON codec, error says why the run failed
+// (kind "setup" for an unknown flow, bad input or an unreachable cluster;
+// "run" for a failed run; "stopped" when the job was stopped). The exit
+// status agrees: 0 with ok, 1 for a run failure, 2 for a setup failure,
+// so Ray marks the job SUCCEEDED or FAILED. Ray keeps the entrypoint's
+// output as the job's logs (GET /api/jobs/{id}/logs); rayjob.ParseResult
+// returns the last record in them.
+package coordinator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// The entrypoint's environment.
+const (
+	ModeEnv  = "RAYFLOW_RAYJOB"       // "1" selects coordinator mode
+	FlowEnv  = "RAYFLOW_RAYJOB_FLOW"  // the registered flow's name
+	InputEnv = "RAYFLOW_RAYJOB_INPUT" // the input JSON, base64url without padding
+)
+
+// ResultPrefix starts the result record's line.
+const ResultPrefix = "RAYFLOW_RESULT "
+
+// ResultVersion is the version of the Result record.
+const ResultVersion = 1
+
+// Exit statuses of the coordinator.
+const (
+	ExitOK    = 0
+	ExitRun   = 1 // the run failed or was stopped
+	ExitSetup = 2 // unknown flow, bad input, no cluster
+)
+
+// Result is the machine-readable record of one run.
+type Result struct {
+	Version     int             `json:"version"`
+	Flow        string          `json:"flow"`
+	Fingerprint string          `json:"fingerprint,omitempty"`
+	OK          bool            `json:"ok"`
+	Output      json.RawMessage `json:"output,omitempty"`
+	Error       *ErrorInfo      `json:"error,omitempty"`
+}
+
+// ErrorInfo describes a failed run.
+type ErrorInfo struct {
+	Kind    string `json:"kind"`    // "setup", "run" or "stopped"
+	Type    string `json:"type"`    // the Go type of the error
+	Message string `json:"message"` // its message
+}
+
+// Error makes a failed Result an error.
+func (e *ErrorInfo) Error() string {
+	return fmt.Sprintf("rayflow: ray job: %s error (%s): %s", e.Kind, e.Type, e.Message)
+}
+
+// EncodeInput encodes an input JSON document for InputEnv.
+func EncodeInput(inputJSON []byte) string { return base64.RawURLEncoding.EncodeToString(inputJSON) }
+
+// ServeIfRequested runs the coordinator and exits when the process was
+// started in coordinator mode (ModeEnv=1); otherwise it returns at once.
+func ServeIfRequested() {
+	if os.Getenv(ModeEnv) != "1" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := Serve(ctx, Config{}, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Config overrides what Serve otherwise reads from the environment.
+type Config struct {
+	Flow    string          // default $RAYFLOW_RAYJOB_FLOW
+	Input   json.RawMessage // default the decoded $RAYFLOW_RAYJOB_INPUT
+	Address string          // default $RAY_ADDRESS, else "auto"
+	Python  string          // default ray.DefaultPython(), else "python3"
+}
+
+// Serve runs one flow on the Ray engine, writes its result record to
+// stdout as the last line and returns the exit status.
+func Serve(ctx context.Context, c Config, stdout, stderr io.Writer) int {
+	res := Result{Version: ResultVersion, Flow: c.Flow}
+	code := serve(ctx, c, &res, stderr)
+	line, err := json.Marshal(res)
+	if err != nil { // cannot happen: Output is valid JSON
+		line = []byte(`{"version":1,"ok":false,"error":{"kind":"run","type":"","message":"encoding the result"}}`)
+		code = ExitRun
+	}
+	fmt.Fprintf(stdout, "\n%s%s\n", ResultPrefix, line)
+	if f, ok := stdout.(*os.File); ok {
+		_ = f.Sync()
+	}
+	return code
+}
+
+func fail(res *Result, kind string, err error) {
+	res.OK = false
+	res.Error = &ErrorInfo{Kind: kind, Type: fmt.Sprintf("%T", err), Message: err.Error()}
+}
+
+func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
+	if c.Flow == "" {
+		c.Flow = os.Getenv(FlowEnv)
+		res.Flow = c.Flow
+	}
+	if c.Input == nil {
+		raw, err := base64.RawURLEncoding.DecodeString(os.Getenv(InputEnv))
+		if err != nil {
+			fail(res, "setup", fmt.Errorf("decoding %s: %w", InputEnv, err))
+			return ExitSetup
+		}
+		c.Input = raw
+	}
+	for _, k := range []string{ModeEnv, FlowEnv, InputEnv} {
+		_ = os.Unsetenv(k)
+	}
+	if !json.Valid(c.Input) {
+		fail(res, "setup", fmt.Errorf("the input is not JSON: %.200q", c.Input))
+		return ExitSetup
+	}
+	root, ok := sdk.LookupFlow(c.Flow)
+	if !ok {
+		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdk.RegisteredFlows(), ", ")))
+		return ExitSetup
+	}
+	m, err := sdk.MaterializeGraph(root, sdk.ForRay())
+	if err != nil {
+		fail(res, "setup", err)
+		return ExitSetup
+	}
+	res.Fingerprint = m.Fingerprint
+	if c.Address == "" {
+		c.Address = os.Getenv("RAY_ADDRESS")
+	}
+	if c.Address == "" {
+		c.Address = "auto"
+	}
+	if c.Python == "" {
+		c.Python = ray.DefaultPython()
+	}
+	if c.Python == "" {
+		c.Python = "python3"
+	}
+	fmt.Fprintf(stderr, "rayflow coordinator: flow %s (plan %s) on %s\n", c.Flow, m.Fingerprint, c.Address)
+	e, err := ray.New(ctx, ray.Options{Address: c.Address, Python: c.Python, Stderr: stderr})
+	if err != nil {
+		fail(res, "setup", err)
+		return ExitSetup
+	}
+	out, err := e.Run(ctx, m, c.Input)
+	if cerr := e.Close(); cerr != nil {
+		fmt.Fprintln(stderr, "rayflow coordinator: closing the engine:", cerr)
+	}
+	if err != nil {
+		kind := "run"
+		if ctx.Err() != nil {
+			kind = "stopped"
+		}
+		fail(res, kind, err)
+		return ExitRun
+	}
+	er, ok := out.(*sdk.EncodedResult)
+	if !ok || er.Codec.Name() != "json" {
+		fail(res, "run", fmt.Errorf("the engine returned %T, not JSON codec bytes", out))
+		return ExitRun
+	}
+	if !json.Valid(er.Bytes) {
+		fail(res, "run", errors.New("the result is not valid JSON"))
+		return ExitRun
+	}
+	res.OK, res.Output = true, er.Bytes
+	return ExitOK
+}
