@@ -2,6 +2,7 @@ package redact
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,81 @@ func TestNewLimits(t *testing.T) {
 	}
 	if _, err := New(many...); err == nil {
 		t.Fatalf("%d patterns must be rejected", MaxPatterns+1)
+	}
+}
+
+func TestTerminalFormattingCannotHideATerm(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"pass\x1b[31mword",           // CSI color inside the word
+		"to\u200bken",                // zero-width space
+		"se\x1b]0;title\x07cret",     // OSC
+		"api\x1bP1$r\x1b\\_key",      // DCS
+		"cook\u0085ie",               // C1 control
+		"cred\u009b1mential",           // C1 CSI
+		"author\u2060ization header", // word joiner
+	} {
+		if !Default.Matches(s) {
+			t.Errorf("%q was not redacted", s)
+		}
+	}
+	if Default.Matches("plain \x1b[1mbold\x1b[0m text") {
+		t.Error("formatting alone must not redact")
+	}
+	if got := Normalize("a\x1b[2Jb\tc\u200dd"); got != "ab cd" {
+		t.Errorf("Normalize = %q", got)
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	t.Parallel()
+	deep := any("leaf")
+	for range MaxDepth + 1 {
+		deep = []any{deep}
+	}
+	got, changed := Default.Value(deep)
+	for range MaxDepth {
+		got = got.([]any)[0]
+	}
+	if !changed || !reflect.DeepEqual(got, []any{MaxDepthMarker}) {
+		t.Fatalf("depth %d: %v", MaxDepth+1, got)
+	}
+	items := make([]any, MaxRootItems)
+	if _, changed := Default.Value(items); changed {
+		t.Fatalf("exactly %d items must pass", MaxRootItems)
+	}
+	if got, _ := Default.Value(append(items, nil)); !reflect.DeepEqual(got, []any{Marker}) {
+		t.Fatalf("%d items: %v", MaxRootItems+1, got)
+	}
+	long := strings.Repeat("a", MaxTextRunes)
+	if got, _ := Default.Value(long); got != long {
+		t.Fatal("a text exactly at the cap must pass")
+	}
+	if got, _ := Default.Value(long + "a"); got != Marker {
+		t.Fatal("a text over the cap must be replaced")
+	}
+	if got, _ := Default.Value(map[string]any{"a": long, "b": "x"}); !reflect.DeepEqual(got, map[string]any{BudgetKey: Marker}) {
+		t.Fatalf("root character budget: %v", got)
+	}
+}
+
+func TestPatternSyntax(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{`\bword`, `(?i)x`, `(?P<n>x)`, `(?=x)`, `a{129}`, `\1`, `\p{L}`, `x$`, `\Aabc`} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("%q must be rejected", bad)
+		}
+	}
+	for _, ok := range []string{`a{128}`, `[^a-z]+`, `(?:ab)+`, `\d{3}-\w+`, `x\.y`} {
+		if _, err := New(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	nested := strings.Repeat("(", MaxGroupDepth) + "x" + strings.Repeat(")", MaxGroupDepth)
+	if _, err := New(nested); err != nil {
+		t.Errorf("%d nested groups: %v", MaxGroupDepth, err)
+	}
+	if _, err := New("(" + nested + ")"); err == nil {
+		t.Errorf("%d nested groups must be rejected", MaxGroupDepth+1)
 	}
 }
