@@ -456,7 +456,7 @@ class Bridge:
             pr = req["progress"]
             actor = self.actors.get(pr["actor"])
             if actor is not None:
-                prog = (actor, {"identity": pr["identity"], "label": pr["label"]})
+                prog = (actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")})
         if prog is None:
             status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
         else:

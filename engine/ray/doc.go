@@ -98,7 +98,19 @@
 // false); terminal_only and disabled create no actor and send no progress
 // RPCs, and terminal_only leaves one terminal summary record.
 //
-// Not supported yet: output previews, per-step runtime environment
+// Output previews (sdk.Flow.WithOutputPreview): WithOutputPreview registers
+// the projector by name in every process of the binary (sdk.LookupPreview).
+// Under full reporting a step with a projector that is not a map item
+// reports a PENDING preview after STARTED; after the leaf succeeds its
+// process decodes the encoded result with the codec, runs the projector
+// (sdk.BuildPreview: validated against preview profile v1 and redacted) and
+// sends the envelope as an output_preview event before COMPLETED. A
+// projector error or panic, or a result that does not decode, is a FAILED
+// envelope; the leaf's result is never changed. A failed leaf reports
+// UNAVAILABLE. terminal_only and disabled never run projectors.
+//
+// Not supported yet: previews of map items (they are not graph nodes),
+// per-step runtime environment
 // profiles (also for the reducer), the
 // label_selector, fallback_strategy and placement_group options.
 package ray

@@ -399,7 +399,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 		}
 	}
 	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap,
-		Progress: r.rp.leafSpec(id, sc.retain)})
+		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
 	}

@@ -186,11 +186,15 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 }
 
 // leafSpec is what a leaf at node id needs to report (nil: it does not).
-func (rp *runProgress) leafSpec(id string, mapItem bool) *LeafProgress {
+func (rp *runProgress) leafSpec(id string, s *flowgraph.Step, mapItem bool) *LeafProgress {
 	if rp == nil || rp.col == nil || mapItem {
 		return nil
 	}
-	return &LeafProgress{Actor: rp.actor, Identity: rp.identity, Label: rp.labels[id]}
+	lp := &LeafProgress{Actor: rp.actor, Identity: rp.identity, Label: rp.labels[id]}
+	if s.Preview != nil {
+		lp.Preview = s.Preview.Callable.Name
+	}
+	return lp
 }
 
 func (rp *runProgress) mapProgress(p MapProgress) {
