@@ -98,6 +98,16 @@
 // false); terminal_only and disabled create no actor and send no progress
 // RPCs, and terminal_only leaves one terminal summary record.
 //
+// The coordinator registers the plan's edges with its nodes (a chain links
+// every exit of one part to every entry of the next; edges_registered
+// batches of at most 32) and bounds its state with Options.ProgressLimits
+// (v1 by default, limits.ProfileTerminalV1 for terminal-v1, or any profile
+// narrowing v1; over a cap the Collector refuses and counts per its
+// rules). A leaf's STARTED event carries its Ray execution identity (task,
+// job, node and worker ids and assigned resources) from the worker's
+// runtime context; there is no separate submitted event, because
+// submissions are pipelined and the coordinator never learns a task id.
+//
 // Output previews (sdk.Flow.WithOutputPreview): WithOutputPreview registers
 // the projector by name in every process of the binary (sdk.LookupPreview).
 // Under full reporting a step with a projector that is not a map item

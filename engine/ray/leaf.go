@@ -55,6 +55,9 @@ type leafRequest struct {
 	// Progress is set when the leaf reports to the run's collector actor
 	// (full policy, not a map item).
 	Progress *leafProgress `json:"progress"`
+	// Execution is the Ray task's identity (task, job, node and worker ids,
+	// assigned resources), sent with progress.
+	Execution *detail.NodeExecution `json:"execution"`
 }
 
 // leafProgress binds a leaf's events to its run and graph node.
@@ -177,7 +180,11 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if prod != nil {
 			preview = req.Progress.Preview
 		}
-		prod.Started(detail.NodeExecution{AssignedResources: map[string]float64{}})
+		exec := detail.NodeExecution{AssignedResources: map[string]float64{}}
+		if req.Execution != nil {
+			exec = *req.Execution
+		}
+		prod.Started(exec)
 		if preview != "" {
 			prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewPending})
 		}

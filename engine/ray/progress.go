@@ -16,6 +16,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -97,8 +98,8 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		return rp, nil
 	}
 	var err error
-	if rp.col, err = progress.NewCollector(progress.CollectorConfig{Identity: rp.identity}); err != nil {
-		return nil, err
+	if rp.col, err = progress.NewCollector(progress.CollectorConfig{Identity: rp.identity, Profile: e.limits}); err != nil {
+		return nil, fmt.Errorf("rayflow: ray: progress: %w", err)
 	}
 	if rp.enc, err = progress.NewEncoder(rp.identity, nil, nil); err != nil {
 		return nil, err
@@ -125,8 +126,14 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		}
 	}
 	var nodes int64
-	var walk func(n *flowgraph.Node, id string)
-	walk = func(n *flowgraph.Node, id string) {
+	// The edges are the plan's dependencies: a chain links every exit of
+	// one child to every entry of the next; a group's entries and exits are
+	// its branches'. Generation stops one past the profile's edge cap (the
+	// Collector refuses the batch that crosses it).
+	var edges []topology.Edge
+	maxEdges := int(rp.col.Profile().TopologyEdges) + 1
+	var walk func(n *flowgraph.Node, id string) (entries, exits []string)
+	walk = func(n *flowgraph.Node, id string) (entries, exits []string) {
 		switch n.Kind {
 		case flowgraph.KindStep:
 			nodes++
@@ -134,7 +141,7 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 			label := path[strings.LastIndex(path, ".")+1:]
 			rp.labels[id] = label
 			add(rp.enc.NodeRegistered(id, label, &path, nil, nil))
-			return
+			return []string{id}, []string{id}
 		case flowgraph.KindMap:
 			nodes++
 			var mc, mi *int64
@@ -147,17 +154,38 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 			}
 			rp.labels[id] = "map"
 			add(rp.enc.MapRegistered(id, "map", mc, mi))
-			return
+			return []string{id}, []string{id}
 		}
 		for i, c := range n.Children {
 			cid := id + "." + strconv.Itoa(i)
 			if n.Kind == flowgraph.KindGroup {
 				cid = id + ".g" + strconv.Itoa(i)
 			}
-			walk(c, cid)
+			en, ex := walk(c, cid)
+			switch {
+			case n.Kind == flowgraph.KindGroup:
+				entries, exits = append(entries, en...), append(exits, ex...)
+			case i == 0:
+				entries, exits = en, ex
+			default:
+				for _, s := range exits {
+					for _, t := range en {
+						if len(edges) < maxEdges {
+							edges = append(edges, topology.Edge{Source: s, Target: t})
+						}
+					}
+				}
+				if len(en) > 0 {
+					exits = ex
+				}
+			}
 		}
+		return entries, exits
 	}
 	walk(m.Bindings.Root, "0")
+	if batches, err := rp.enc.EdgesRegistered(edges); err == nil {
+		wires = append(wires, batches...)
+	}
 	init, err := rp.enc.Initialized(event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion: 1, Fingerprint: fp,
 		DefinitionName: name, DefinitionRevision: rev, TopologyClass: class, NodeCount: nodes})
 	if err != nil {
