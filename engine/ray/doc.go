@@ -83,7 +83,10 @@
 // Any failure or cancellation kills the actor (discarding its state).
 //
 // Progress (Options.ProgressPolicy): under full (the default) each run has
-// one collector actor on Ray that only buffers bounded encoded events
+// one collector actor on Ray (its handshake is awaited beside the run, so
+// its start overlaps the first leaves; if it fails, the run goes on
+// without live progress and ProgressReport.ActorErr says why) that only
+// buffers bounded encoded events
 // (over 32 KiB or over its buffer: refused, with counters); every graph
 // semantic is Go. The coordinator registers the static graph (steps, and
 // each bounded map as one aggregate node with its counters) in a

@@ -44,6 +44,9 @@ type ProgressReport struct {
 	Snapshot *progress.Snapshot
 	// Actor has the collector actor's counters (full policy).
 	Actor ActorIngress
+	// ActorErr is set when the collector actor could not be created (its
+	// handshake failed): the run goes on without live progress.
+	ActorErr error
 	// Summary is the one bounded terminal summary record's canonical bytes
 	// (terminal_only, once the run has ended).
 	Summary []byte
@@ -62,10 +65,11 @@ type runProgress struct {
 	actor    int64
 	labels   map[string]string
 
-	mu      sync.Mutex
-	actorIn ActorIngress
-	summary []byte
-	done    bool
+	mu       sync.Mutex
+	actorIn  ActorIngress
+	actorErr error // the collector actor's creation failed
+	summary  []byte
+	done     bool
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -201,15 +205,11 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		return nil, err
 	}
 	rp.actor = actor
-	r := &runner{e: e}
-	err = r.await(ctx, ready, "0")
-	e.rt.Release([]Handle{ready})
-	if err != nil {
-		e.rt.KillActor(actor)
-		return nil, err
-	}
+	// The handshake is awaited by the drain loop, not here: the actor's
+	// worker starts (hundreds of milliseconds) while the run's first leaves
+	// are scheduled, and their events queue on the actor meanwhile.
 	rp.stop, rp.stopped = make(chan struct{}), make(chan struct{})
-	go rp.drainLoop(ctx)
+	go rp.drainLoop(ctx, ready)
 	return rp, nil
 }
 
@@ -243,8 +243,26 @@ func (rp *runProgress) mapProgress(p MapProgress) {
 	}
 }
 
-func (rp *runProgress) drainLoop(ctx context.Context) {
+func (rp *runProgress) drainLoop(ctx context.Context, ready Handle) {
 	defer close(rp.stopped)
+	r := &runner{e: rp.e}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		select {
+		case <-rp.stop:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	err := r.await(rctx, ready, "0")
+	cancel()
+	rp.e.rt.Release([]Handle{ready})
+	if err != nil {
+		rp.mu.Lock()
+		rp.actorErr = err
+		rp.mu.Unlock()
+		return
+	}
 	t := time.NewTicker(progressDrainEvery)
 	defer t.Stop()
 	for {
@@ -338,7 +356,7 @@ func (e *Engine) Progress() (ProgressReport, bool) {
 		return ProgressReport{}, false
 	}
 	rp.mu.Lock()
-	rep := ProgressReport{Policy: rp.policy, Actor: rp.actorIn, Summary: rp.summary, Done: rp.done}
+	rep := ProgressReport{Policy: rp.policy, Actor: rp.actorIn, ActorErr: rp.actorErr, Summary: rp.summary, Done: rp.done}
 	rp.mu.Unlock()
 	if rp.col != nil {
 		s := rp.col.Snapshot()
