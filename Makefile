@@ -20,7 +20,7 @@ export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
 # Files carrying the generated-code header (Go and CUE), tracked or not, with their hashes.
 GENSUM = git ls-files -z -co --exclude-standard -- '*.go' '*.cue' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
 
-.PHONY: ray-venv ray-up ray-down bench-ray
+.PHONY: ray-venv ray-up ray-down bench-ray bench-ray-actors
 .PHONY: help build demo test fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
 
 help: ## list targets
@@ -114,6 +114,9 @@ ray-down: ## stop the Ray head that ray-up started (only that one)
 
 bench-ray: ## 2,000 no-op leaves, window 64: rayflow vs a native Python Ray driver, same cluster
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v
+
+bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time
+	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRayActors$$' -count=1 -v -timeout 20m
 
 clean: ## remove build output
 	rm -rf $(BIN)

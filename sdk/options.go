@@ -91,6 +91,7 @@ func (f Flow[In, Out]) WithOutputPreview(project func(Out) (any, error)) Flow[In
 	}
 	id := identify(project)
 	register(id, nil)
+	registerPreview(id, project)
 	n.Step.Preview = &flowgraph.Preview{Callable: id, Project: func(v any) (any, error) {
 		o, err := as[Out](v)
 		if err != nil {

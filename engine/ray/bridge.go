@@ -60,6 +60,9 @@ type LeafProgress struct {
 	Actor    int64
 	Identity common.RunIdentity
 	Label    string
+	// Preview is the step's output-preview projector, run beside the leaf
+	// after success ("" when none).
+	Preview string
 }
 
 // Ready is a handle whose value is available, or its failure.
@@ -466,7 +469,11 @@ func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 		req["bootstrap"] = true
 	}
 	if p := t.Progress; p != nil {
-		req["progress"] = map[string]any{"actor": p.Actor, "identity": p.Identity, "label": p.Label}
+		pr := map[string]any{"actor": p.Actor, "identity": p.Identity, "label": p.Label}
+		if p.Preview != "" {
+			pr["preview"] = p.Preview
+		}
+		req["progress"] = pr
 	}
 	if t.Bound != nil {
 		sections = append(sections, t.Bound)

@@ -181,6 +181,22 @@ class _Events:
                 pass
 
 
+def _execution():
+    """This Ray task's identity for its STARTED event (best effort)."""
+    out = {"ray_task_id": None, "ray_job_id": None, "ray_node_id": None, "ray_worker_id": None,
+           "assigned_resources": {}}
+    try:
+        ctx = ray.get_runtime_context()
+        out["ray_task_id"] = ctx.get_task_id()
+        out["ray_job_id"] = ctx.get_job_id()
+        out["ray_node_id"] = ctx.get_node_id()
+        out["ray_worker_id"] = ctx.get_worker_id()
+        out["assigned_resources"] = {k: float(v) for k, v in ctx.get_assigned_resources().items() if v >= 0}
+    except Exception as e:
+        log("execution identity", type(e).__name__, e)
+    return out
+
+
 def _run_leaf(spec, bound, arg, prog=None):
     return _call_leaf(spec, bound, arg, "", prog)
 
@@ -192,6 +208,7 @@ def _call_leaf(spec, bound, arg, kind="", prog=None):
     events = None
     if prog is not None:
         header["progress"] = prog[1]
+        header["execution"] = _execution()
         events = _Events(prog[0], p.stdin)
     try:
         p.stdin.write(encode_frame(header, [bound or b"", arg]))
@@ -456,7 +473,7 @@ class Bridge:
             pr = req["progress"]
             actor = self.actors.get(pr["actor"])
             if actor is not None:
-                prog = (actor, {"identity": pr["identity"], "label": pr["label"]})
+                prog = (actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")})
         if prog is None:
             status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
         else:

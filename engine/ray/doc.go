@@ -83,7 +83,10 @@
 // Any failure or cancellation kills the actor (discarding its state).
 //
 // Progress (Options.ProgressPolicy): under full (the default) each run has
-// one collector actor on Ray that only buffers bounded encoded events
+// one collector actor on Ray (its handshake is awaited beside the run, so
+// its start overlaps the first leaves; if it fails, the run goes on
+// without live progress and ProgressReport.ActorErr says why) that only
+// buffers bounded encoded events
 // (over 32 KiB or over its buffer: refused, with counters); every graph
 // semantic is Go. The coordinator registers the static graph (steps, and
 // each bounded map as one aggregate node with its counters) in a
@@ -98,7 +101,29 @@
 // false); terminal_only and disabled create no actor and send no progress
 // RPCs, and terminal_only leaves one terminal summary record.
 //
-// Not supported yet: output previews, per-step runtime environment
+// The coordinator registers the plan's edges with its nodes (a chain links
+// every exit of one part to every entry of the next; edges_registered
+// batches of at most 32) and bounds its state with Options.ProgressLimits
+// (v1 by default, limits.ProfileTerminalV1 for terminal-v1, or any profile
+// narrowing v1; over a cap the Collector refuses and counts per its
+// rules). A leaf's STARTED event carries its Ray execution identity (task,
+// job, node and worker ids and assigned resources) from the worker's
+// runtime context; there is no separate submitted event, because
+// submissions are pipelined and the coordinator never learns a task id.
+//
+// Output previews (sdk.Flow.WithOutputPreview): WithOutputPreview registers
+// the projector by name in every process of the binary (sdk.LookupPreview).
+// Under full reporting a step with a projector that is not a map item
+// reports a PENDING preview after STARTED; after the leaf succeeds its
+// process decodes the encoded result with the codec, runs the projector
+// (sdk.BuildPreview: validated against preview profile v1 and redacted) and
+// sends the envelope as an output_preview event before COMPLETED. A
+// projector error or panic, or a result that does not decode, is a FAILED
+// envelope; the leaf's result is never changed. A failed leaf reports
+// UNAVAILABLE. terminal_only and disabled never run projectors.
+//
+// Not supported yet: previews of map items (they are not graph nodes),
+// per-step runtime environment
 // profiles (also for the reducer), the
 // label_selector, fallback_strategy and placement_group options.
 package ray

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -55,6 +56,11 @@ type Options struct {
 	// terminal_only (no actor, no progress RPCs, one terminal summary) or
 	// disabled (nothing).
 	ProgressPolicy common.ReportingPolicy
+	// ProgressLimits bounds the coordinator's progress state under full
+	// reporting: the zero value is limits.ProfileV1; limits.ProfileTerminalV1
+	// selects the terminal-v1 profile (512 nodes, 2,048 edges, 2 MiB
+	// topology, 1 MiB detail); any profile that narrows v1 is accepted.
+	ProgressLimits limits.Profile
 	// OnSnapshot, when set under full, receives the bounded snapshot after
 	// every drain of the collector actor (about every 200 ms).
 	OnSnapshot func(progress.Snapshot)
@@ -77,6 +83,7 @@ type Engine struct {
 	codec      sdk.Codec
 	progress   func(MapProgress)
 	policy     common.ReportingPolicy
+	limits     limits.Profile
 	onSnapshot func(progress.Snapshot)
 
 	mu   sync.Mutex
@@ -106,7 +113,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e := NewWithRuntime(b, exe)
 	e.progress = o.Progress
-	e.policy, e.onSnapshot = o.ProgressPolicy, o.OnSnapshot
+	e.policy, e.limits, e.onSnapshot = o.ProgressPolicy, o.ProgressLimits, o.OnSnapshot
 	return e, nil
 }
 
@@ -399,7 +406,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 		}
 	}
 	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap,
-		Progress: r.rp.leafSpec(id, sc.retain)})
+		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
 	}

@@ -55,12 +55,17 @@ type leafRequest struct {
 	// Progress is set when the leaf reports to the run's collector actor
 	// (full policy, not a map item).
 	Progress *leafProgress `json:"progress"`
+	// Execution is the Ray task's identity (task, job, node and worker ids,
+	// assigned resources), sent with progress.
+	Execution *detail.NodeExecution `json:"execution"`
 }
 
 // leafProgress binds a leaf's events to its run and graph node.
 type leafProgress struct {
 	Identity common.RunIdentity `json:"identity"`
 	Label    string             `json:"label"`
+	// Preview names the step's output-preview projector ("" when none).
+	Preview string `json:"preview"`
 }
 
 // leafWriter serializes frames on the leaf's output (results and progress
@@ -171,13 +176,30 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 					Sender: sender, SettleWait: 500 * time.Millisecond})
 			}
 		}
-		prod.Started(detail.NodeExecution{AssignedResources: map[string]float64{}})
+		preview := ""
+		if prod != nil {
+			preview = req.Progress.Preview
+		}
+		exec := detail.NodeExecution{AssignedResources: map[string]float64{}}
+		if req.Execution != nil {
+			exec = *req.Execution
+		}
+		prod.Started(exec)
+		if preview != "" {
+			prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewPending})
+		}
 		res, info, value := runLeaf(progress.Context(ctx, prod), codec, req, bound, f.section(1))
 		var err error
 		if info == nil {
+			if preview != "" {
+				prod.OutputPreview(buildPreview(codec, preview, res))
+			}
 			prod.Complete()
 			err = w.write(map[string]any{"ok": true}, res)
 		} else {
+			if preview != "" {
+				prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewUnavailable})
+			}
 			prod.Fail(info.Message)
 			err = w.write(map[string]any{"ok": false, "error": info}, value)
 		}
@@ -186,6 +208,23 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		}
 	}
 	return rerr
+}
+
+// buildPreview runs the step's registered projector on its successful
+// result, beside the leaf in its process. Whatever happens (no such
+// projector, a result that does not decode, an error or a panic) the
+// envelope is FAILED and the leaf's result is untouched.
+func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewEnvelope) {
+	defer func() {
+		if recover() != nil {
+			env = sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
+		}
+	}()
+	p, ok := sdk.LookupPreview(name)
+	if !ok {
+		return sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
+	}
+	return p(codec, result, nil)
 }
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.

@@ -239,13 +239,30 @@ func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, fail
 	defer ccancel()
 	start := time.Now()
 	debugf("abort: drained in %v, cancelling %d handles", time.Since(t0), len(hs))
-	if err := r.e.rt.Cancel(cctx, hs); err == nil {
-		debugf("abort: cancelled at %v", time.Since(t0))
-		if left := timeout - time.Since(start); left > 0 {
-			_, _ = r.e.rt.Wait(cctx, hs, true, left)
+	cancelUntilDone(cctx, r.e.rt, hs, start.Add(timeout))
+	debugf("abort: cancelled at %v", time.Since(t0))
+	r.e.rt.Release(hs)
+}
+
+// cancelUntilDone force-cancels hs and waits until every one is terminal
+// or the deadline passes. Ray can lose a cancellation that races with the
+// task's dispatch to a worker (it then runs to completion), so the cancel
+// is repeated about every 500 ms for the handles still pending (the bridge
+// cancels only those).
+func cancelUntilDone(ctx context.Context, rt Runtime, hs []Handle, deadline time.Time) {
+	for {
+		if rt.Cancel(ctx, hs) != nil {
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		ready, err := rt.Wait(ctx, hs, true, min(left, 500*time.Millisecond))
+		if err != nil || len(ready) >= len(hs) {
+			return
 		}
 	}
-	r.e.rt.Release(hs)
 }
 
 func debugf(format string, args ...any) {

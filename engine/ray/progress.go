@@ -16,6 +16,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -43,6 +44,9 @@ type ProgressReport struct {
 	Snapshot *progress.Snapshot
 	// Actor has the collector actor's counters (full policy).
 	Actor ActorIngress
+	// ActorErr is set when the collector actor could not be created (its
+	// handshake failed): the run goes on without live progress.
+	ActorErr error
 	// Summary is the one bounded terminal summary record's canonical bytes
 	// (terminal_only, once the run has ended).
 	Summary []byte
@@ -61,10 +65,11 @@ type runProgress struct {
 	actor    int64
 	labels   map[string]string
 
-	mu      sync.Mutex
-	actorIn ActorIngress
-	summary []byte
-	done    bool
+	mu       sync.Mutex
+	actorIn  ActorIngress
+	actorErr error // the collector actor's creation failed
+	summary  []byte
+	done     bool
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -97,8 +102,8 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		return rp, nil
 	}
 	var err error
-	if rp.col, err = progress.NewCollector(progress.CollectorConfig{Identity: rp.identity}); err != nil {
-		return nil, err
+	if rp.col, err = progress.NewCollector(progress.CollectorConfig{Identity: rp.identity, Profile: e.limits}); err != nil {
+		return nil, fmt.Errorf("rayflow: ray: progress: %w", err)
 	}
 	if rp.enc, err = progress.NewEncoder(rp.identity, nil, nil); err != nil {
 		return nil, err
@@ -125,8 +130,14 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		}
 	}
 	var nodes int64
-	var walk func(n *flowgraph.Node, id string)
-	walk = func(n *flowgraph.Node, id string) {
+	// The edges are the plan's dependencies: a chain links every exit of
+	// one child to every entry of the next; a group's entries and exits are
+	// its branches'. Generation stops one past the profile's edge cap (the
+	// Collector refuses the batch that crosses it).
+	var edges []topology.Edge
+	maxEdges := int(rp.col.Profile().TopologyEdges) + 1
+	var walk func(n *flowgraph.Node, id string) (entries, exits []string)
+	walk = func(n *flowgraph.Node, id string) (entries, exits []string) {
 		switch n.Kind {
 		case flowgraph.KindStep:
 			nodes++
@@ -134,7 +145,7 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 			label := path[strings.LastIndex(path, ".")+1:]
 			rp.labels[id] = label
 			add(rp.enc.NodeRegistered(id, label, &path, nil, nil))
-			return
+			return []string{id}, []string{id}
 		case flowgraph.KindMap:
 			nodes++
 			var mc, mi *int64
@@ -147,17 +158,38 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 			}
 			rp.labels[id] = "map"
 			add(rp.enc.MapRegistered(id, "map", mc, mi))
-			return
+			return []string{id}, []string{id}
 		}
 		for i, c := range n.Children {
 			cid := id + "." + strconv.Itoa(i)
 			if n.Kind == flowgraph.KindGroup {
 				cid = id + ".g" + strconv.Itoa(i)
 			}
-			walk(c, cid)
+			en, ex := walk(c, cid)
+			switch {
+			case n.Kind == flowgraph.KindGroup:
+				entries, exits = append(entries, en...), append(exits, ex...)
+			case i == 0:
+				entries, exits = en, ex
+			default:
+				for _, s := range exits {
+					for _, t := range en {
+						if len(edges) < maxEdges {
+							edges = append(edges, topology.Edge{Source: s, Target: t})
+						}
+					}
+				}
+				if len(en) > 0 {
+					exits = ex
+				}
+			}
 		}
+		return entries, exits
 	}
 	walk(m.Bindings.Root, "0")
+	if batches, err := rp.enc.EdgesRegistered(edges); err == nil {
+		wires = append(wires, batches...)
+	}
 	init, err := rp.enc.Initialized(event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion: 1, Fingerprint: fp,
 		DefinitionName: name, DefinitionRevision: rev, TopologyClass: class, NodeCount: nodes})
 	if err != nil {
@@ -173,24 +205,24 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 		return nil, err
 	}
 	rp.actor = actor
-	r := &runner{e: e}
-	err = r.await(ctx, ready, "0")
-	e.rt.Release([]Handle{ready})
-	if err != nil {
-		e.rt.KillActor(actor)
-		return nil, err
-	}
+	// The handshake is awaited by the drain loop, not here: the actor's
+	// worker starts (hundreds of milliseconds) while the run's first leaves
+	// are scheduled, and their events queue on the actor meanwhile.
 	rp.stop, rp.stopped = make(chan struct{}), make(chan struct{})
-	go rp.drainLoop(ctx)
+	go rp.drainLoop(ctx, ready)
 	return rp, nil
 }
 
 // leafSpec is what a leaf at node id needs to report (nil: it does not).
-func (rp *runProgress) leafSpec(id string, mapItem bool) *LeafProgress {
+func (rp *runProgress) leafSpec(id string, s *flowgraph.Step, mapItem bool) *LeafProgress {
 	if rp == nil || rp.col == nil || mapItem {
 		return nil
 	}
-	return &LeafProgress{Actor: rp.actor, Identity: rp.identity, Label: rp.labels[id]}
+	lp := &LeafProgress{Actor: rp.actor, Identity: rp.identity, Label: rp.labels[id]}
+	if s.Preview != nil {
+		lp.Preview = s.Preview.Callable.Name
+	}
+	return lp
 }
 
 func (rp *runProgress) mapProgress(p MapProgress) {
@@ -211,8 +243,26 @@ func (rp *runProgress) mapProgress(p MapProgress) {
 	}
 }
 
-func (rp *runProgress) drainLoop(ctx context.Context) {
+func (rp *runProgress) drainLoop(ctx context.Context, ready Handle) {
 	defer close(rp.stopped)
+	r := &runner{e: rp.e}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		select {
+		case <-rp.stop:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	err := r.await(rctx, ready, "0")
+	cancel()
+	rp.e.rt.Release([]Handle{ready})
+	if err != nil {
+		rp.mu.Lock()
+		rp.actorErr = err
+		rp.mu.Unlock()
+		return
+	}
 	t := time.NewTicker(progressDrainEvery)
 	defer t.Stop()
 	for {
@@ -306,7 +356,7 @@ func (e *Engine) Progress() (ProgressReport, bool) {
 		return ProgressReport{}, false
 	}
 	rp.mu.Lock()
-	rep := ProgressReport{Policy: rp.policy, Actor: rp.actorIn, Summary: rp.summary, Done: rp.done}
+	rep := ProgressReport{Policy: rp.policy, Actor: rp.actorIn, ActorErr: rp.actorErr, Summary: rp.summary, Done: rp.done}
 	rp.mu.Unlock()
 	if rp.col != nil {
 		s := rp.col.Snapshot()

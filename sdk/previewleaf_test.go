@@ -1,0 +1,26 @@
+package sdk_test
+
+import (
+	"testing"
+
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// WithOutputPreview registers its projector by name for leaf processes.
+func TestLookupPreview(t *testing.T) {
+	f := sdk.Step(Inc).WithOutputPreview(PreviewInt)
+	name := f.Graph().Step.Preview.Callable.Name
+	p, ok := sdk.LookupPreview(name)
+	if !ok {
+		t.Fatalf("%s is not registered", name)
+	}
+	if env := p(sdk.DefaultCodec, []byte("7"), nil); env.Availability != sdk.PreviewAvailable {
+		t.Errorf("got %+v", env)
+	}
+	if env := p(sdk.DefaultCodec, []byte(`"x"`), nil); env.Availability != sdk.PreviewFailed {
+		t.Errorf("undecodable result: got %+v", env)
+	}
+	if _, ok := sdk.LookupPreview("no/such.Projector"); ok {
+		t.Error("found an unregistered projector")
+	}
+}
