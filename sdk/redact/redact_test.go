@@ -61,7 +61,7 @@ func TestTerminalFormattingCannotHideATerm(t *testing.T) {
 		"se\x1b]0;title\x07cret",     // OSC
 		"api\x1bP1$r\x1b\\_key",      // DCS
 		"cook\u0085ie",               // C1 control
-		"cred\u009b1mential",           // C1 CSI
+		"cred\u009b1mential",         // C1 CSI
 		"author\u2060ization header", // word joiner
 	} {
 		if !Default.Matches(s) {
