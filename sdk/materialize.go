@@ -324,28 +324,7 @@ var rayDefaults = map[string]any{
 // rayOptions normalizes a step's Ray options (CONTRACTS §2.2) and splits
 // out its resources and scheduling.
 func (mz *materializer) rayOptions(s *flowgraph.Step, id string) (map[string]json.RawMessage, plan.Resources, plan.Scheduling, error) {
-	all := map[string]any{}
-	for k, v := range s.RayOptions {
-		all[k] = v
-	}
-	r := s.Resources
-	if r.NumCPUs != 0 {
-		all["num_cpus"] = r.NumCPUs
-	}
-	if r.NumGPUs != 0 {
-		all["num_gpus"] = r.NumGPUs
-	}
-	if r.Memory != 0 {
-		all["memory"] = r.Memory
-	}
-	if r.AcceleratorType != "" {
-		all["accelerator_type"] = r.AcceleratorType
-	}
-	if len(r.Custom) > 0 {
-		all["resources"] = r.Custom
-	}
-	delete(all, "name")
-	delete(all, "_labels")
+	all := s.EffectiveRayOptions()
 	out := map[string]json.RawMessage{}
 	var res plan.Resources
 	var sched plan.Scheduling

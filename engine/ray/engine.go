@@ -414,31 +414,12 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 	return value{h: h}, nil
 }
 
-// taskOptions are the leaf's Ray options from its resources and options.
+// taskOptions are the leaf's Ray options, without those that have no
+// meaning for a plain task submission here.
 func taskOptions(s *flowgraph.Step) map[string]any {
-	o := map[string]any{}
-	for k, v := range s.RayOptions {
-		switch k {
-		case "name", "_labels", "label_selector", "fallback_strategy", "placement_group":
-			continue
-		}
-		o[k] = v
-	}
-	res := s.Resources
-	if res.NumCPUs != 0 {
-		o["num_cpus"] = res.NumCPUs
-	}
-	if res.NumGPUs != 0 {
-		o["num_gpus"] = res.NumGPUs
-	}
-	if res.Memory != 0 {
-		o["memory"] = res.Memory
-	}
-	if res.AcceleratorType != "" {
-		o["accelerator_type"] = res.AcceleratorType
-	}
-	if len(res.Custom) > 0 {
-		o["resources"] = res.Custom
+	o := s.EffectiveRayOptions()
+	for _, k := range []string{"label_selector", "fallback_strategy", "placement_group"} {
+		delete(o, k)
 	}
 	if len(o) == 0 {
 		return nil

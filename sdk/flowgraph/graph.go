@@ -164,3 +164,33 @@ type Items struct {
 	// Seq yields the items in order.
 	Seq iter.Seq[any]
 }
+
+// EffectiveRayOptions returns the leaf's Ray task options with its Resources laid
+// over them (Resources win) and the display-only keys "name" and "_labels"
+// dropped. The materializer normalizes this map into the plan; the Ray
+// engine submits it. Callers may change the returned map.
+func (s *Step) EffectiveRayOptions() map[string]any {
+	o := make(map[string]any, len(s.RayOptions)+5)
+	for k, v := range s.RayOptions {
+		o[k] = v
+	}
+	r := s.Resources
+	if r.NumCPUs != 0 {
+		o["num_cpus"] = r.NumCPUs
+	}
+	if r.NumGPUs != 0 {
+		o["num_gpus"] = r.NumGPUs
+	}
+	if r.Memory != 0 {
+		o["memory"] = r.Memory
+	}
+	if r.AcceleratorType != "" {
+		o["accelerator_type"] = r.AcceleratorType
+	}
+	if len(r.Custom) > 0 {
+		o["resources"] = r.Custom
+	}
+	delete(o, "name")
+	delete(o, "_labels")
+	return o
+}
