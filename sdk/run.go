@@ -31,6 +31,7 @@ type runConfig struct {
 	sequential bool
 	plan       *Materialized
 	planOpts   []MaterializeOption
+	identity   *RunIdentity
 }
 
 // WithEngine runs the flow on e (for example a Ray engine).
@@ -67,6 +68,11 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	}
 	if f.node == nil {
 		return zero, &DefinitionError{Path: "0", Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
+	}
+	if cfg.identity != nil {
+		if err := cfg.identity.Validate(); err != nil {
+			return zero, err
+		}
 	}
 	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
 		return zero, ErrRayRequired
