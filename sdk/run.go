@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/rayflow/rayflow/engine/local"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -102,7 +103,7 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	default:
 		// Local runs have no progress session, whatever the caller's
 		// context carries.
-		ctx = context.WithValue(ctx, reporterKey{}, nil)
+		ctx = progress.WithReporter(ctx, nil)
 		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
 	}
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/sdk"

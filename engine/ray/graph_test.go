@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/sdk"

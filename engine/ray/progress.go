@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/summary"

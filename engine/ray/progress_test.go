@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"

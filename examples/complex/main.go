@@ -33,7 +33,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
+	"github.com/rayflow/rayflow/progress"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/sdk"
 )

@@ -1,13 +1,16 @@
-// Package progress is the Ray-independent half of live workflow progress
+// Package progress is the engine-neutral half of live workflow progress
 // (CONTRACTS §5.1, §6.1–§6.3, §6.5; seed "Application Progress", "Graph and
 // Progress Schema", "Workflow Progress Policy"): every graph semantic is Go.
-// The Ray side only moves bytes: a leaf's Producer hands canonical event
-// envelopes to a Sender (the collector actor's handle, or a fake), the
-// coordinator drains the actor and feeds the bytes to a Collector.
+// It imports no engine and not sdk (sdk imports it: sdk.ProgressReporter,
+// sdk.PreviewEnvelope and sdk.ReportProgress are this package's Reporter,
+// PreviewEnvelope and Report). Engines only move bytes: a leaf's Producer
+// hands canonical event envelopes to a Sender (on Ray the collector actor's
+// handle, in process the run itself, in tests a fake), and the run's
+// Collector ingests them.
 //
 // # Producer (in the leaf)
 //
-// A Producer is one leaf invocation's sdk.ProgressReporter. Report validates,
+// A Producer is one leaf invocation's Reporter. Report validates,
 // redacts and bounds a value before anything leaves the leaf (§6.3, §6.5),
 // encodes it as an identity-bound canonical application_progress envelope,
 // and either submits it (no acknowledgement outstanding) or puts it into the
