@@ -130,7 +130,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
 		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}}
-	terminal, err := mz.visit(root, "0", nil)
+	terminal, err := mz.visit(root, flowgraph.RootID, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 		d := deps
 		for i, c := range n.Children {
 			var err error
-			if d, err = mz.visit(c, id+"."+strconv.Itoa(i), d); err != nil {
+			if d, err = mz.visit(c, flowgraph.ChildID(n.Kind, id, i), d); err != nil {
 				return nil, err
 			}
 		}
@@ -230,7 +230,7 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 	case flowgraph.KindGroup:
 		var terms []string
 		for i, c := range n.Children {
-			t, err := mz.visit(c, id+".g"+strconv.Itoa(i), deps)
+			t, err := mz.visit(c, flowgraph.ChildID(n.Kind, id, i), deps)
 			if err != nil {
 				return nil, err
 			}
@@ -521,7 +521,7 @@ func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]
 	mz.nodes = append(mz.nodes, &plan.DynamicMapNode{ID: id, Operation: "dynamic_map", NodeModel: "task_template",
 		Inputs: inputsFrom(deps, "invocation:arg:0"), Outputs: []string{"result"}, Bounds: bounds, ActorLayout: actorID})
 	mz.addEdges(id, deps)
-	body, err := mz.visit(n.Children[0], id+".m*", []string{id})
+	body, err := mz.visit(n.Children[0], flowgraph.ItemID(id, -1), []string{id})
 	if err != nil {
 		return nil, err
 	}

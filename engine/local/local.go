@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
@@ -23,7 +22,7 @@ type Options struct {
 // Run executes root on input and returns its result.
 func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
 	r := &runner{opts: opts}
-	return r.exec(ctx, root, "0", input)
+	return r.exec(ctx, root, flowgraph.RootID, input)
 }
 
 type runner struct {
@@ -45,7 +44,7 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any)
 		v := in
 		for i, c := range n.Children {
 			var err error
-			if v, err = r.exec(ctx, c, id+"."+strconv.Itoa(i), v); err != nil {
+			if v, err = r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v); err != nil {
 				return nil, err
 			}
 		}
@@ -71,7 +70,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any
 	rs := make([]any, len(n.Children))
 	if r.opts.Sequential {
 		for i, c := range n.Children {
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), in)
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +89,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), in)
 			if err != nil {
 				once.Do(func() { first = err; cancel(err) })
 				return
@@ -147,7 +146,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	workers := 0
 	worker := func() {
 		for it := range work {
-			v, err := r.exec(ctx, body, id+".m"+strconv.Itoa(it.index), it.value)
+			v, err := r.exec(ctx, body, flowgraph.ItemID(id, it.index), it.value)
 			done <- itemResult{index: it.index, value: v, err: err}
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -164,7 +163,7 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
-	if err := e.check(m.Bindings.Root, "0"); err != nil {
+	if err := e.check(m.Bindings.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
 	rp, err := e.startProgress(ctx, m)
@@ -174,7 +173,7 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
-	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
+	v, err := r.exec(ctx, m.Bindings.Root, flowgraph.RootID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
 		// Every leaf has finished (and its events reached the actor)
 		// before the last drain.
@@ -224,13 +223,10 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 		if e.codec.Name() != "json" {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "maps on Ray need the JSON codec"}
 		}
-		return e.check(n.Children[0], id+".m*")
+		return e.check(n.Children[0], flowgraph.ItemID(id, -1))
 	}
 	for i, c := range n.Children {
-		cid := id + "." + strconv.Itoa(i)
-		if n.Kind == flowgraph.KindGroup {
-			cid = id + ".g" + strconv.Itoa(i)
-		}
+		cid := flowgraph.ChildID(n.Kind, id, i)
 		if err := e.check(c, cid); err != nil {
 			return err
 		}
@@ -368,7 +364,7 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in valu
 	case flowgraph.KindChain:
 		v := in
 		for i, c := range n.Children {
-			out, err := r.exec(ctx, c, id+"."+strconv.Itoa(i), v, sc)
+			out, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v, sc)
 			if err != nil {
 				return value{}, err
 			}
@@ -451,7 +447,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bid := id + ".g" + strconv.Itoa(i)
+			bid := flowgraph.ChildID(n.Kind, id, i)
 			v, err := r.exec(ctx, c, bid, in, sc)
 			if err == nil && awaitBranches && !v.local && v.raw == nil {
 				err = r.await(ctx, v.h, bid)

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -161,10 +160,7 @@ func (e *Engine) startProgress(ctx context.Context, m *sdk.Materialized) (*runPr
 			return []string{id}, []string{id}
 		}
 		for i, c := range n.Children {
-			cid := id + "." + strconv.Itoa(i)
-			if n.Kind == flowgraph.KindGroup {
-				cid = id + ".g" + strconv.Itoa(i)
-			}
+			cid := flowgraph.ChildID(n.Kind, id, i)
 			en, ex := walk(c, cid)
 			switch {
 			case n.Kind == flowgraph.KindGroup:
