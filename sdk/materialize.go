@@ -37,6 +37,20 @@ type Materialized struct {
 	Bindings *Bindings
 
 	rejections []plan.Rejection // every rejection, before truncation
+	reporting  common.ReportingPolicy
+}
+
+// ReportingPolicy is the policy the plan's runs report under, on every
+// engine: the selection's reporting_policy, except for the local strategy,
+// whose selection record says disabled (a rule of the selection format:
+// nothing reports on Ray) while the in-process engine reports under the
+// policy the plan was materialized with (WithReportingPolicy; default
+// full), exactly as the Ray engine would.
+func (m *Materialized) ReportingPolicy() common.ReportingPolicy {
+	if m.reporting == "" && m.Selection != nil {
+		return m.Selection.ReportingPolicy
+	}
+	return m.reporting
 }
 
 // Bindings are runtime-only: the graph to execute and, per plan node id,
@@ -58,6 +72,14 @@ func (m *Materialized) Summary() map[string]any {
 		"definition_revision": m.DefinitionRevision, "topology_class": string(m.Plan.Topology.Class),
 		"node_count": count,
 	}
+}
+
+// definitionName is the plan's definition name ("" without a plan).
+func (m *Materialized) definitionName() string {
+	if m.Plan == nil {
+		return ""
+	}
+	return m.Plan.Definition.Name
 }
 
 // CacheKey is the key under which a strategy may cache work for this plan.
@@ -84,8 +106,10 @@ func WithStrategy(name string) MaterializeOption {
 	return func(c *materializeConfig) { c.strategy = name }
 }
 
-// WithReportingPolicy selects progress reporting on Ray: "full" (default),
-// "terminal_only" or "disabled". Local runs are always "disabled".
+// WithReportingPolicy selects the run's progress reporting, on every
+// engine: "full" (default: live events, snapshots and the summary),
+// "terminal_only" (one terminal summary) or "disabled" (one terminal
+// summary saying so). See WithProgress.
 func WithReportingPolicy(p string) MaterializeOption {
 	return func(c *materializeConfig) { c.reporting = common.ReportingPolicy(p) }
 }

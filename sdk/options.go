@@ -81,8 +81,8 @@ func Label(name string) StepOption {
 }
 
 // WithOutputPreview projects a step's successful result into one small
-// JSON value for operators (full-reporting Ray runs only; local runs do
-// not run it). project should be a package-level function.
+// JSON value for operators (full-reporting runs only, on every engine).
+// project should be a package-level function.
 func (f Flow[In, Out]) WithOutputPreview(project func(Out) (any, error)) Flow[In, Out] {
 	n := f.nodeOf().Clone()
 	if n.Kind != flowgraph.KindStep {

@@ -159,7 +159,11 @@ func (m *Materialized) selectStrategy(cfg *materializeConfig, mz *materializer) 
 	default:
 		return &DefinitionError{Path: "0", Code: CodeInvalidIdentity, Msg: fmt.Sprintf("reporting policy %q is not executable (full, terminal_only, disabled)", reporting)}
 	}
+	m.reporting = reporting
 	if selected == StrategyLocal {
+		// The selection format's rule (CONTRACTS §3): the local strategy
+		// records reporting_policy disabled. The in-process engine still
+		// reports under the requested policy (ReportingPolicy).
 		reporting = common.ReportingPolicyDisabled
 	}
 	requested := cfg.strategy

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -17,6 +18,11 @@ type Options struct {
 	// debugging: groups run their branches in order and every map window
 	// is 1.
 	Sequential bool
+	// Progress is the run's progress handle (nil: no progress).
+	Progress *progress.Run
+	// Preview builds a step's output-preview envelope from its result
+	// (sdk supplies it; nil: every preview is FAILED).
+	Preview func(p *flowgraph.Preview, result any) progress.PreviewEnvelope
 }
 
 // Run executes root on input and returns its result.
@@ -35,7 +41,9 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any)
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:
-		out, err := invoke(ctx, n.Step, in)
+		lctx, prod := r.leafStart(ctx, n.Step, id)
+		out, err := invoke(lctx, n.Step, in)
+		r.leafEnd(prod, n.Step, out, err)
 		if err != nil {
 			return nil, &flowgraph.StepError{Node: id, Callable: n.Step.Callable.Name, Err: err}
 		}
@@ -152,13 +160,14 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	}
 
 	var (
-		results  []any           // plain map: by input index
-		retained = map[int]any{} // fold: finished, not yet incorporated
-		next     int             // fold: next input index to incorporate
-		admitted int             // items read and started
-		open     int             // items holding a window slot
-		running  int             // items whose leaf has not returned
-		failure  error
+		results   []any           // plain map: by input index
+		retained  = map[int]any{} // fold: finished, not yet incorporated
+		next      int             // fold: next input index to incorporate
+		admitted  int             // items read and started
+		completed int             // items finished successfully (progress)
+		open      int             // items holding a window slot
+		running   int             // items whose leaf has not returned
+		failure   error
 	)
 	// The next item is read only when the window has room.
 	pull, stop := iter.Pull(items.Seq)
@@ -203,6 +212,8 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 			failure = res.err
 			break
 		}
+		completed++
+		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 		if m.Fold == nil {
 			results[res.index] = res.value
 			open--
@@ -231,8 +242,10 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	if failure != nil {
 		cancel(failure)
 		r.drain(done, running, cancelTimeout)
+		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
 		return nil, failure
 	}
+	r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
 	if m.Fold != nil {
 		return acc, nil
 	}

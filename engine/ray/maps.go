@@ -207,12 +207,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	return value{h: h}, nil
 }
 
-func (r *runner) report(p MapProgress) {
-	if r.e.progress != nil {
-		r.e.progress(p)
-	}
-	r.rp.mapProgress(p)
-}
+func (r *runner) report(p MapProgress) { r.rp.mapProgress(p) }
 
 // abort stops the in-flight items after a failure: their goroutines are
 // stopped and drained, every retained physical reference is cancelled

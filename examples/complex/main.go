@@ -33,8 +33,8 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/rayflow/rayflow/progress"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -292,23 +292,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runOnRay runs the workflow on a Ray cluster ("local": a private one).
+// runOnRay runs the workflow on a Ray cluster ("local": a private one),
+// printing its live progress (full policy) to stderr.
 func runOnRay(ctx context.Context, addr string, r Request, stderr io.Writer) (Result, error) {
-	var lastRev int64
-	live := func(s progress.Snapshot) { // live progress (full policy), one line per change
-		if s.Revision == lastRev {
-			return
-		}
-		lastRev = s.Revision
-		fmt.Fprintf(stderr, "progress: revision %d: %d/%d nodes done, %d running, %.0f%%\n",
-			s.Revision, s.CompletedNodes, s.TotalNodes, s.RunningNodes, s.ProgressPercent)
-	}
-	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr, OnSnapshot: live})
+	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr})
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	return rayengine.Run(ctx, e, Workflow, r)
+	return sdk.Run(ctx, Workflow, r, sdk.WithEngine(e), sdk.WithProgress(liveProgress(stderr)),
+		sdk.WithProgressInterval(200*time.Millisecond))
+}
+
+// liveProgress is a progress sink printing one line per publication: the
+// run's summary v3 counters (and the terminal state at the end).
+func liveProgress(w io.Writer) progress.Sink {
+	return progress.SinkFunc(func(_ context.Context, p *progress.Publication) error {
+		s := p.Summary
+		fmt.Fprintf(w, "progress: run %s %s: %d/%d nodes done, %d running, %.0f%%\n",
+			p.Identity.RunID, s.State, s.NodeCounts.Succeeded, s.NodeCounts.Discovered, s.NodeCounts.Running, s.ProgressPercent)
+		return nil
+	})
 }
 
 func main() {
