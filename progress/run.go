@@ -89,6 +89,7 @@ type Run struct {
 	col      *Collector // nil unless full
 	enc      *Encoder   // nil unless full
 	labels   map[string]string
+	maps     map[string]bool // the map nodes
 	declared struct {
 		static       bool
 		nodes, edges int64
@@ -125,7 +126,7 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 		return nil, fmt.Errorf("progress: reporting policy %q is not executable", pol)
 	}
 	r := &Run{id: cfg.Identity, policy: pol, plan: cfg.Plan, sink: cfg.Sink, every: cfg.FlushInterval,
-		onStale: cfg.OnStale, now: cfg.Now, log: cfg.Logger, labels: map[string]string{}}
+		onStale: cfg.OnStale, now: cfg.Now, log: cfg.Logger, labels: map[string]string{}, maps: map[string]bool{}}
 	if r.every <= 0 {
 		r.every = DefaultFlushInterval
 	}
@@ -219,10 +220,10 @@ func (r *Run) Send(wire []byte) (<-chan error, error) {
 }
 
 // Producer returns the progress session of an in-process leaf at node id,
-// or nil when it does not report (not full; id is not a graph node, e.g. a
+// or nil when it does not report (not full; id is not a step node, e.g. a
 // map item's step).
 func (r *Run) Producer(id string) *Producer {
-	if !r.Full() || !r.IsNode(id) {
+	if !r.Full() || !r.IsNode(id) || r.maps[id] {
 		return nil
 	}
 	p, err := NewProducer(ProducerConfig{Encoder: r.enc, NodeID: id, Label: r.labels[id], Sender: r, Policy: r.policy})
@@ -235,7 +236,7 @@ func (r *Run) Producer(id string) *Producer {
 // Map records a bounded map's counters; Failed or a drained, exhausted
 // input also settles the map node.
 func (r *Run) Map(p MapCounters) {
-	if !r.Full() || !r.IsNode(p.Node) {
+	if !r.Full() || !r.maps[p.Node] {
 		return
 	}
 	label := r.labels[p.Node]
@@ -367,7 +368,12 @@ func (r *Run) publishLocked(ctx context.Context, p *Publication) error {
 
 // register records the labels of the graph's nodes and the declared counts.
 func (r *Run) register(root *flowgraph.Node) {
-	walkGraph(root, func(id, label string, _ *flowgraph.Node) { r.labels[id] = label }, nil, int(^uint(0)>>1))
+	walkGraph(root, func(id, label string, n *flowgraph.Node) {
+		r.labels[id] = label
+		if n.Kind == flowgraph.KindMap {
+			r.maps[id] = true
+		}
+	}, nil, int(^uint(0)>>1))
 	r.declared.static = !containsMap(root)
 	var edges int64
 	walkGraph(root, func(string, string, *flowgraph.Node) { r.declared.nodes++ }, func(topology.Edge) { edges++ }, int(^uint(0)>>1))
@@ -429,7 +435,8 @@ func (r *Run) initialize(root *flowgraph.Node) error {
 }
 
 // walkGraph visits the progress graph of a plan: every step outside a map
-// and every map is a node (a map's items are not); the edges are the
+// and every map is a node (a map's items are not), labelled with its
+// Label or else its function's name ("map" for a map); the edges are the
 // plan's dependencies (a chain links every exit of one child to every
 // entry of the next; a group's entries and exits are its branches').
 // Edge generation stops at maxEdges.
@@ -440,10 +447,18 @@ func walkGraph(root *flowgraph.Node, node func(id, label string, n *flowgraph.No
 		switch n.Kind {
 		case flowgraph.KindStep:
 			path := n.Step.Callable.Name
-			node(id, path[strings.LastIndex(path, ".")+1:], n)
+			label := path[strings.LastIndex(path, ".")+1:]
+			if n.Label != "" {
+				label = n.Label
+			}
+			node(id, label, n)
 			return []string{id}, []string{id}
 		case flowgraph.KindMap:
-			node(id, "map", n)
+			label := "map"
+			if n.Label != "" {
+				label = n.Label
+			}
+			node(id, label, n)
 			return []string{id}, []string{id}
 		}
 		for i, c := range n.Children {
