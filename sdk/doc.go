@@ -79,9 +79,9 @@
 //
 // [Run] without [WithEngine] runs the flow in this process with goroutines
 // (package engine/local): the "local" strategy, with ordered results,
-// admission windows, item caps and cancellation exactly as on Ray. Result
-// buffers, fold byte limits and previews are Ray-only; [ReportProgress]
-// returns false. [Sequential] runs one leaf at a time for debugging.
+// admission windows, item caps and cancellation exactly as on Ray, and the
+// same progress. Result buffers and fold byte limits are Ray-only.
+// [Sequential] runs one leaf at a time for debugging.
 //
 // [WithEngine] with a Ray engine (one whose IsRay reports true) runs the
 // flow on Ray: the plan is materialized for Ray and the "auto" strategy
@@ -91,9 +91,30 @@
 // Run fail with [ErrRayRequired] instead of running locally when no Ray
 // engine is configured.
 //
+// # Run identity and progress
+//
+// Every run has a [RunIdentity] (task execution, attempt, execution
+// generation, run id): the one given with [WithRunIdentity] (the durable
+// runtime passes each attempt's), else a fresh one from [NewRunIdentity];
+// [OnRunStart] tells the caller which, before any leaf runs. Engines
+// receive it in their [RunSpec] and every progress event carries it.
+//
+// Progress is per run and the same on every engine, under the plan's
+// reporting policy ([WithReportingPolicy]; [Materialized.ReportingPolicy]):
+// under "full" each step outside a map reports STARTED, COMPLETED or
+// FAILED, [ReportProgress] values and its output preview, and each map its
+// fan-out counters; "terminal_only" and "disabled" keep only a terminal
+// summary. [WithProgress] hands a progress.Sink the run's publications:
+// the summary v3, topology and node detail at most once per interval
+// ([WithProgressInterval], default 1 s) while they change, then once with
+// the terminal state. A sink that reports a stale fence
+// (progress.ErrStaleFence) cancels the run. [RunPlan] runs an already
+// materialized plan the same way.
+//
 // # Dependencies
 //
-// The only executor sdk imports is engine/local. The Ray engine lives in
+// The only executor sdk imports is engine/local (and the engine-neutral
+// progress package). The Ray engine lives in
 // its own package, linked only into programs that import it, so a program
 // that imports only sdk builds and runs workflows locally without pulling
 // CUE's evaluator, pgx, Kubernetes or Ray client packages (deps_test.go

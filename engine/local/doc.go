@@ -10,7 +10,14 @@
 // to CancelTimeout for them and returns the original error. A fold is a
 // strict input-order left fold with head-of-line backpressure. Result
 // buffers and fold byte limits are Ray-only contracts and are not enforced
-// here; previews are not run and progress reports return false.
+// here.
+//
+// Progress (Options.Progress, the run's progress.Run) is the Ray engine's:
+// a step outside any map reports STARTED, application progress (under the
+// full policy), its output preview (Options.Preview) and COMPLETED or
+// FAILED through a progress.Producer whose Sender is the run itself; a map
+// reports its fan-out counters as items finish and settles when it ends;
+// map items report nothing.
 //
 // It is not a durability layer: a failed run is rerun from its entry node.
 package local
