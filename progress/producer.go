@@ -53,9 +53,9 @@ type ProducerConfig struct {
 	SettleWait time.Duration
 }
 
-// Producer is one leaf invocation's progress session and its
-// Reporter (sdk.ProgressReporter). A nil *Producer is valid: it reports false and sends
-// nothing. Its methods are safe for concurrent use.
+// Producer is one leaf invocation's progress session and its Reporter
+// (sdk.ProgressReporter). A nil *Producer is valid: it reports false and
+// sends nothing. Its methods are safe for concurrent use.
 type Producer struct {
 	enc        *Encoder
 	nodeID     string
@@ -114,7 +114,8 @@ func Context(ctx context.Context, p *Producer) context.Context {
 	return WithReporter(ctx, p)
 }
 
-// Report implements Reporter (sdk.ProgressReporter). It validates and bounds the value
+// Report implements Reporter (sdk.ProgressReporter). It validates and
+// bounds the value
 // (total > 0, 0 ≤ current ≤ total, both finite; message ≤ 2 KiB and
 // redacted, "" meaning none; metrics per NormalizeMetrics), then submits it
 // or replaces the latest-value slot. It returns true when the value entered

@@ -71,7 +71,12 @@ func TestRunFullPublications(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sink := &recorder{}
 		r := start(t, "", sink, nil)
-		time.Sleep(DefaultFlushInterval + time.Millisecond)
+		time.Sleep(DefaultFlushInterval - time.Nanosecond)
+		synctest.Wait()
+		if n := len(sink.all()); n != 0 {
+			t.Fatalf("%d publications before the first interval ended, want 0", n)
+		}
+		time.Sleep(time.Nanosecond)
 		synctest.Wait()
 		if n := len(sink.all()); n != 1 {
 			t.Fatalf("%d publications after one interval with the registered graph, want 1", n)

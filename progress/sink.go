@@ -20,8 +20,8 @@ type Sink interface {
 	// is called at most once per flush interval (RunConfig.FlushInterval,
 	// default 1 s) and only when the state changed; after the run ended it
 	// is called exactly once more with Final set and the terminal state in
-	// the summary. Calls are never concurrent, and p is not used by the
-	// run after Publish returns.
+	// the summary. Calls are never concurrent; p is read-only (it shares
+	// state with the run) and not used by the run after Publish returns.
 	//
 	// Every event folded into p carried p.Identity (the fence); the sink
 	// checks its own fence (for the storage: the task row is RUNNING with

@@ -94,7 +94,7 @@ func WithPlanOptions(opts ...MaterializeOption) RunOption {
 func WithProgress(sink progress.Sink) RunOption { return func(c *runConfig) { c.sink = sink } }
 
 // WithProgressInterval sets the least time between two publications of a
-// running run (default progress.DefaultFlushInterval, 1 s).
+// running run (d ≤ 0: progress.DefaultFlushInterval, 1 s).
 func WithProgressInterval(d time.Duration) RunOption { return func(c *runConfig) { c.flushEvery = d } }
 
 // WithProgressLimits bounds the run's retained progress state under full
