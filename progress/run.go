@@ -240,8 +240,8 @@ func (r *Run) Map(p MapCounters) {
 		return
 	}
 	label := r.labels[p.Node]
-	if b, err := r.enc.MapProgress(p.Node, label, int64(p.Admitted), int64(p.Completed), p.Exhausted); err == nil {
-		r.col.Ingest(b)
+	if b, ev, err := r.enc.mapProgressEvent(p.Node, label, int64(p.Admitted), int64(p.Completed), p.Exhausted); err == nil {
+		r.col.ingestOwn(b, ev)
 	}
 	if p.Failed {
 		if b, err := r.enc.Failed(p.Node, label, "the map failed"); err == nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -246,4 +248,51 @@ func TestStartRefuses(t *testing.T) {
 		t.Fatal("a nil Run reports")
 	}
 	nilRun.Map(MapCounters{Node: "0"})
+}
+
+// The run's own map events skip decoding but change the collector exactly
+// as the same bytes through Ingest do.
+func TestIngestOwnEqualsIngest(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return at }
+	var snaps [2]Snapshot
+	for i := range snaps {
+		c, err := NewCollector(CollectorConfig{Identity: runID, Now: clock, CPU: func() time.Duration { return 0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := NewEncoder(runID, clock, nil)
+		mi, mc := int64(10), int64(2)
+		reg, _ := enc.MapRegistered("0", "map", &mc, &mi)
+		c.Ingest(reg)
+		for n := int64(1); n <= 11; n++ { // the 11th is over max_items: rejected either way
+			wire, ev, err := enc.mapProgressEvent("0", "map", n, n-1, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := canonicalEvent(wire); err != nil || d != string(wire) {
+				t.Fatalf("not canonical: %v", err)
+			}
+			if i == 0 {
+				c.Ingest(wire)
+			} else {
+				c.ingestOwn(wire, ev)
+			}
+		}
+		snaps[i] = c.Snapshot()
+	}
+	a, err1 := canonical.NoFold.Marshal(snaps[0])
+	b, err2 := canonical.NoFold.Marshal(snaps[1])
+	if err1 != nil || err2 != nil || string(a) != string(b) || snaps[0].Ingress.Rejected != 1 || snaps[0].Ingress.Accepted != 11 {
+		t.Fatalf("Ingest and ingestOwn differ:\n%s\n%s", a, b)
+	}
+}
+
+// canonicalEvent decodes wire strictly and re-encodes it canonically.
+func canonicalEvent(wire []byte) (string, error) {
+	if _, err := event.DecodeEvent(wire); err != nil {
+		return "", err
+	}
+	b, err := canonical.NoFold.Transform(wire)
+	return string(b), err
 }

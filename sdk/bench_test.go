@@ -82,3 +82,22 @@ func BenchmarkMaterialize64(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLocalMapProgress is the cost of local progress: a 10,000-item
+// map of no-op leaves run by sdk.Run under each reporting policy (full
+// encodes and ingests one fan-out event per finished item, as on Ray).
+func BenchmarkLocalMapProgress(b *testing.B) {
+	const items = 10_000
+	in := make([]int, items)
+	f := sdk.Map(sdk.Step(Inc)).WithLimits(sdk.Limits{MaxConcurrency: 64, MaxItems: items})
+	for _, pol := range []string{"disabled", "terminal_only", "full"} {
+		b.Run(pol, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sdk.Run(b.Context(), f, in, sdk.WithPlanOptions(sdk.WithReportingPolicy(pol))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), "ns/item")
+		})
+	}
+}
