@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,12 @@ func FailOnce(_ context.Context, key string) (string, error) {
 
 func Big(_ context.Context, n int) (string, error) { return strings.Repeat("x", n), nil }
 
-func Upper(_ context.Context, s string) (string, error) { return strings.ToUpper(s), nil }
+var upperRuns atomic.Int64
+
+func Upper(_ context.Context, s string) (string, error) {
+	upperRuns.Add(1)
+	return strings.ToUpper(s), nil
+}
 
 var (
 	EchoFlow      = sdk.Step(Echo)
@@ -180,6 +186,19 @@ func (e *env) startWorker(o WorkerOptions) *Worker {
 
 func startWorkerOn(t *testing.T, pool *pgxpool.Pool, o WorkerOptions) *Worker {
 	t.Helper()
+	w, _ := runWorkerW(t, pool, o)
+	return w
+}
+
+// runWorker runs a worker until stop (idempotent) or the end of the test.
+func runWorker(t *testing.T, pool *pgxpool.Pool, o WorkerOptions) (stop func()) {
+	t.Helper()
+	_, stop = runWorkerW(t, pool, o)
+	return stop
+}
+
+func runWorkerW(t *testing.T, pool *pgxpool.Pool, o WorkerOptions) (*Worker, func()) {
+	t.Helper()
 	w, err := NewWorker(pool, o)
 	if err != nil {
 		t.Fatal(err)
@@ -187,8 +206,9 @@ func startWorkerOn(t *testing.T, pool *pgxpool.Pool, o WorkerOptions) *Worker {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return w
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return w, stop
 }
 
 func (e *env) enqueue(flow, input string, o EnqueueOptions) string {
