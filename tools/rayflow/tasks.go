@@ -242,4 +242,3 @@ func tasksWait(ctx context.Context, e env, c *durable.Client, id string, timeout
 	fmt.Fprintln(e.stdout, string(t.Result))
 	return exitOK
 }
-
