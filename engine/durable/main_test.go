@@ -87,6 +87,23 @@ func FailOnce(_ context.Context, key string) (string, error) {
 	return "ok " + key, nil
 }
 
+// SlowCount counts its run by input after ms milliseconds.
+func SlowCount(ctx context.Context, in SlowIn) (int, error) {
+	select {
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	case <-time.After(time.Duration(in.MS) * time.Millisecond):
+	}
+	v, _ := executions.LoadOrStore(in.N, new(countBox))
+	v.(*countBox).add()
+	return in.N, nil
+}
+
+type SlowIn struct {
+	N  int `json:"n"`
+	MS int `json:"ms"`
+}
+
 func Big(_ context.Context, n int) (string, error) { return strings.Repeat("x", n), nil }
 
 var upperRuns atomic.Int64
@@ -105,6 +122,7 @@ var (
 	FailOnceFlow  = sdk.Step(FailOnce)
 	BigFlow       = sdk.Step(Big)
 	UpperFlow     = sdk.Step(Upper)
+	SlowCountFlow = sdk.Step(SlowCount)
 )
 
 func init() {
@@ -116,6 +134,7 @@ func init() {
 	Register("test.failonce", FailOnceFlow)
 	Register("test.big", BigFlow)
 	Register("test.upper", UpperFlow)
+	Register("test.slowcount", SlowCountFlow)
 }
 
 // Child-process worker mode (kill -9 test).

@@ -3,7 +3,9 @@ package durable
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -107,4 +109,78 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return strings.ToValidUTF8(s[:cut], "") + mark
+}
+
+// heartbeatOnce refreshes the fenced attempt's heartbeat and returns the
+// task's state; pgx.ErrNoRows when the fence no longer matches.
+func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
+	var state State
+	err := db.QueryRow(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`,
+		f.args()...).Scan(&state)
+	return state, err
+}
+
+// pinPlan records the first materialization's plan under the fence; 0
+// rows when the fence no longer matches (or a pin exists).
+func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, planJSON, selection *string) (int64, error) {
+	args := append(f.args(), fingerprint, planJSON, selection)
+	tag, err := db.Exec(ctx, `UPDATE rayflow_tasks SET workflow_plan_fingerprint = $6,
+ workflow_plan_pinned_attempt = attempt_number, workflow_plan_json = $7, workflow_plan_selection = $8
+WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// claimTasks claims up to n QUEUED tasks of queue for worker, each as a
+// new attempt (new generation and run id), in claim order.
+func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string) ([]claimed, error) {
+	var ray *string
+	if rayAddress != "" {
+		ray = &rayAddress
+	}
+	rows, err := db.Query(ctx, claimSQL, queue, n, worker, runner, ray)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type ordered struct {
+		c        claimed
+		priority int
+		created  time.Time
+	}
+	var got []ordered
+	for rows.Next() {
+		var o ordered
+		var input string
+		var timeout int64
+		c := &o.c
+		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
+			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created); err != nil {
+			return nil, err
+		}
+		c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
+		got = append(got, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING has no order: priority first, then age.
+	sort.SliceStable(got, func(i, j int) bool {
+		if got[i].priority != got[j].priority {
+			return got[i].priority > got[j].priority
+		}
+		return got[i].created.Before(got[j].created)
+	})
+	out := make([]claimed, len(got))
+	for i, g := range got {
+		out[i] = g.c
+	}
+	return out, nil
+}
+
+// fence is the claimed attempt's fence.
+func (c claimed) fence() fence {
+	return fence{pk: c.pk, states: runningStates, attempt: c.attempt, gen: c.gen, runID: &c.runID}
 }

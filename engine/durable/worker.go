@@ -375,47 +375,12 @@ RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, 
 // generation and run id, and starts them.
 func (w *Worker) claim(ctx, hard context.Context, n int, tasks *sync.WaitGroup) (int, error) {
 	w.stats.claimQueries.Add(1)
-	var ray *string
-	if w.o.RayAddress != "" {
-		ray = &w.o.RayAddress
-	}
-	rows, err := w.pool.Query(ctx, claimSQL, w.o.Queue, n, w.o.ID, w.o.Runner, ray)
+	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress)
 	if err != nil {
 		return 0, err
 	}
-	type ordered struct {
-		c        claimed
-		priority int
-		created  time.Time
-	}
-	var got []ordered
-	for rows.Next() {
-		var c claimed
-		var input string
-		var timeout int64
-		var o ordered
-		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
-			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
-		o.c = c
-		got = append(got, o)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	// Start in claim order (RETURNING has none).
-	for i := 1; i < len(got); i++ {
-		for j := i; j > 0 && (got[j].priority > got[j-1].priority ||
-			got[j].priority == got[j-1].priority && got[j].created.Before(got[j-1].created)); j-- {
-			got[j], got[j-1] = got[j-1], got[j]
-		}
-	}
 	w.stats.claimed.Add(int64(len(got)))
-	for _, g := range got {
-		c := g.c
+	for _, c := range got {
 		runCtx, cancel := context.WithCancelCause(hard)
 		w.mu.Lock()
 		w.inUse++
@@ -444,7 +409,7 @@ func (p *permanent) Unwrap() error { return p.err }
 
 // execute runs one attempt and records its outcome under its fence.
 func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc, c claimed) {
-	f := fence{pk: c.pk, states: runningStates, attempt: c.attempt, gen: c.gen, runID: &c.runID}
+	f := c.fence()
 	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen)
 	if c.timeout > 0 {
 		var tcancel context.CancelFunc
@@ -570,9 +535,7 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 		}
 		w.stats.heartbeats.Add(1)
 		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.HeartbeatInterval)
-		var state State
-		err := w.pool.QueryRow(hctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`,
-			f.args()...).Scan(&state)
+		state, err := heartbeatOnce(hctx, w.pool, f)
 		hcancel()
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -611,14 +574,11 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 			s := string(b)
 			selJSON = &s
 		}
-		args := append(f.args(), m.Fingerprint, planJSON, selJSON)
-		tag, err := w.pool.Exec(ctx, `UPDATE rayflow_tasks SET workflow_plan_fingerprint = $6,
- workflow_plan_pinned_attempt = attempt_number, workflow_plan_json = $7, workflow_plan_selection = $8
-WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
+		n, err := pinPlan(ctx, w.pool, f, m.Fingerprint, planJSON, selJSON)
 		if err != nil {
 			return nil, fmt.Errorf("durable: pinning the plan: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
+		if n == 0 {
 			return nil, errFenceLost
 		}
 	}
