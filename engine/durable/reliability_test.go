@@ -176,8 +176,12 @@ func TestStaleWritersChangeNothing(t *testing.T) {
 			func() (int64, error) {
 				return transition(ctx, e.pool, a.fence(), outcome{state: StateSucceeded, result: &s})
 			},
-			func() (int64, error) { return transition(ctx, e.pool, a.fence(), outcome{state: StateFailed, retry: true}) },
-			func() (int64, error) { return transition(ctx, e.pool, a.fence(), outcome{state: StateLost, retry: true}) },
+			func() (int64, error) {
+				return transition(ctx, e.pool, a.fence(), outcome{state: StateFailed, retry: true})
+			},
+			func() (int64, error) {
+				return transition(ctx, e.pool, a.fence(), outcome{state: StateLost, retry: true})
+			},
 		}
 		rng.Shuffle(len(staleWrites), func(i, j int) { staleWrites[i], staleWrites[j] = staleWrites[j], staleWrites[i] })
 		for _, w := range staleWrites {
