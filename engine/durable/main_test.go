@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -104,6 +105,35 @@ type SlowIn struct {
 	MS int `json:"ms"`
 }
 
+// HoldIn asks for n Ray leaves that each record their process in Dir
+// and then hold for a long time (unless cancelled).
+type HoldIn struct {
+	Dir string `json:"dir"`
+	N   int    `json:"n"`
+}
+
+func HoldItems(_ context.Context, in HoldIn) ([]string, error) {
+	out := make([]string, in.N)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/%d", in.Dir, i)
+	}
+	return out, nil
+}
+
+func Hold(ctx context.Context, path string) (int, error) {
+	if err := os.WriteFile(fmt.Sprintf("%s.%d", path, os.Getpid()), fmt.Appendf(nil, "%d %d", os.Getpid(), os.Getppid()), 0o644); err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	case <-time.After(2 * time.Minute):
+		return 1, nil
+	}
+}
+
+func Sum(_ context.Context, xs []int) (int, error) { return len(xs), nil }
+
 func Big(_ context.Context, n int) (string, error) { return strings.Repeat("x", n), nil }
 
 var upperRuns atomic.Int64
@@ -123,6 +153,8 @@ var (
 	BigFlow       = sdk.Step(Big)
 	UpperFlow     = sdk.Step(Upper)
 	SlowCountFlow = sdk.Step(SlowCount)
+	HoldFlow      = sdk.Chain3(sdk.Step(HoldItems),
+		sdk.Map(sdk.Step(Hold, sdk.WithResources(sdk.Resources{NumCPUs: 0.25}))), sdk.Step(Sum))
 )
 
 func init() {
@@ -135,6 +167,7 @@ func init() {
 	Register("test.big", BigFlow)
 	Register("test.upper", UpperFlow)
 	Register("test.slowcount", SlowCountFlow)
+	Register("test.hold", HoldFlow)
 }
 
 // Child-process worker mode (kill -9 test).
@@ -144,6 +177,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	rayengine.ServeLeafIfRequested() // this binary is the Ray leaf of the Ray tests
 	if url := os.Getenv(childDBEnv); url != "" {
 		os.Exit(childWorker(url))
 	}
