@@ -137,4 +137,4 @@ pg-down: ## stop the private PostgreSQL (its data stays in .pg-local)
 	tools/pg/pg.sh down $(PG_STATE)
 
 bench-durable: pg-up ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
-	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
+	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'

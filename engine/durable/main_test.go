@@ -224,7 +224,7 @@ func newEnv(t *testing.T) *env {
 // fastOptions are worker options with test-sized durations.
 func fastOptions() WorkerOptions {
 	return WorkerOptions{
-		HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 2 * time.Second, SweepInterval: 200 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 5 * time.Second, SweepInterval: 200 * time.Millisecond,
 		PollInterval: 10 * time.Millisecond, PollMaxInterval: 100 * time.Millisecond, NoRetryBackoff: true,
 		CancelTimeout: 2 * time.Second, DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler),

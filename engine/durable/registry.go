@@ -59,6 +59,8 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 	if name == "" || len(name) > MaxFlowNameLen {
 		panic(fmt.Sprintf("durable.Register: flow name %q is empty or over %d bytes", name, MaxFlowNameLen))
 	}
+	localPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f) })
+	rayPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, sdk.ForRay()) })
 	e := &flowEntry{
 		name:      name,
 		graph:     f.Graph(),
@@ -67,11 +69,13 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 			_, err := decodeStrict[In](raw)
 			return err
 		},
+		// A flow's plan cannot change within a process (its definition and
+		// code identity are fixed), so each form is materialized once.
 		materialize: func(ray bool) (*sdk.Materialized, error) {
 			if ray {
-				return sdk.Materialize(f, sdk.ForRay())
+				return rayPlan()
 			}
-			return sdk.Materialize(f)
+			return localPlan()
 		},
 		run: func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error) {
 			in, err := decodeStrict[In](raw)

@@ -158,6 +158,7 @@ type Worker struct {
 
 type runningTask struct {
 	cancel context.CancelCauseFunc
+	gen    int64
 }
 
 type workerCounters struct {
@@ -384,7 +385,7 @@ func (w *Worker) claim(ctx, hard context.Context, n int, tasks *sync.WaitGroup) 
 		runCtx, cancel := context.WithCancelCause(hard)
 		w.mu.Lock()
 		w.inUse++
-		w.running[c.pk] = &runningTask{cancel: cancel}
+		w.running[c.pk] = &runningTask{cancel: cancel, gen: c.gen}
 		w.mu.Unlock()
 		tasks.Go(func() {
 			defer func() {
@@ -635,6 +636,15 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		return
 	}
 	for _, c := range cs {
+		// This process's own running attempts are alive by definition (a
+		// starved heartbeat is not a lost worker); others sweep them if it
+		// really dies. A same-named earlier incarnation's are not ours.
+		w.mu.Lock()
+		rt := w.running[c.f.pk]
+		w.mu.Unlock()
+		if rt != nil && rt.gen == c.f.gen {
+			continue
+		}
 		var o outcome
 		switch c.state {
 		case StateQueued:
