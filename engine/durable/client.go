@@ -202,7 +202,7 @@ RETURNING id`, id, name, o.Queue, o.Priority, o.MaxAttempts, string(input),
 
 const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
  execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
- coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''),
+ coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
  created_at, enqueued_at, started_at, finished_at, last_heartbeat_at, run_after, coalesce(timeout_seconds, 0),
  coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
  coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, '')`
@@ -212,7 +212,7 @@ func scanTask(row pgx.Row) (*Task, error) {
 	var input string
 	var result *string
 	err := row.Scan(&t.PK, &t.ID, &t.Flow, &t.Queue, &t.Priority, &t.State, &t.Attempt, &t.MaxAttempts,
-		&t.Generation, &t.RunID, &t.PlanFingerprint, &t.PinnedAttempt, &input, &result, &t.Runner, &t.RayAddress,
+		&t.Generation, &t.RunID, &t.PlanFingerprint, &t.PinnedAttempt, &input, &result, &t.Runner, &t.RayAddress, &t.RayJobID,
 		&t.CreatedAt, &t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.RunAfter, &t.TimeoutSeconds,
 		&t.QueueTimeout, &t.QueueDeadline, &t.ClaimedBy, &t.CancellationStatus, &t.CancellationError,
 		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback)

@@ -33,6 +33,19 @@
 // its next heartbeat) cancels the run's context and records CANCELLED.
 // A run that completes before it sees the cancellation stays SUCCEEDED.
 //
+// # Runners
+//
+// A worker runs flows in its own process (no Engine), on Ray through the
+// Ray engine (WorkerOptions.Engine, runner "ray"), or as one Ray Job per
+// attempt (WorkerOptions.Jobs with package rayjobrunner, runner
+// "ray_job"). A Ray Job is named by its attempt (task, attempt,
+// generation), recorded in ray_job_id under the fence before it is
+// submitted, so that a resubmission is idempotent; when its worker dies,
+// the sweeping ray_job worker adopts the job (same attempt, new owner)
+// rather than running the attempt twice. A job whose status stays
+// unreadable is stopped best-effort and the attempt is LOST without
+// automatic retry.
+//
 // Decisions where the reference is silent: the execution generation is
 // incremented by every claim and every retry (so each attempt has its own
 // generation); a manual Retry is runnable at once (no backoff);

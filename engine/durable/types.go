@@ -113,6 +113,7 @@ var (
 	ErrTimedOut       = errors.New("durable: the task timed out")
 	ErrPlanChanged    = errors.New("durable: the retry does not reproduce the pinned plan")
 	ErrCancelled      = errors.New("durable: the task was cancelled")
+	ErrJobUnknown     = errors.New("durable: the Ray job's status is unknown")
 )
 
 // Task is one row of rayflow_tasks (Attempts only from Client.Get).
@@ -133,6 +134,7 @@ type Task struct {
 	Result             json.RawMessage `json:"result,omitempty"`
 	Runner             string          `json:"runner,omitempty"`
 	RayAddress         string          `json:"ray_address,omitempty"`
+	RayJobID           string          `json:"ray_job_id,omitempty"`
 	CreatedAt          time.Time       `json:"created_at"`
 	EnqueuedAt         time.Time       `json:"enqueued_at"`
 	StartedAt          *time.Time      `json:"started_at,omitempty"`

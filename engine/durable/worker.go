@@ -51,6 +51,16 @@ type WorkerOptions struct {
 	Engine     sdk.Engine
 	Runner     string // default "local", or "ray" for a Ray engine
 	RayAddress string
+	// Jobs runs attempts as Ray Jobs instead of in this process (runner
+	// "ray_job"; see JobRunner). JobPollInterval (default 1 s) is how often
+	// a job's status is read; a status unreadable for JobUnknownTimeout
+	// (default 60 s) makes the attempt LOST without automatic retry, after
+	// a best-effort stop. A RUNNING ray_job attempt whose worker stopped
+	// heartbeating is adopted by the sweeping worker (its job keeps
+	// running) instead of being declared LOST.
+	Jobs              JobRunner
+	JobPollInterval   time.Duration
+	JobUnknownTimeout time.Duration
 	// HeartbeatInterval (default 15 s) must be below StuckTimeout
 	// (default 300 s): a running task without heartbeat for StuckTimeout
 	// is LOST. SweepInterval (default min(StuckTimeout/5, 30 s)) is how
@@ -105,9 +115,15 @@ func (o *WorkerOptions) defaults() error {
 	}
 	if o.Runner == "" {
 		o.Runner = "local"
-		if o.Engine != nil && o.Engine.IsRay() {
+		switch {
+		case o.Jobs != nil:
+			o.Runner = "ray_job"
+		case o.Engine != nil && o.Engine.IsRay():
 			o.Runner = "ray"
 		}
+	}
+	if o.Jobs != nil && o.Engine != nil {
+		return fmt.Errorf("%w: a worker has an Engine or a JobRunner, not both", ErrInvalidOption)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -121,6 +137,8 @@ func (o *WorkerOptions) defaults() error {
 	def(&o.PollMaxInterval, DefaultPollMaxInterval)
 	def(&o.CancelTimeout, DefaultCancelTimeout)
 	def(&o.DrainTimeout, DefaultDrainTimeout)
+	def(&o.JobPollInterval, time.Second)
+	def(&o.JobUnknownTimeout, 60*time.Second)
 	if o.NoRetryBackoff {
 		o.RetryBackoff = 0
 	} else {
@@ -154,6 +172,9 @@ type Worker struct {
 	wake      chan struct{} // a notification: there may be work
 	slotFreed chan struct{}
 	stats     workerCounters
+
+	hard  context.Context // the parent of every run (set by Run)
+	tasks sync.WaitGroup  // running attempts
 }
 
 type runningTask struct {
@@ -213,7 +234,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Task runs outlive ctx (graceful drain); hard cancels them.
 	hard, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardCancel(errShutdown)
-	var tasks sync.WaitGroup
+	w.hard = hard
+	tasks := &w.tasks
 
 	lctx, lcancel := context.WithCancel(ctx)
 	var lwg sync.WaitGroup
@@ -230,7 +252,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.sweep(ctx)
 	for ctx.Err() == nil {
 		if free := w.free(); free > 0 && more {
-			n, err := w.claim(ctx, hard, free, &tasks)
+			n, err := w.claim(ctx, free)
 			switch {
 			case err != nil:
 				if ctx.Err() == nil {
@@ -358,11 +380,12 @@ type claimed struct {
 	timeout       time.Duration
 	pinnedFP      string
 	pinnedAttempt int
+	adoptJob      string // a running Ray job this worker takes over
 }
 
 const claimSQL = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
   workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
-  finished_at = NULL, runner = $4, ray_address = $5
+  finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL
 FROM (SELECT id FROM rayflow_tasks
   WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
     AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
@@ -374,7 +397,7 @@ RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, 
 
 // claim takes up to n tasks, each as a new attempt with a new execution
 // generation and run id, and starts them.
-func (w *Worker) claim(ctx, hard context.Context, n int, tasks *sync.WaitGroup) (int, error) {
+func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	w.stats.claimQueries.Add(1)
 	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress)
 	if err != nil {
@@ -382,24 +405,29 @@ func (w *Worker) claim(ctx, hard context.Context, n int, tasks *sync.WaitGroup) 
 	}
 	w.stats.claimed.Add(int64(len(got)))
 	for _, c := range got {
-		runCtx, cancel := context.WithCancelCause(hard)
-		w.mu.Lock()
-		w.inUse++
-		w.running[c.pk] = &runningTask{cancel: cancel, gen: c.gen}
-		w.mu.Unlock()
-		tasks.Go(func() {
-			defer func() {
-				cancel(nil)
-				w.mu.Lock()
-				w.inUse--
-				delete(w.running, c.pk)
-				w.mu.Unlock()
-				signal(w.slotFreed)
-			}()
-			w.execute(runCtx, cancel, c)
-		})
+		w.start(c)
 	}
 	return len(got), nil
+}
+
+// start runs the claimed (or adopted) attempt c in a slot of its own.
+func (w *Worker) start(c claimed) {
+	runCtx, cancel := context.WithCancelCause(w.hard)
+	w.mu.Lock()
+	w.inUse++
+	w.running[c.pk] = &runningTask{cancel: cancel, gen: c.gen}
+	w.mu.Unlock()
+	w.tasks.Go(func() {
+		defer func() {
+			cancel(nil)
+			w.mu.Lock()
+			w.inUse--
+			delete(w.running, c.pk)
+			w.mu.Unlock()
+			signal(w.slotFreed)
+		}()
+		w.execute(runCtx, cancel, c)
+	})
 }
 
 // permanent marks a failure that automatic retry would only repeat.
@@ -460,6 +488,8 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	case errors.Is(cause, ErrTimedOut):
 		o = outcome{state: StateFailed, errType: "Timeout",
 			errMsg: fmt.Sprintf("%v after %v: %v", ErrTimedOut, c.timeout, r.err)}
+	case errors.Is(r.err, ErrJobUnknown):
+		o = outcome{state: StateLost, errType: "JobUnknown", errMsg: r.err.Error()}
 	case errors.Is(cause, errShutdown):
 		o = w.failure(c, StateLost, r.err, false)
 	default:
@@ -557,10 +587,13 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 	if err != nil {
 		return nil, &permanent{err}
 	}
-	isRay := w.o.Engine != nil && w.o.Engine.IsRay()
+	isRay := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.IsRay()
 	m, err := e.materialize(isRay)
 	if err != nil {
 		return nil, &permanent{fmt.Errorf("durable: materializing %s: %w", c.flow, err)}
+	}
+	if c.adoptJob != "" {
+		return w.followJob(ctx, c.adoptJob, m.Fingerprint)
 	}
 	if err := m.CheckRetryPin(c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
 		return nil, &permanent{fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, err)}
@@ -582,6 +615,9 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 		if n == 0 {
 			return nil, errFenceLost
 		}
+	}
+	if w.o.Jobs != nil {
+		return w.runJob(ctx, f, c, m.Fingerprint)
 	}
 	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
 	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}
@@ -605,7 +641,8 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 // CANCELLING ones CANCELLED, and queued tasks past their deadline EXPIRED.
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
-	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text
+	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
+  coalesce(ray_job_id, '')
 FROM rayflow_tasks
 WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
    OR (state = 'QUEUED' AND queue_deadline_at < now())
@@ -620,11 +657,12 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		f           fence
 		state       State
 		maxAttempts int
+		job         string
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID); err != nil {
+		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
 			return
@@ -643,6 +681,13 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		rt := w.running[c.f.pk]
 		w.mu.Unlock()
 		if rt != nil && rt.gen == c.f.gen {
+			continue
+		}
+		if c.job != "" && c.state != StateQueued && w.o.Jobs != nil {
+			// Its Ray job may well still run: adopt it rather than run it twice.
+			if w.free() > 0 {
+				w.adopt(ctx, c.f, c.job)
+			}
 			continue
 		}
 		var o outcome

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,10 +124,7 @@ func waitFor(t *testing.T, id string, state durable.State) {
 // naming the pinned and the new fingerprint).
 func TestWorkerProcessCrashAndChangedBuild(t *testing.T) {
 	db := pgtest.URL(t)
-	bin := filepath.Join(t.TempDir(), "rayflow")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	cli := func(rev string, args ...string) (string, error) {
 		cmd := exec.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "RAYFLOW_DATABASE_URL="+db, "RAYFLOW_BUILD_REVISION="+rev)
@@ -172,8 +170,10 @@ func TestWorkerProcessCrashAndChangedBuild(t *testing.T) {
 		first := show(id)
 		_ = a.Process.Kill() // SIGKILL
 		_ = a.Wait()
-		worker(tc.rev)
+		b := worker(tc.rev)
 		out, err := cli(tc.rev, "tasks", "wait", id, "--timeout", "60s")
+		_ = b.Process.Kill() // the next case starts its own workers
+		_ = b.Wait()
 		task := show(id)
 		if task.State != tc.state || task.Attempt != 2 || len(task.Attempts) != 2 || task.Attempts[0].State != durable.StateLost {
 			t.Fatalf("build %s: %s at %d (%v %q): %+v", tc.rev, task.State, task.Attempt, err, out, task.Attempts)
@@ -187,5 +187,92 @@ func TestWorkerProcessCrashAndChangedBuild(t *testing.T) {
 		if tc.message != "" {
 			t.Logf("changed build refused: %s", task.ErrorMessage)
 		}
+	}
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildCLI builds this command once per test binary.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "rfcli")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "rayflow")
+		built.out, built.err = exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+// Ray Job runner through the real binary: a ray_job worker killed with
+// kill -9 mid-run leaves its job running on the cluster; the next worker
+// adopts the job (same attempt, no second run) instead of declaring the
+// attempt LOST, and records its result.
+func TestRayJobWorkerCrashIsAdopted(t *testing.T) {
+	if os.Getenv("RAYFLOW_RAY_ADDRESS") == "" && os.Getenv("RAYFLOW_RAY_DASHBOARD") == "" {
+		t.Skip("needs a Ray cluster with its dashboard (RAYFLOW_RAY_ADDRESS / RAYFLOW_RAY_DASHBOARD)")
+	}
+	db := pgtest.URL(t)
+	bin := buildCLI(t)
+	environ := append(os.Environ(), "RAYFLOW_DATABASE_URL="+db)
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = environ
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	worker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--runner", "ray_job", "--stuck-timeout", "3s", "--heartbeat", "500ms",
+			"--sweep-interval", "200ms", "--poll-max-interval", "200ms")
+		cmd.Env = environ
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	show := func(id string) durable.Task {
+		out, err := cli("tasks", "show", id, "--json")
+		var task durable.Task
+		if err != nil || json.Unmarshal([]byte(out), &task) != nil {
+			t.Fatalf("show: %v %q", err, out)
+		}
+		return task
+	}
+	if _, err := cli("migrate", "up"); err != nil {
+		t.Fatal(err)
+	}
+	a := worker()
+	id, err := cli("tasks", "enqueue", "sleep", "--input", "12000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); show(id).RayJobID == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no Ray job submitted")
+		}
+	}
+	time.Sleep(2 * time.Second)
+	first := show(id)
+	_ = a.Process.Kill()
+	_ = a.Wait()
+	worker()
+	out, err := cli("tasks", "wait", id, "--timeout", "90s")
+	task := show(id)
+	if err != nil || out != "12000" || task.State != durable.StateSucceeded || task.Attempt != 1 || len(task.Attempts) != 1 ||
+		task.RayJobID != first.RayJobID || task.RunID != first.RunID || task.ClaimedBy == first.ClaimedBy {
+		t.Fatalf("%v %q: %s at %d, job %s (was %s), worker %s (was %s), %d archived", err, out, task.State, task.Attempt,
+			task.RayJobID, first.RayJobID, task.ClaimedBy, first.ClaimedBy, len(task.Attempts))
 	}
 }

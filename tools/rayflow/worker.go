@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/engine/durable/rayjobrunner"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -34,6 +37,9 @@ func init() {
 	// A Ray worker process started by `rayflow worker --runner ray` runs
 	// this binary as a leaf; it never reaches main.
 	rayengine.ServeLeafIfRequested()
+	// A Ray Job started by `rayflow worker --runner ray_job` runs this
+	// binary as its coordinator; it never reaches main either.
+	coordinator.ServeIfRequested()
 	register("worker", "run a durable task worker (PostgreSQL queue; local or Ray runner)", cmdWorker)
 }
 
@@ -47,7 +53,8 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 	dbURL := databaseFlag(fs)
 	queue := fs.String("queue", durable.DefaultQueue, "queue to claim from")
 	concurrency := fs.Int("concurrency", durable.DefaultConcurrency, "tasks run at once")
-	runner := fs.String("runner", "local", "local (in this process) or ray (the Ray engine); ray_job is not supported yet")
+	runner := fs.String("runner", "local", "local (in this process), ray (the Ray engine) or ray_job (one Ray Job per attempt)")
+	dashboard := fs.String("ray-dashboard", envOr("RAYFLOW_RAY_DASHBOARD", "http://127.0.0.1:8265"), "Ray dashboard (Jobs API) for --runner ray_job (default $RAYFLOW_RAY_DASHBOARD)")
 	rayAddr := fs.String("ray-address", os.Getenv("RAYFLOW_RAY_ADDRESS"), `Ray cluster for --runner ray ("local" starts a private one; default $RAYFLOW_RAY_ADDRESS, else local)`)
 	id := fs.String("id", "", "worker name recorded in claimed_by (default host-pid-random)")
 	heartbeat := fs.Duration("heartbeat", durable.DefaultHeartbeatInterval, "heartbeat interval (below --stuck-timeout)")
@@ -93,10 +100,24 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 		}()
 		o.Engine, o.Runner, o.RayAddress = eng, "ray", addr
 	case "ray_job":
-		fmt.Fprintln(e.stderr, "rayflow: --runner ray_job is not supported yet (use local or ray)")
-		return exitUsage
+		jc, err := rayjob.NewClient(rayjob.ClientOptions{Dashboard: *dashboard})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			return exitUsage
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			return exitError
+		}
+		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython()})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			return exitError
+		}
+		o.Jobs, o.RayAddress = jr, *dashboard
 	default:
-		fmt.Fprintf(e.stderr, "rayflow: --runner %q: want local or ray\n", *runner)
+		fmt.Fprintf(e.stderr, "rayflow: --runner %q: want local, ray or ray_job\n", *runner)
 		return exitUsage
 	}
 	w, err := durable.NewWorker(pool, o)
@@ -109,4 +130,11 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 		return exitError
 	}
 	return exitOK
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

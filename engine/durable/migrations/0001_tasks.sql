@@ -21,6 +21,7 @@ CREATE TABLE rayflow_tasks (
     result_data                  text CHECK (octet_length(result_data) <= 1048576),
     runner                       text CHECK (runner IN ('local', 'ray', 'ray_job')),
     ray_address                  text CHECK (char_length(ray_address) <= 1024),
+    ray_job_id                   text CHECK (char_length(ray_job_id) <= 256),
     created_at                   timestamptz NOT NULL DEFAULT now(),
     enqueued_at                  timestamptz NOT NULL DEFAULT now(),
     started_at                   timestamptz,
