@@ -1,0 +1,151 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/internal/pgtest"
+)
+
+// TestBenchDurable is `make bench-durable` (it runs only with
+// RAYFLOW_BENCH_DURABLE=1): the seed's polling protocol (CONTRACTS §8.1:
+// 100 tasks per phase enqueued every 50 ms) for 1, 4 and 8 workers with
+// the default options, then a saturation run of no-op tasks.
+func TestBenchDurable(t *testing.T) {
+	if os.Getenv("RAYFLOW_BENCH_DURABLE") != "1" {
+		t.Skip("set RAYFLOW_BENCH_DURABLE=1 (make bench-durable)")
+	}
+	server := pgtest.ServerURL(t)
+	fmt.Println("| Workers | Claim p50 ms | p95 ms | Idle queries/worker/s | Phase claims/s | Offered/s |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|")
+	for _, workers := range []int{1, 4, 8} {
+		r := benchPhase(t, server, workers)
+		fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f | %.1f |\n", workers, r.p50, r.p95, r.idle, r.claimRate, r.offered)
+	}
+	fmt.Println()
+	fmt.Println("| Saturation: workers × concurrency | No-op tasks | Wall s | Tasks/s end to end |")
+	fmt.Println("|---|---:|---:|---:|")
+	for _, workers := range []int{1, 4, 8} {
+		const n = 5000
+		wall := benchSaturation(t, server, workers, n)
+		fmt.Printf("| %d × %d | %d | %.2f | %.0f |\n", workers, DefaultConcurrency, n, wall.Seconds(), n/wall.Seconds())
+	}
+}
+
+type phaseResult struct{ p50, p95, idle, claimRate, offered float64 }
+
+func benchWorkers(t *testing.T, url string, n int) ([]*Worker, func()) {
+	var ws []*Worker
+	var stops []func()
+	for i := range n {
+		o := WorkerOptions{ID: fmt.Sprintf("bench-%d", i), Logger: slog.New(slog.DiscardHandler)}
+		w, stop := runWorkerW(t, pgtest.PoolAt(t, url), o)
+		ws = append(ws, w)
+		stops = append(stops, stop)
+	}
+	return ws, func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+func benchPhase(t *testing.T, server string, workers int) phaseResult {
+	url := pgtest.NewDatabase(t, server)
+	pool := pgtest.PoolAt(t, url)
+	ctx := t.Context()
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(pool, nil)
+	ws, stop := benchWorkers(t, url, workers)
+	defer stop()
+	time.Sleep(3 * time.Second) // workers settle into idle polling
+	const n, interval = 100, 50 * time.Millisecond
+	start := time.Now()
+	for i := range n {
+		if _, err := c.EnqueueJSON(ctx, "test.noop", []byte(fmt.Sprint(10_000_000+i)), EnqueueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(i+1) * interval)))
+	}
+	offered := float64(n) / time.Since(start).Seconds()
+	for {
+		var done int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		if done == n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rows, err := pool.Query(ctx, `SELECT extract(epoch FROM started_at - enqueued_at) * 1000 FROM rayflow_tasks`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lat []float64
+	for rows.Next() {
+		var ms float64
+		if err := rows.Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, ms)
+	}
+	slices.Sort(lat)
+	var span float64
+	if err := pool.QueryRow(ctx, `SELECT extract(epoch FROM max(started_at) - min(started_at)) FROM rayflow_tasks`).Scan(&span); err != nil {
+		t.Fatal(err)
+	}
+	// Idle: queries sent by the workers over 10 s with nothing to do.
+	before := int64(0)
+	for _, w := range ws {
+		before += w.Stats().Queries()
+	}
+	const idle = 10 * time.Second
+	time.Sleep(idle)
+	after := int64(0)
+	for _, w := range ws {
+		after += w.Stats().Queries()
+	}
+	return phaseResult{p50: pct(lat, 0.50), p95: pct(lat, 0.95),
+		idle: float64(after-before) / float64(workers) / idle.Seconds(), claimRate: float64(n-1) / span, offered: offered}
+}
+
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func benchSaturation(t *testing.T, server string, workers, n int) time.Duration {
+	url := pgtest.NewDatabase(t, server)
+	pool := pgtest.PoolAt(t, url)
+	ctx := t.Context()
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, queue_deadline_at)
+SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM generate_series(1, $1) i`, n); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, stop := benchWorkers(t, url, workers)
+	defer stop()
+	for {
+		var done int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&done); err != nil {
+			t.Fatal(err)
+		}
+		if done == n {
+			return time.Since(start)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

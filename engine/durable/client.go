@@ -1,0 +1,505 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// DB is what the store needs of a connection: a *pgxpool.Pool, a
+// *pgx.Conn or the caller's pgx.Tx.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// notifyChannel carries "q:<queue>" (a task became claimable) and
+// "c:<task pk>" (a running task's cancellation was requested).
+const notifyChannel = "rayflow_tasks"
+
+// Client enqueues and manages tasks. It is safe for concurrent use.
+type Client struct {
+	pool *pgxpool.Pool
+	reg  *Registry
+}
+
+// NewClient returns a client on pool resolving flow names in reg
+// (DefaultRegistry when nil).
+func NewClient(pool *pgxpool.Pool, reg *Registry) *Client {
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	return &Client{pool: pool, reg: reg}
+}
+
+// EnqueueOptions are a task's settings; the zero value is the defaults.
+type EnqueueOptions struct {
+	// Queue is the queue name (1–128 characters); default "default".
+	Queue string
+	// Priority is −100…100, larger first; default 0.
+	Priority int
+	// Timeout bounds one attempt's run (whole seconds, ≥ 1 s); a timed-out
+	// task is FAILED without automatic retry. 0 means none.
+	Timeout time.Duration
+	// QueueTimeout bounds the wait in the queue (whole seconds, ≥ 1 s);
+	// past max(enqueue, run after) + QueueTimeout the task is EXPIRED.
+	// 0 means the default, 24 h; NoQueueTimeout disables it.
+	QueueTimeout   time.Duration
+	NoQueueTimeout bool
+	// MaxAttempts counts the first attempt (1–100); default 3.
+	MaxAttempts int
+	// RunAfter delays the first claim; zero means now.
+	RunAfter time.Time
+}
+
+func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	if n := utf8.RuneCountInString(o.Queue); n > MaxQueueNameLen || !utf8.ValidString(o.Queue) {
+		return o, fmt.Errorf("%w: queue name of %d characters (1–%d)", ErrInvalidOption, n, MaxQueueNameLen)
+	}
+	if o.Priority < MinPriority || o.Priority > MaxPriority {
+		return o, fmt.Errorf("%w: priority %d outside %d…%d", ErrInvalidOption, o.Priority, MinPriority, MaxPriority)
+	}
+	if err := checkSeconds("timeout", o.Timeout); err != nil {
+		return o, err
+	}
+	if o.QueueTimeout == 0 && !o.NoQueueTimeout {
+		o.QueueTimeout = DefaultQueueTimeout
+	}
+	if err := checkSeconds("queue timeout", o.QueueTimeout); err != nil {
+		return o, err
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
+		return o, fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)
+	}
+	return o, nil
+}
+
+func checkSeconds(what string, d time.Duration) error {
+	if d == 0 {
+		return nil
+	}
+	if d < time.Second || d%time.Second != 0 || d/time.Second > MaxTimeoutSeconds {
+		return fmt.Errorf("%w: %s %v is not a whole number of seconds in 1…%d", ErrInvalidOption, what, d, MaxTimeoutSeconds)
+	}
+	return nil
+}
+
+func nullSeconds(d time.Duration) *int64 {
+	if d == 0 {
+		return nil
+	}
+	s := int64(d / time.Second)
+	return &s
+}
+
+// Enqueue enqueues the registered flow f with its typed input and returns
+// the task id.
+func Enqueue[In, Out any](ctx context.Context, c *Client, f sdk.Flow[In, Out], in In, o EnqueueOptions) (string, error) {
+	return EnqueueTx(ctx, c, c.pool, f, in, o)
+}
+
+// EnqueueTx is Enqueue inside the caller's transaction (or any DB): the
+// task exists if and only if the caller's transaction commits.
+func EnqueueTx[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In, Out], in In, o EnqueueOptions) (string, error) {
+	name, err := c.reg.nameOf(f.Graph())
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	return c.enqueue(ctx, db, name, raw, o)
+}
+
+// EnqueueJSON enqueues the flow registered as name with input as JSON.
+// An unknown flow, input that does not decode into the flow's input type
+// and input over 1 MiB are refused with ErrUnknownFlow, ErrInvalidInput
+// and ErrInputTooLarge, and nothing is written.
+func (c *Client) EnqueueJSON(ctx context.Context, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
+	return c.enqueue(ctx, c.pool, name, input, o)
+}
+
+// EnqueueJSONTx is EnqueueJSON inside the caller's transaction.
+func (c *Client) EnqueueJSONTx(ctx context.Context, tx pgx.Tx, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
+	return c.enqueue(ctx, tx, name, input, o)
+}
+
+// maxIDAttempts bounds task-id regeneration on a (practically impossible)
+// UUID collision.
+const maxIDAttempts = 3
+
+func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
+	o, err := o.normalize()
+	if err != nil {
+		return "", err
+	}
+	e, err := c.reg.lookup(name)
+	if err != nil {
+		return "", err
+	}
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if len(input) > MaxInputBytes {
+		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
+	}
+	if !json.Valid(input) {
+		return "", fmt.Errorf("%w (%s): not valid JSON", ErrInvalidInput, e.inputType)
+	}
+	if err := e.decode(input); err != nil {
+		return "", err
+	}
+	var runAfter *time.Time
+	if !o.RunAfter.IsZero() {
+		runAfter = &o.RunAfter
+	}
+	for range maxIDAttempts {
+		id := sdk.NewRunID()
+		var pk int64
+		err := db.QueryRow(ctx, `
+INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
+    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at)
+SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
+    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END
+FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
+ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
+RETURNING id`, id, name, o.Queue, o.Priority, o.MaxAttempts, string(input),
+			nullSeconds(o.Timeout), nullSeconds(o.QueueTimeout), runAfter).Scan(&pk)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // task id collision: regenerate
+		}
+		if err != nil {
+			return "", fmt.Errorf("durable: enqueue: %w", err)
+		}
+		if _, err := db.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "q:"+o.Queue); err != nil {
+			return "", fmt.Errorf("durable: enqueue: %w", err)
+		}
+		return id, nil
+	}
+	return "", errors.New("durable: enqueue: task id collided repeatedly")
+}
+
+const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
+ execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
+ coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
+ created_at, enqueued_at, started_at, finished_at, last_heartbeat_at, run_after, coalesce(timeout_seconds, 0),
+ coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
+ coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, '')`
+
+func scanTask(row pgx.Row) (*Task, error) {
+	var t Task
+	var input string
+	var result *string
+	err := row.Scan(&t.PK, &t.ID, &t.Flow, &t.Queue, &t.Priority, &t.State, &t.Attempt, &t.MaxAttempts,
+		&t.Generation, &t.RunID, &t.PlanFingerprint, &t.PinnedAttempt, &input, &result, &t.Runner, &t.RayAddress, &t.RayJobID,
+		&t.CreatedAt, &t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.RunAfter, &t.TimeoutSeconds,
+		&t.QueueTimeout, &t.QueueDeadline, &t.ClaimedBy, &t.CancellationStatus, &t.CancellationError,
+		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback)
+	if err != nil {
+		return nil, err
+	}
+	t.Input = json.RawMessage(input)
+	if result != nil {
+		t.Result = json.RawMessage(*result)
+	}
+	return &t, nil
+}
+
+// Get returns the task with its archived attempts, or ErrNotFound.
+func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
+	if !validUUID(id) {
+		return nil, fmt.Errorf("%w: %q is not a task id", ErrNotFound, id)
+	}
+	t, err := scanTask(c.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks WHERE task_id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable: get %s: %w", id, err)
+	}
+	rows, err := c.pool.Query(ctx, `
+SELECT attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), state, coalesce(claimed_by, ''),
+ coalesce(workflow_plan_fingerprint, ''), started_at, finished_at, coalesce(error_type, ''), coalesce(error_message, ''),
+ coalesce(error_traceback, ''), result_data
+FROM rayflow_task_attempts WHERE task_pk = $1 ORDER BY attempt_number`, t.PK)
+	if err != nil {
+		return nil, fmt.Errorf("durable: get %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a Attempt
+		var result *string
+		if err := rows.Scan(&a.Attempt, &a.Generation, &a.RunID, &a.State, &a.ClaimedBy, &a.PlanFingerprint,
+			&a.StartedAt, &a.FinishedAt, &a.ErrorType, &a.ErrorMessage, &a.ErrorTraceback, &result); err != nil {
+			return nil, err
+		}
+		if result != nil {
+			a.Result = json.RawMessage(*result)
+		}
+		t.Attempts = append(t.Attempts, a)
+	}
+	return t, rows.Err()
+}
+
+// Wait polls the task (adaptively, 20 ms growing to 1 s) until it is
+// terminal and not about to be retried automatically, then returns it.
+// A FAILED or LOST task that will run again is not yet final.
+func (c *Client) Wait(ctx context.Context, id string) (*Task, error) {
+	interval := 20 * time.Millisecond
+	for {
+		t, err := c.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if t.State.Terminal() {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return t, context.Cause(ctx)
+		case <-time.After(interval):
+		}
+		interval = min(interval*2, time.Second)
+	}
+}
+
+// ListOptions filter and page List.
+type ListOptions struct {
+	State State  // "" for all
+	Queue string // "" for all
+	// Limit is 1…1000; default 50.
+	Limit int
+	// Cursor is a previous page's Next ("" for the first page).
+	Cursor string
+}
+
+// Page is one page of List, newest first; Next is "" on the last page.
+type Page struct {
+	Tasks []*Task
+	Next  string
+}
+
+// List returns tasks newest first with keyset pagination (no offsets:
+// a page costs the same wherever it is).
+func (c *Client) List(ctx context.Context, o ListOptions) (*Page, error) {
+	if o.Limit == 0 {
+		o.Limit = 50
+	}
+	if o.Limit < 1 || o.Limit > 1000 {
+		return nil, fmt.Errorf("%w: limit %d outside 1…1000", ErrInvalidOption, o.Limit)
+	}
+	if o.State != "" && !o.State.Valid() {
+		return nil, fmt.Errorf("%w: state %q (one of %v)", ErrInvalidOption, o.State, States)
+	}
+	before := int64(math.MaxInt64)
+	if o.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(o.Cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
+		}
+		if before, err = strconv.ParseInt(string(b), 10, 64); err != nil || before < 1 {
+			return nil, fmt.Errorf("%w: %q", ErrBadCursor, o.Cursor)
+		}
+	}
+	rows, err := c.pool.Query(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks
+WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3)
+ORDER BY id DESC LIMIT $4`, before, string(o.State), o.Queue, o.Limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("durable: list: %w", err)
+	}
+	defer rows.Close()
+	p := &Page{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(p.Tasks) > o.Limit {
+		p.Tasks = p.Tasks[:o.Limit]
+		p.Next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Tasks[o.Limit-1].PK, 10)))
+	}
+	return p, nil
+}
+
+// Expect optionally pins what the caller believes the task's current
+// attempt is (zero fields are not checked), so that a retry or cancel
+// decided on stale information is refused with a STALE_* outcome.
+type Expect struct {
+	Attempt    int
+	Generation int64
+	RunID      string
+}
+
+// Retry moves a FAILED, LOST, CANCELLED or EXPIRED task back to QUEUED as
+// a new attempt (attempt + 1, generation + 1, no run id), runnable at once.
+func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
+	if !validUUID(id) {
+		return RetryNotFound, nil
+	}
+	var out RetryOutcome
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var pk int64
+		var state State
+		var attempt int
+		var gen int64
+		var runID, queue string
+		err := tx.QueryRow(ctx, `SELECT id, state, attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), queue_name
+FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attempt, &gen, &runID, &queue)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			out = RetryNotFound
+			return nil
+		case err != nil:
+			return err
+		case exp.Attempt != 0 && exp.Attempt != attempt:
+			out = RetryStaleAttempt
+			return nil
+		case exp.Generation != 0 && exp.Generation != gen:
+			out = RetryStaleGeneration
+			return nil
+		case exp.RunID != "" && exp.RunID != runID:
+			out = RetryStaleWorkflowIdentity
+			return nil
+		}
+		switch state {
+		case StateFailed, StateLost, StateCancelled, StateExpired:
+		default:
+			out = RetryNotRetryable
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE rayflow_tasks SET state = 'QUEUED', attempt_number = attempt_number + 1,
+ execution_generation = execution_generation + 1, workflow_run_id = NULL, claimed_by = NULL, started_at = NULL,
+ finished_at = NULL, last_heartbeat_at = NULL, result_data = NULL, run_after = now(), enqueued_at = now(),
+ queue_deadline_at = CASE WHEN queue_timeout_seconds IS NULL THEN NULL ELSE now() + make_interval(secs => queue_timeout_seconds) END,
+ cancellation_status = NULL, cancellation_error = NULL, error_type = NULL, error_message = NULL, error_traceback = NULL
+WHERE id = $1 AND state = $2 AND attempt_number = $3 AND execution_generation = $4`, pk, state, attempt, gen)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "q:"+queue); err != nil {
+			return err
+		}
+		out = RetryAccepted
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("durable: retry %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Cancel cancels a task: a QUEUED one becomes CANCELLED at once (its
+// attempt archived), a RUNNING one CANCELLING (its worker is notified,
+// cancels the run's context and records CANCELLED).
+func (c *Client) Cancel(ctx context.Context, id string, exp Expect) (CancelOutcome, error) {
+	if !validUUID(id) {
+		return CancelNotFound, nil
+	}
+	var out CancelOutcome
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var pk int64
+		var state State
+		var attempt int
+		var gen int64
+		var runID *string
+		err := tx.QueryRow(ctx, `SELECT id, state, attempt_number, execution_generation, workflow_run_id::text
+FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attempt, &gen, &runID)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			out = CancelNotFound
+			return nil
+		case err != nil:
+			return err
+		case exp.Attempt != 0 && exp.Attempt != attempt:
+			out = CancelStaleAttempt
+			return nil
+		case exp.Generation != 0 && exp.Generation != gen:
+			out = CancelStaleGeneration
+			return nil
+		}
+		switch {
+		case state == StateQueued:
+			n, err := transition(ctx, tx, fence{pk: pk, states: []State{StateQueued}, attempt: attempt, gen: gen, runID: runID},
+				outcome{state: StateCancelled, errType: "Cancelled", errMsg: "cancelled while queued", cancellation: CancellationNotApplicable})
+			if err != nil {
+				return err
+			}
+			if n != 1 {
+				return fmt.Errorf("durable: cancel: the locked row did not change")
+			}
+			out = CancelAccepted
+		case state == StateRunning:
+			if _, err := tx.Exec(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING', cancellation_status = 'REQUESTED'
+WHERE id = $1 AND state = 'RUNNING' AND execution_generation = $2`, pk, gen); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "c:"+strconv.FormatInt(pk, 10)); err != nil {
+				return err
+			}
+			out = CancelAccepted
+		case state == StateCancelling:
+			out = CancelAlreadyRequested
+		case state.Terminal():
+			out = CancelAlreadyTerminal
+		default:
+			out = CancelInvalidState
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("durable: cancel %s: %w", id, err)
+	}
+	return out, nil
+}
+
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// newWorkerID returns a readable unique worker name.
+func newWorkerID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", prefix, b)
+}

@@ -1,0 +1,54 @@
+// Package durable is rayflow's outer task on PostgreSQL (pgx/v5): a queue
+// of workflow runs that survives worker crashes and can be cancelled,
+// retried and inspected (CONTRACTS §9, seed 001).
+//
+// An application registers its flows by name (Register), migrates the
+// database once (Migrate), enqueues with a Client (Enqueue, EnqueueJSON,
+// or EnqueueTx inside its own transaction) and embeds a Worker in the
+// binary that holds the steps. `rayflow migrate|worker|tasks` do the same
+// from the command line for the built-in examples.
+//
+// # Model
+//
+// One row of rayflow_tasks per task is the single source of truth; every
+// terminal attempt is copied into rayflow_task_attempts. A worker claims
+// QUEUED rows with FOR UPDATE SKIP LOCKED (larger priority first, FIFO by
+// creation within a priority), taking a new execution generation and run
+// id in the same statement; that RunIdentity is passed to sdk.Run. Every
+// later write of the attempt (heartbeat, plan pin, result, state) carries
+// the fence — task, a running state (RUNNING or CANCELLING), attempt,
+// generation and run id — in its WHERE clause, so a superseded attempt
+// changes 0 rows. Terminal transitions archive the attempt in the same
+// statement.
+//
+// Failures are retried automatically (at most MaxAttempts, default 3,
+// counting the first) after RetryBackoff·2^(k−2) before attempt k, unless
+// the error's type is in the worker's denylist or the failure is
+// permanent: a timeout (FAILED), a changed plan (the retry does not
+// reproduce the pinned fingerprint), a result over 1 MiB, an input that
+// no longer decodes. A RUNNING task without heartbeat for StuckTimeout is
+// LOST and retried the same way. A QUEUED task past its queue deadline is
+// EXPIRED (no automatic retry). Cancel moves a QUEUED task to CANCELLED at
+// once and a RUNNING one to CANCELLING; its worker (woken by NOTIFY, or by
+// its next heartbeat) cancels the run's context and records CANCELLED.
+// A run that completes before it sees the cancellation stays SUCCEEDED.
+//
+// # Runners
+//
+// A worker runs flows in its own process (no Engine), on Ray through the
+// Ray engine (WorkerOptions.Engine, runner "ray"), or as one Ray Job per
+// attempt (WorkerOptions.Jobs with package rayjobrunner, runner
+// "ray_job"). A Ray Job is named by its attempt (task, attempt,
+// generation), recorded in ray_job_id under the fence before it is
+// submitted, so that a resubmission is idempotent; when its worker dies,
+// the sweeping ray_job worker adopts the job (same attempt, new owner)
+// rather than running the attempt twice. A job whose status stays
+// unreadable is stopped best-effort and the attempt is LOST without
+// automatic retry.
+//
+// Decisions where the reference is silent: the execution generation is
+// incremented by every claim and every retry (so each attempt has its own
+// generation); a manual Retry is runnable at once (no backoff);
+// COMPLETION_PENDING is never returned, because a result and its terminal
+// state are written by one statement.
+package durable

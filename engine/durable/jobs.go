@@ -1,0 +1,159 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// JobRunner runs attempts as jobs outside the worker's process: Ray Jobs
+// (package engine/durable/rayjobrunner). The job runs the same binary,
+// which finds the flow by name; the worker follows it and records its
+// outcome under the attempt's fence.
+type JobRunner interface {
+	// Submit starts the job of one attempt. It must be idempotent per
+	// submission id (a resubmission of a known id is not an error).
+	Submit(ctx context.Context, submissionID, flow string, input []byte) error
+	// Status reads the job's state (and, once ended, its outcome).
+	Status(ctx context.Context, submissionID string) (JobStatus, error)
+	// Stop asks the cluster to stop the job (stopping an ended job is fine).
+	Stop(ctx context.Context, submissionID string) error
+}
+
+// JobState is a job's state on its cluster.
+type JobState string
+
+// Job states.
+const (
+	JobPending   JobState = "PENDING"
+	JobRunning   JobState = "RUNNING"
+	JobSucceeded JobState = "SUCCEEDED"
+	JobFailed    JobState = "FAILED"
+	JobStopped   JobState = "STOPPED"
+)
+
+// JobStatus is what Status reports; Output, Fingerprint and Message only
+// once the job ended.
+type JobStatus struct {
+	State       JobState
+	Output      []byte // the flow's result JSON (SUCCEEDED)
+	Fingerprint string // the plan the job ran
+	Message     string // why it failed
+}
+
+// Permanent marks err as a failure automatic retry would only repeat (a
+// JobRunner's refusal of an input, for example).
+func Permanent(err error) error { return &permanent{err} }
+
+// submissionID is the attempt's job name: the same for every submission
+// of one attempt, different for every attempt.
+func submissionID(c claimed) string {
+	return fmt.Sprintf("rayflow-%s-a%d-g%d", c.id, c.attempt, c.gen)
+}
+
+// runJob records the attempt's job id under the fence, submits the job
+// and follows it.
+func (w *Worker) runJob(ctx context.Context, f fence, c claimed, fingerprint string) ([]byte, error) {
+	sub := submissionID(c)
+	tag, err := w.pool.Exec(ctx, `UPDATE rayflow_tasks SET ray_job_id = $6 WHERE `+fenceWhere, append(f.args(), sub)...)
+	if err != nil {
+		return nil, fmt.Errorf("durable: recording the Ray job id: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, errFenceLost
+	}
+	if err := w.o.Jobs.Submit(ctx, sub, c.flow, c.input); err != nil {
+		return nil, fmt.Errorf("durable: submitting Ray job %s: %w", sub, err)
+	}
+	return w.followJob(ctx, sub, fingerprint)
+}
+
+// followJob polls the job until it ends. When ctx ends (cancel, timeout,
+// shutdown) it stops the job and waits for it to end.
+func (w *Worker) followJob(ctx context.Context, sub, fingerprint string) ([]byte, error) {
+	t := time.NewTicker(w.o.JobPollInterval)
+	defer t.Stop()
+	var unknownSince time.Time
+	stopped := false
+	bg := context.WithoutCancel(ctx)
+	for {
+		sctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		st, err := w.o.Jobs.Status(sctx, sub)
+		cancel()
+		switch {
+		case err != nil:
+			if unknownSince.IsZero() {
+				unknownSince = time.Now()
+			}
+			if time.Since(unknownSince) >= w.o.JobUnknownTimeout {
+				sctx, cancel := context.WithTimeout(bg, 30*time.Second)
+				_ = w.o.Jobs.Stop(sctx, sub) // best effort
+				cancel()
+				return nil, fmt.Errorf("%w: Ray job %s unreadable for %v: %w", ErrJobUnknown, sub, w.o.JobUnknownTimeout, err)
+			}
+		case st.State == JobSucceeded:
+			if fingerprint != "" && st.Fingerprint != "" && st.Fingerprint != fingerprint {
+				return nil, &permanent{fmt.Errorf("%w: Ray job %s ran plan %s, the attempt pinned %s", ErrPlanChanged, sub, st.Fingerprint, fingerprint)}
+			}
+			if len(st.Output) > MaxResultBytes {
+				return nil, &permanent{fmt.Errorf("%w: %d bytes, the limit is %d (nothing was stored)", ErrResultTooLarge, len(st.Output), MaxResultBytes)}
+			}
+			return st.Output, nil
+		case st.State == JobFailed:
+			return nil, fmt.Errorf("durable: Ray job %s failed: %s", sub, st.Message)
+		case st.State == JobStopped:
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, fmt.Errorf("durable: Ray job %s was stopped from outside: %s", sub, st.Message)
+		default:
+			unknownSince = time.Time{}
+		}
+		if ctx.Err() != nil && !stopped {
+			stopped = true
+			sctx, cancel := context.WithTimeout(bg, 30*time.Second)
+			if err := w.o.Jobs.Stop(sctx, sub); err != nil {
+				w.log.Warn("stopping a Ray job", "job", sub, "err", err)
+			}
+			cancel()
+			continue
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			if stopped {
+				<-t.C
+			}
+		}
+	}
+}
+
+// adopt takes over a RUNNING ray_job attempt whose worker stopped
+// heartbeating: same attempt, generation and run id (the job is that
+// attempt), new owner; then it follows the job like its own.
+func (w *Worker) adopt(ctx context.Context, f fence, job string) {
+	c := claimed{pk: f.pk, attempt: f.attempt, gen: f.gen, adoptJob: job}
+	if f.runID != nil {
+		c.runID = *f.runID
+	}
+	var input string
+	var timeout int64
+	err := w.pool.QueryRow(ctx, `UPDATE rayflow_tasks SET claimed_by = $6, last_heartbeat_at = now()
+WHERE `+fenceWhere+` AND ray_job_id = $7
+RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_seconds, 0),
+  coalesce(workflow_plan_fingerprint, ''), coalesce(workflow_plan_pinned_attempt, 0)`,
+		append(f.args(), w.o.ID, job)...).Scan(&c.id, &c.flow, &c.maxAttempts, &input, &timeout, &c.pinnedFP, &c.pinnedAttempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return // someone else adopted or ended it
+	}
+	if err != nil {
+		w.log.Warn("adopting a Ray job", "job", job, "err", err)
+		return
+	}
+	c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
+	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt)
+	w.start(c)
+}

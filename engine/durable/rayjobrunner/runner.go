@@ -1,0 +1,106 @@
+// Package rayjobrunner runs durable task attempts as Ray Jobs (the
+// "ray_job" runner of engine/durable): each attempt is one job, named by
+// the attempt (so a resubmission is idempotent), whose entrypoint is the
+// application binary in coordinator mode (engine/rayjob/coordinator). It
+// is a package of its own so that durable does not link KubeRay.
+package rayjobrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/engine/rayjob"
+)
+
+// Options configure a Runner.
+type Options struct {
+	// Executable is the application binary's path on the cluster's nodes;
+	// it must call ray.ServeLeafIfRequested and
+	// coordinator.ServeIfRequested first thing in main.
+	Executable string
+	// Python is the interpreter with ray[default] on the nodes (for the
+	// coordinator's bridge); empty: the coordinator's default.
+	Python string
+	// Env adds environment variables to each job's entrypoint.
+	Env map[string]string
+	// EntrypointNumCPUs reserves CPUs for each job's coordinator.
+	EntrypointNumCPUs float32
+}
+
+// Runner is a durable.JobRunner on one cluster's Jobs API.
+type Runner struct {
+	c *rayjob.Client
+	o Options
+}
+
+var _ durable.JobRunner = (*Runner)(nil)
+
+// New returns a runner submitting through c.
+func New(c *rayjob.Client, o Options) (*Runner, error) {
+	if o.Executable == "" {
+		return nil, errors.New("rayjobrunner: no executable")
+	}
+	return &Runner{c: c, o: o}, nil
+}
+
+// Submit submits the attempt's job; a job already submitted under the id
+// is adopted. An input over the entrypoint's 64 KiB limit fails for good.
+func (r *Runner) Submit(ctx context.Context, id, flow string, input []byte) error {
+	if len(input) > rayjob.MaxInputBytes {
+		return durable.Permanent(fmt.Errorf("rayjobrunner: the input is %d bytes, Ray Job mode carries at most %d", len(input), rayjob.MaxInputBytes))
+	}
+	_, err := r.c.Submit(ctx, rayjob.Job{SubmissionID: id, Executable: r.o.Executable, Flow: flow, Input: input,
+		Python: r.o.Python, Env: r.o.Env, EntrypointNumCPUs: r.o.EntrypointNumCPUs,
+		Metadata: map[string]string{"rayflow_durable": "1"}})
+	if errors.Is(err, rayjob.ErrAlreadySubmitted) {
+		return nil
+	}
+	return err
+}
+
+// Status maps the job's status; an ended job's outcome comes from its
+// result record.
+func (r *Runner) Status(ctx context.Context, id string) (durable.JobStatus, error) {
+	info, err := r.c.Status(ctx, id)
+	if err != nil {
+		return durable.JobStatus{}, err
+	}
+	st := durable.JobStatus{Message: info.Message}
+	switch info.Status {
+	case rayjob.StatusPending:
+		st.State = durable.JobPending
+		return st, nil
+	case rayjob.StatusRunning:
+		st.State = durable.JobRunning
+		return st, nil
+	case rayjob.StatusStopped:
+		st.State = durable.JobStopped
+		return st, nil
+	case rayjob.StatusSucceeded, rayjob.StatusFailed:
+	default:
+		return st, fmt.Errorf("rayjobrunner: job %s has status %q", id, info.Status)
+	}
+	res, err := r.c.Result(ctx, id)
+	if err != nil {
+		if info.Status == rayjob.StatusFailed {
+			st.State = durable.JobFailed
+			return st, nil // died before writing its record; Message says why
+		}
+		return st, err
+	}
+	st.Fingerprint = res.Fingerprint
+	if res.OK {
+		st.State, st.Output = durable.JobSucceeded, res.Output
+		return st, nil
+	}
+	st.State = durable.JobFailed
+	if res.Error != nil {
+		st.Message = fmt.Sprintf("%s error %s: %s", res.Error.Kind, res.Error.Type, res.Error.Message)
+	}
+	return st, nil
+}
+
+// Stop asks Ray to stop the job.
+func (r *Runner) Stop(ctx context.Context, id string) error { return r.c.Stop(ctx, id) }

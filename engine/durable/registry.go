@@ -1,0 +1,158 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+)
+
+// Registry maps flow names to typed flows, so that a task stored as
+// (name, input JSON) can be decoded and run by a worker. The package-level
+// Register uses DefaultRegistry; flows are normally registered from a
+// package-level init, so every process of a binary knows the same names.
+type Registry struct {
+	mu      sync.RWMutex
+	byName  map[string]*flowEntry
+	byGraph map[*flowgraph.Node]string
+}
+
+// DefaultRegistry is the registry of Register, clients and workers that
+// are given none.
+var DefaultRegistry = NewRegistry()
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byName: map[string]*flowEntry{}, byGraph: map[*flowgraph.Node]string{}}
+}
+
+type flowEntry struct {
+	name      string
+	graph     *flowgraph.Node
+	inputType string
+	// decode checks that raw decodes into the flow's input type.
+	decode func(raw []byte) error
+	// materialize materializes the flow (for Ray when ray).
+	materialize func(ray bool) (*sdk.Materialized, error)
+	// run decodes raw, runs the flow with opts and encodes its result.
+	run func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error)
+}
+
+// Register registers f under name in DefaultRegistry (and in the sdk's
+// registry of named flows, so `rayflow plan` and Ray Job coordinators find
+// it too). A later registration under the same name replaces the earlier.
+func Register[In, Out any](name string, f sdk.Flow[In, Out]) {
+	RegisterIn(DefaultRegistry, name, f)
+	sdk.RegisterFlow(name, f)
+}
+
+// RegisterIn registers f under name in r.
+func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
+	if name == "" || len(name) > MaxFlowNameLen {
+		panic(fmt.Sprintf("durable.Register: flow name %q is empty or over %d bytes", name, MaxFlowNameLen))
+	}
+	localPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f) })
+	rayPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, sdk.ForRay()) })
+	e := &flowEntry{
+		name:      name,
+		graph:     f.Graph(),
+		inputType: reflect.TypeFor[In]().String(),
+		decode: func(raw []byte) error {
+			_, err := decodeStrict[In](raw)
+			return err
+		},
+		// A flow's plan cannot change within a process (its definition and
+		// code identity are fixed), so each form is materialized once.
+		materialize: func(ray bool) (*sdk.Materialized, error) {
+			if ray {
+				return rayPlan()
+			}
+			return localPlan()
+		},
+		run: func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error) {
+			in, err := decodeStrict[In](raw)
+			if err != nil {
+				return nil, err
+			}
+			out, err := sdk.Run(ctx, f, in, opts...)
+			if err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, fmt.Errorf("durable: encoding the result as JSON: %w", err)
+			}
+			return b, nil
+		},
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.byName[name]; ok {
+		delete(r.byGraph, old.graph)
+	}
+	r.byName[name] = e
+	r.byGraph[e.graph] = name
+}
+
+// Names lists the registered flow names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Registry) lookup(name string) (*flowEntry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownFlow, name, r.namesLocked())
+	}
+	return e, nil
+}
+
+func (r *Registry) nameOf(g *flowgraph.Node) (string, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if n, ok := r.byGraph[g]; ok && g != nil {
+		return n, nil
+	}
+	return "", fmt.Errorf("%w: the flow value is not registered (durable.Register it by name first)", ErrUnknownFlow)
+}
+
+func (r *Registry) namesLocked() []string {
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// decodeStrict decodes exactly one JSON value into T, refusing unknown
+// object fields and trailing data.
+func decodeStrict[T any](raw []byte) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return v, fmt.Errorf("%w (%s): %w", ErrInvalidInput, reflect.TypeFor[T](), err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return v, fmt.Errorf("%w (%s): trailing data after the JSON value", ErrInvalidInput, reflect.TypeFor[T]())
+	}
+	return v, nil
+}

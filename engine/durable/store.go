@@ -1,0 +1,186 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// fence identifies one attempt of one task. Every write of an attempt
+// matches all of it; a superseded attempt's writes change 0 rows.
+type fence struct {
+	pk      int64
+	states  []State // RUNNING and CANCELLING for a running attempt
+	attempt int
+	gen     int64
+	runID   *string // nil for a task that was never claimed in this attempt
+}
+
+var runningStates = []State{StateRunning, StateCancelling}
+
+const fenceWhere = `id = $1 AND state = ANY($2::text[]) AND attempt_number = $3
+ AND execution_generation = $4 AND workflow_run_id IS NOT DISTINCT FROM $5::uuid`
+
+func (f fence) args() []any {
+	states := make([]string, len(f.states))
+	for i, s := range f.states {
+		states[i] = string(s)
+	}
+	return []any{f.pk, states, f.attempt, f.gen, f.runID}
+}
+
+// outcome ends an attempt: the attempt is archived with state; the task
+// becomes state, or QUEUED as the next attempt when retry is set.
+type outcome struct {
+	state          State
+	retry          bool
+	backoffSeconds float64
+	result         *string
+	errType        string
+	errMsg         string
+	errTrace       string
+	cancellation   string // "" keeps the task's cancellation status
+	cancelErr      string
+}
+
+// transitionSQL archives the fenced attempt and updates the task in one
+// statement: the row is locked by the first CTE, so nothing can change it
+// between the copy and the update.
+const transitionSQL = `WITH old AS (
+  SELECT id, attempt_number, execution_generation, workflow_run_id, claimed_by, workflow_plan_fingerprint, started_at
+  FROM rayflow_tasks WHERE ` + fenceWhere + ` FOR UPDATE
+), arch AS (
+  INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, claimed_by,
+    workflow_plan_fingerprint, started_at, finished_at, error_type, error_message, error_traceback, result_data)
+  SELECT id, attempt_number, execution_generation, workflow_run_id, $6, claimed_by, workflow_plan_fingerprint,
+    started_at, now(), $10, $11, $12, $9 FROM old
+)
+UPDATE rayflow_tasks t SET
+  state = CASE WHEN $7 THEN 'QUEUED' ELSE $6 END,
+  result_data = CASE WHEN $7 THEN NULL ELSE $9 END,
+  finished_at = CASE WHEN $7 THEN NULL ELSE now() END,
+  attempt_number = t.attempt_number + CASE WHEN $7 THEN 1 ELSE 0 END,
+  execution_generation = t.execution_generation + CASE WHEN $7 THEN 1 ELSE 0 END,
+  workflow_run_id = CASE WHEN $7 THEN NULL ELSE t.workflow_run_id END,
+  claimed_by = CASE WHEN $7 THEN NULL ELSE t.claimed_by END,
+  started_at = CASE WHEN $7 THEN NULL ELSE t.started_at END,
+  last_heartbeat_at = CASE WHEN $7 THEN NULL ELSE t.last_heartbeat_at END,
+  run_after = CASE WHEN $7 THEN now() + make_interval(secs => $8) ELSE t.run_after END,
+  enqueued_at = CASE WHEN $7 THEN now() ELSE t.enqueued_at END,
+  queue_deadline_at = CASE WHEN NOT $7 THEN t.queue_deadline_at WHEN t.queue_timeout_seconds IS NULL THEN NULL
+    ELSE now() + make_interval(secs => $8) + make_interval(secs => t.queue_timeout_seconds) END,
+  error_type = $10, error_message = $11, error_traceback = $12,
+  cancellation_status = coalesce($13, t.cancellation_status),
+  cancellation_error = coalesce($14, t.cancellation_error)
+FROM old WHERE t.id = old.id AND t.` + `execution_generation = old.execution_generation AND t.attempt_number = old.attempt_number`
+
+// transition ends the fenced attempt; it returns the rows changed (0 when
+// the fence no longer matches).
+func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
+	args := f.args()
+	args = append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
+		nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
+		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)))
+	tag, err := db.Exec(ctx, transitionSQL, args...)
+	if err != nil {
+		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// truncate cuts s to at most n bytes at a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…[truncated]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "") + mark
+}
+
+// heartbeatOnce refreshes the fenced attempt's heartbeat and returns the
+// task's state; pgx.ErrNoRows when the fence no longer matches.
+func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
+	var state State
+	err := db.QueryRow(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`,
+		f.args()...).Scan(&state)
+	return state, err
+}
+
+// pinPlan records the first materialization's plan under the fence; 0
+// rows when the fence no longer matches (or a pin exists).
+func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, planJSON, selection *string) (int64, error) {
+	args := append(f.args(), fingerprint, planJSON, selection)
+	tag, err := db.Exec(ctx, `UPDATE rayflow_tasks SET workflow_plan_fingerprint = $6,
+ workflow_plan_pinned_attempt = attempt_number, workflow_plan_json = $7, workflow_plan_selection = $8
+WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// claimTasks claims up to n QUEUED tasks of queue for worker, each as a
+// new attempt (new generation and run id), in claim order.
+func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string) ([]claimed, error) {
+	var ray *string
+	if rayAddress != "" {
+		ray = &rayAddress
+	}
+	rows, err := db.Query(ctx, claimSQL, queue, n, worker, runner, ray)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type ordered struct {
+		c        claimed
+		priority int
+		created  time.Time
+	}
+	var got []ordered
+	for rows.Next() {
+		var o ordered
+		var input string
+		var timeout int64
+		c := &o.c
+		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
+			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created); err != nil {
+			return nil, err
+		}
+		c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
+		got = append(got, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	// RETURNING has no order: priority first, then age.
+	sort.SliceStable(got, func(i, j int) bool {
+		if got[i].priority != got[j].priority {
+			return got[i].priority > got[j].priority
+		}
+		return got[i].created.Before(got[j].created)
+	})
+	out := make([]claimed, len(got))
+	for i, g := range got {
+		out[i] = g.c
+	}
+	return out, nil
+}
+
+// fence is the claimed attempt's fence.
+func (c claimed) fence() fence {
+	return fence{pk: c.pk, states: runningStates, attempt: c.attempt, gen: c.gen, runID: &c.runID}
+}

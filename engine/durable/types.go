@@ -1,0 +1,170 @@
+package durable
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// State is a task's state (CONTRACTS §9).
+type State string
+
+// Task states.
+const (
+	StateQueued     State = "QUEUED"
+	StateRunning    State = "RUNNING"
+	StateCancelling State = "CANCELLING"
+	StateCancelled  State = "CANCELLED"
+	StateSucceeded  State = "SUCCEEDED"
+	StateFailed     State = "FAILED"
+	StateLost       State = "LOST"
+	StateExpired    State = "EXPIRED"
+)
+
+// States lists every state.
+var States = []State{StateQueued, StateRunning, StateCancelling, StateCancelled, StateSucceeded, StateFailed, StateLost, StateExpired}
+
+// Terminal reports whether s is final unless retried.
+func (s State) Terminal() bool {
+	switch s {
+	case StateCancelled, StateSucceeded, StateFailed, StateLost, StateExpired:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// RetryOutcome is the result of Client.Retry (request_task_retry).
+type RetryOutcome string
+
+// Retry outcomes.
+const (
+	RetryAccepted              RetryOutcome = "ACCEPTED"
+	RetryNotRetryable          RetryOutcome = "NOT_RETRYABLE"
+	RetryNotFound              RetryOutcome = "NOT_FOUND"
+	RetryStaleAttempt          RetryOutcome = "STALE_ATTEMPT"
+	RetryStaleGeneration       RetryOutcome = "STALE_GENERATION"
+	RetryStaleWorkflowIdentity RetryOutcome = "STALE_WORKFLOW_IDENTITY"
+)
+
+// CancelOutcome is the result of Client.Cancel (request_task_cancellation).
+type CancelOutcome string
+
+// Cancel outcomes. CancelCompletionPending is part of the vocabulary but
+// never returned: a result and its terminal state are one statement.
+const (
+	CancelAccepted          CancelOutcome = "ACCEPTED"
+	CancelAlreadyRequested  CancelOutcome = "ALREADY_REQUESTED"
+	CancelAlreadyTerminal   CancelOutcome = "ALREADY_TERMINAL"
+	CancelCompletionPending CancelOutcome = "COMPLETION_PENDING"
+	CancelNotFound          CancelOutcome = "NOT_FOUND"
+	CancelStaleAttempt      CancelOutcome = "STALE_ATTEMPT"
+	CancelStaleGeneration   CancelOutcome = "STALE_GENERATION"
+	CancelInvalidState      CancelOutcome = "INVALID_STATE"
+)
+
+// Cancellation statuses recorded on the task row.
+const (
+	CancellationRequested     = "REQUESTED"
+	CancellationFailed        = "FAILED"
+	CancellationIndeterminate = "INDETERMINATE"
+	CancellationNotApplicable = "NOT_APPLICABLE"
+)
+
+// Bounds (CONTRACTS §9); each is also a CHECK constraint of the schema.
+const (
+	MinPriority          = -100
+	MaxPriority          = 100
+	MaxInputBytes        = 1 << 20 // input JSON
+	MaxResultBytes       = 1 << 20 // MAX_RESULT_SIZE_BYTES
+	MaxAttemptsLimit     = 100
+	MaxQueueNameLen      = 128
+	MaxFlowNameLen       = 256
+	MaxTimeoutSeconds    = 2147483647
+	MaxErrorMessageBytes = 65536
+	DefaultMaxAttempts   = 3
+	DefaultQueue         = "default"
+	DefaultQueueTimeout  = 86400 * time.Second
+)
+
+// Errors of the client. Enqueue refuses bad input with these (wrapped) and
+// writes nothing.
+var (
+	ErrUnknownFlow   = errors.New("durable: unknown flow")
+	ErrInvalidInput  = errors.New("durable: the input does not decode into the flow's input type")
+	ErrInputTooLarge = errors.New("durable: the input is over 1 MiB")
+	ErrInvalidOption = errors.New("durable: invalid option")
+	ErrNotFound      = errors.New("durable: no such task")
+	ErrBadCursor     = errors.New("durable: invalid list cursor")
+)
+
+// Errors recorded by workers (their text is the task's error message).
+var (
+	ErrResultTooLarge = errors.New("durable: the result is over 1 MiB")
+	ErrTimedOut       = errors.New("durable: the task timed out")
+	ErrPlanChanged    = errors.New("durable: the retry does not reproduce the pinned plan")
+	ErrCancelled      = errors.New("durable: the task was cancelled")
+	ErrJobUnknown     = errors.New("durable: the Ray job's status is unknown")
+)
+
+// Task is one row of rayflow_tasks (Attempts only from Client.Get).
+type Task struct {
+	PK                 int64           `json:"pk"`
+	ID                 string          `json:"task_id"`
+	Flow               string          `json:"flow"`
+	Queue              string          `json:"queue"`
+	Priority           int             `json:"priority"`
+	State              State           `json:"state"`
+	Attempt            int             `json:"attempt_number"`
+	MaxAttempts        int             `json:"max_attempts"`
+	Generation         int64           `json:"execution_generation"`
+	RunID              string          `json:"workflow_run_id,omitempty"`
+	PlanFingerprint    string          `json:"workflow_plan_fingerprint,omitempty"`
+	PinnedAttempt      int             `json:"workflow_plan_pinned_attempt,omitempty"`
+	Input              json.RawMessage `json:"input"`
+	Result             json.RawMessage `json:"result,omitempty"`
+	Runner             string          `json:"runner,omitempty"`
+	RayAddress         string          `json:"ray_address,omitempty"`
+	RayJobID           string          `json:"ray_job_id,omitempty"`
+	CreatedAt          time.Time       `json:"created_at"`
+	EnqueuedAt         time.Time       `json:"enqueued_at"`
+	StartedAt          *time.Time      `json:"started_at,omitempty"`
+	FinishedAt         *time.Time      `json:"finished_at,omitempty"`
+	LastHeartbeatAt    *time.Time      `json:"last_heartbeat_at,omitempty"`
+	RunAfter           time.Time       `json:"run_after"`
+	TimeoutSeconds     int             `json:"timeout_seconds,omitempty"`
+	QueueTimeout       int             `json:"queue_timeout_seconds,omitempty"`
+	QueueDeadline      *time.Time      `json:"queue_deadline_at,omitempty"`
+	ClaimedBy          string          `json:"claimed_by,omitempty"`
+	CancellationStatus string          `json:"cancellation_status,omitempty"`
+	CancellationError  string          `json:"cancellation_error,omitempty"`
+	ErrorType          string          `json:"error_type,omitempty"`
+	ErrorMessage       string          `json:"error_message,omitempty"`
+	ErrorTraceback     string          `json:"error_traceback,omitempty"`
+	Attempts           []Attempt       `json:"attempts,omitempty"`
+}
+
+// Attempt is one archived terminal attempt (rayflow_task_attempts).
+type Attempt struct {
+	Attempt         int             `json:"attempt_number"`
+	Generation      int64           `json:"execution_generation"`
+	RunID           string          `json:"workflow_run_id,omitempty"`
+	State           State           `json:"state"`
+	ClaimedBy       string          `json:"claimed_by,omitempty"`
+	PlanFingerprint string          `json:"workflow_plan_fingerprint,omitempty"`
+	StartedAt       *time.Time      `json:"started_at,omitempty"`
+	FinishedAt      time.Time       `json:"finished_at"`
+	ErrorType       string          `json:"error_type,omitempty"`
+	ErrorMessage    string          `json:"error_message,omitempty"`
+	ErrorTraceback  string          `json:"error_traceback,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
+}

@@ -1,0 +1,791 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// Worker defaults (CONTRACTS §9).
+const (
+	DefaultConcurrency       = 10
+	DefaultHeartbeatInterval = 15 * time.Second
+	DefaultStuckTimeout      = 300 * time.Second
+	DefaultRetryBackoff      = 60 * time.Second
+	DefaultPollInterval      = 100 * time.Millisecond
+	DefaultPollMaxInterval   = 2 * time.Second
+	DefaultCancelTimeout     = 30 * time.Second
+	DefaultDrainTimeout      = 60 * time.Second
+	MaxRetryBackoff          = 3600 * time.Second
+)
+
+// WorkerOptions configure a Worker; zero fields take the defaults.
+type WorkerOptions struct {
+	// ID names the worker in claimed_by; default host-pid-random.
+	ID string
+	// Queue is the queue it claims from; default "default".
+	Queue string
+	// Concurrency is how many tasks run at once; default 10.
+	Concurrency int
+	// Registry resolves flow names; default DefaultRegistry.
+	Registry *Registry
+	// Engine runs the flows (for example a Ray engine); nil runs them in
+	// this process. Runner and RayAddress are recorded on claimed tasks.
+	Engine     sdk.Engine
+	Runner     string // default "local", or "ray" for a Ray engine
+	RayAddress string
+	// Jobs runs attempts as Ray Jobs instead of in this process (runner
+	// "ray_job"; see JobRunner). JobPollInterval (default 1 s) is how often
+	// a job's status is read; a status unreadable for JobUnknownTimeout
+	// (default 60 s) makes the attempt LOST without automatic retry, after
+	// a best-effort stop. A RUNNING ray_job attempt whose worker stopped
+	// heartbeating is adopted by the sweeping worker (its job keeps
+	// running) instead of being declared LOST.
+	Jobs              JobRunner
+	JobPollInterval   time.Duration
+	JobUnknownTimeout time.Duration
+	// HeartbeatInterval (default 15 s) must be below StuckTimeout
+	// (default 300 s): a running task without heartbeat for StuckTimeout
+	// is LOST. SweepInterval (default min(StuckTimeout/5, 30 s)) is how
+	// often the worker looks for LOST and EXPIRED tasks.
+	HeartbeatInterval time.Duration
+	StuckTimeout      time.Duration
+	SweepInterval     time.Duration
+	// PollInterval and PollMaxInterval bound the adaptive polling that
+	// backs up LISTEN/NOTIFY: an empty claim doubles the interval up to
+	// the maximum, a claim or a notification resets it (±20 % jitter).
+	PollInterval    time.Duration
+	PollMaxInterval time.Duration
+	// RetryBackoff is the base of the automatic retry delay (0–3600 s,
+	// default 60 s): attempt k waits RetryBackoff·2^(k−2). NoRetryBackoff
+	// makes it 0.
+	RetryBackoff   time.Duration
+	NoRetryBackoff bool
+	// RetryDenylist lists error types never retried automatically, by short
+	// ("MyError"), package ("mypkg.MyError") or qualified name
+	// ("example.com/mypkg.MyError"), matched anywhere in the error chain.
+	RetryDenylist []string
+	// CancelTimeout is how long a cancelled or timed-out run gets to
+	// return before the worker records it without waiting (default 30 s).
+	CancelTimeout time.Duration
+	// DrainTimeout is how long Run waits for running tasks after its
+	// context ends; then they are interrupted and recorded LOST (and
+	// retried as usual). Default 60 s.
+	DrainTimeout time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *WorkerOptions) defaults() error {
+	host, _ := os.Hostname()
+	if o.ID == "" {
+		o.ID = newWorkerID(fmt.Sprintf("%s-%d", host, os.Getpid()))
+	}
+	if len(o.ID) > 256 {
+		return fmt.Errorf("%w: worker id over 256 bytes", ErrInvalidOption)
+	}
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Concurrency < 1 || o.Concurrency > 10000 {
+		return fmt.Errorf("%w: concurrency %d outside 1…10000", ErrInvalidOption, o.Concurrency)
+	}
+	if o.Registry == nil {
+		o.Registry = DefaultRegistry
+	}
+	if o.Runner == "" {
+		o.Runner = "local"
+		switch {
+		case o.Jobs != nil:
+			o.Runner = "ray_job"
+		case o.Engine != nil && o.Engine.IsRay():
+			o.Runner = "ray"
+		}
+	}
+	if o.Jobs != nil && o.Engine != nil {
+		return fmt.Errorf("%w: a worker has an Engine or a JobRunner, not both", ErrInvalidOption)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&o.StuckTimeout, DefaultStuckTimeout)
+	def(&o.SweepInterval, min(o.StuckTimeout/5, 30*time.Second))
+	def(&o.PollInterval, DefaultPollInterval)
+	def(&o.PollMaxInterval, DefaultPollMaxInterval)
+	def(&o.CancelTimeout, DefaultCancelTimeout)
+	def(&o.DrainTimeout, DefaultDrainTimeout)
+	def(&o.JobPollInterval, time.Second)
+	def(&o.JobUnknownTimeout, 60*time.Second)
+	if o.NoRetryBackoff {
+		o.RetryBackoff = 0
+	} else {
+		def(&o.RetryBackoff, DefaultRetryBackoff)
+	}
+	switch {
+	case o.HeartbeatInterval >= o.StuckTimeout:
+		return fmt.Errorf("%w: heartbeat interval %v must be below the stuck timeout %v", ErrInvalidOption, o.HeartbeatInterval, o.StuckTimeout)
+	case o.PollMaxInterval < o.PollInterval:
+		return fmt.Errorf("%w: poll max interval %v below the poll interval %v", ErrInvalidOption, o.PollMaxInterval, o.PollInterval)
+	case o.RetryBackoff < 0 || o.RetryBackoff > MaxRetryBackoff:
+		return fmt.Errorf("%w: retry backoff %v outside 0…3600 s", ErrInvalidOption, o.RetryBackoff)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Worker claims and runs tasks. Embed it in the binary that holds the
+// flows' steps; Run blocks until its context ends and running tasks drain.
+type Worker struct {
+	pool *pgxpool.Pool
+	o    WorkerOptions
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	running map[int64]*runningTask
+	inUse   int
+
+	wake      chan struct{} // a notification: there may be work
+	slotFreed chan struct{}
+	stats     workerCounters
+
+	hard  context.Context // the parent of every run (set by Run)
+	tasks sync.WaitGroup  // running attempts
+}
+
+type runningTask struct {
+	cancel context.CancelCauseFunc
+	gen    int64
+}
+
+type workerCounters struct {
+	claimQueries, claimed, sweeps, heartbeats, finished, notifications atomic.Int64
+}
+
+// WorkerStats are a worker's counters since it started.
+type WorkerStats struct {
+	ClaimQueries  int64 // claim statements sent (empty or not)
+	Claimed       int64 // tasks claimed
+	Sweeps        int64 // LOST/EXPIRED sweeps
+	Heartbeats    int64 // heartbeat statements
+	Finished      int64 // attempts recorded (any outcome)
+	Notifications int64 // NOTIFY messages received
+}
+
+// Queries is every statement the worker's loop sent on its own.
+func (s WorkerStats) Queries() int64 { return s.ClaimQueries + s.Sweeps + s.Heartbeats }
+
+// NewWorker returns a worker on pool.
+func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
+		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1)}, nil
+}
+
+// ID is the worker's claimed_by name.
+func (w *Worker) ID() string { return w.o.ID }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{ClaimQueries: w.stats.claimQueries.Load(), Claimed: w.stats.claimed.Load(),
+		Sweeps: w.stats.sweeps.Load(), Heartbeats: w.stats.heartbeats.Load(), Finished: w.stats.finished.Load(),
+		Notifications: w.stats.notifications.Load()}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+var errShutdown = errors.New("durable: the worker shut down before the run finished")
+var errFenceLost = errors.New("durable: the attempt was superseded (its fence no longer matches)")
+
+// Run claims and runs tasks until ctx ends, then stops claiming and waits
+// up to DrainTimeout for running tasks before interrupting them.
+func (w *Worker) Run(ctx context.Context) error {
+	// Task runs outlive ctx (graceful drain); hard cancels them.
+	hard, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardCancel(errShutdown)
+	w.hard = hard
+	tasks := &w.tasks
+
+	lctx, lcancel := context.WithCancel(ctx)
+	var lwg sync.WaitGroup
+	lwg.Go(func() { w.listen(lctx) })
+	defer func() { lcancel(); lwg.Wait() }()
+
+	w.log.Info("durable worker started", "queue", w.o.Queue, "concurrency", w.o.Concurrency, "runner", w.o.Runner)
+	interval := w.o.PollInterval
+	more := true
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	sweep := time.NewTicker(w.o.SweepInterval)
+	defer sweep.Stop()
+	w.sweep(ctx)
+	for ctx.Err() == nil {
+		if free := w.free(); free > 0 && more {
+			n, err := w.claim(ctx, free)
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					w.log.Warn("claim failed", "err", err)
+				}
+				more, interval = false, min(interval*2, w.o.PollMaxInterval)
+			case n > 0:
+				more, interval = n == free, w.o.PollInterval
+			default:
+				more, interval = false, min(interval*2, w.o.PollMaxInterval)
+			}
+			if !more {
+				timer.Reset(jitter(interval))
+			}
+			if more {
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+			more, interval = true, w.o.PollInterval
+		case <-w.slotFreed:
+		case <-timer.C:
+			more = true
+		case <-sweep.C:
+			w.sweep(ctx)
+		}
+	}
+	w.log.Info("durable worker draining", "running", w.runningCount())
+	drained := make(chan struct{})
+	go func() { tasks.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(w.o.DrainTimeout):
+		w.log.Warn("drain timeout: interrupting running tasks", "running", w.runningCount())
+		hardCancel(errShutdown)
+		<-drained
+	}
+	w.log.Info("durable worker stopped")
+	return nil
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+func (w *Worker) free() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.o.Concurrency - w.inUse
+}
+
+func (w *Worker) runningCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inUse
+}
+
+// listen holds a LISTEN connection, reconnecting with backoff; every
+// (re)connection wakes the claim loop, since notifications sent while it
+// was away are lost.
+func (w *Worker) listen(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err == nil {
+				backoff = 50 * time.Millisecond
+				signal(w.wake)
+				for {
+					var n *pgconn.Notification
+					n, err = conn.WaitForNotification(ctx)
+					if err != nil {
+						break
+					}
+					w.stats.notifications.Add(1)
+					w.notified(n.Payload)
+				}
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			conn.Close(cctx)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Debug("listen connection lost; reconnecting", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jitter(backoff)):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (w *Worker) notified(payload string) {
+	switch {
+	case payload == "q:"+w.o.Queue:
+		signal(w.wake)
+	case strings.HasPrefix(payload, "c:"):
+		pk, err := strconv.ParseInt(payload[2:], 10, 64)
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		rt := w.running[pk]
+		w.mu.Unlock()
+		if rt != nil {
+			rt.cancel(ErrCancelled)
+		}
+	}
+}
+
+// claimed is a task this worker now runs as a new attempt.
+type claimed struct {
+	pk            int64
+	id, flow      string
+	attempt       int
+	maxAttempts   int
+	gen           int64
+	runID         string
+	input         []byte
+	timeout       time.Duration
+	pinnedFP      string
+	pinnedAttempt int
+	adoptJob      string // a running Ray job this worker takes over
+}
+
+const claimSQL = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
+  workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
+  finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL
+FROM (SELECT id FROM rayflow_tasks
+  WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
+    AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
+  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c
+WHERE t.id = c.id
+RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
+  t.workflow_run_id::text, t.input_json, coalesce(t.timeout_seconds, 0), coalesce(t.workflow_plan_fingerprint, ''),
+  coalesce(t.workflow_plan_pinned_attempt, 0), t.priority, t.created_at`
+
+// claim takes up to n tasks, each as a new attempt with a new execution
+// generation and run id, and starts them.
+func (w *Worker) claim(ctx context.Context, n int) (int, error) {
+	w.stats.claimQueries.Add(1)
+	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress)
+	if err != nil {
+		return 0, err
+	}
+	w.stats.claimed.Add(int64(len(got)))
+	for _, c := range got {
+		w.start(c)
+	}
+	return len(got), nil
+}
+
+// start runs the claimed (or adopted) attempt c in a slot of its own.
+func (w *Worker) start(c claimed) {
+	runCtx, cancel := context.WithCancelCause(w.hard)
+	w.mu.Lock()
+	w.inUse++
+	w.running[c.pk] = &runningTask{cancel: cancel, gen: c.gen}
+	w.mu.Unlock()
+	w.tasks.Go(func() {
+		defer func() {
+			cancel(nil)
+			w.mu.Lock()
+			w.inUse--
+			delete(w.running, c.pk)
+			w.mu.Unlock()
+			signal(w.slotFreed)
+		}()
+		w.execute(runCtx, cancel, c)
+	})
+}
+
+// permanent marks a failure that automatic retry would only repeat.
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// execute runs one attempt and records its outcome under its fence.
+func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc, c claimed) {
+	f := c.fence()
+	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen)
+	if c.timeout > 0 {
+		var tcancel context.CancelFunc
+		runCtx, tcancel = context.WithTimeoutCause(runCtx, c.timeout, ErrTimedOut)
+		defer tcancel()
+	}
+	hbDone := make(chan struct{})
+	defer close(hbDone)
+	go w.heartbeat(runCtx, hbDone, cancel, f)
+
+	type res struct {
+		out []byte
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		out, err := w.runTask(runCtx, f, c)
+		done <- res{out, err}
+	}()
+	var r res
+	abandoned := false
+	select {
+	case r = <-done:
+	case <-runCtx.Done():
+		select {
+		case r = <-done:
+		case <-time.After(w.o.CancelTimeout):
+			abandoned = true
+			r.err = fmt.Errorf("the run did not return within %v of being stopped: %w", w.o.CancelTimeout, context.Cause(runCtx))
+			log.Warn("abandoning a run that ignores its context", "cause", context.Cause(runCtx))
+		}
+	}
+	cause := context.Cause(runCtx)
+	var o outcome
+	switch {
+	case r.err == nil:
+		s := string(r.out)
+		o = outcome{state: StateSucceeded, result: &s}
+	case errors.Is(cause, errFenceLost) || errors.Is(r.err, errFenceLost):
+		log.Info("attempt superseded; nothing to record")
+		return
+	case errors.Is(cause, ErrCancelled):
+		o = outcome{state: StateCancelled, errType: "Cancelled", errMsg: ErrCancelled.Error()}
+		if abandoned {
+			o.cancellation, o.cancelErr = CancellationIndeterminate, r.err.Error()
+		}
+	case errors.Is(cause, ErrTimedOut):
+		o = outcome{state: StateFailed, errType: "Timeout",
+			errMsg: fmt.Sprintf("%v after %v: %v", ErrTimedOut, c.timeout, r.err)}
+	case errors.Is(r.err, ErrJobUnknown):
+		o = outcome{state: StateLost, errType: "JobUnknown", errMsg: r.err.Error()}
+	case errors.Is(cause, errShutdown):
+		o = w.failure(c, StateLost, r.err, false)
+	default:
+		var p *permanent
+		o = w.failure(c, StateFailed, r.err, errors.As(r.err, &p))
+	}
+	w.finish(f, o, log)
+}
+
+// failure is the outcome of a failed attempt: retried automatically
+// unless permanent, denylisted or out of attempts.
+func (w *Worker) failure(c claimed, state State, err error, perm bool) outcome {
+	o := outcome{state: state, errType: errTypeName(err), errMsg: err.Error()}
+	var pe *sdk.PanicError
+	if errors.As(err, &pe) {
+		o.errTrace = pe.Stack
+	}
+	if !perm && !w.denied(err) && c.attempt < c.maxAttempts {
+		o.retry = true
+		o.backoffSeconds = backoffSeconds(w.o.RetryBackoff, c.attempt+1)
+	}
+	return o
+}
+
+// backoffSeconds is base·2^(k−2) before attempt k ≥ 2.
+func backoffSeconds(base time.Duration, k int) float64 {
+	return base.Seconds() * math.Pow(2, float64(max(k-2, 0)))
+}
+
+// finish records o under f, retrying database errors (a restarting
+// server) until it lands, the fence is gone, or StuckTimeout passes (the
+// attempt is then LOST and retried anyway).
+func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.o.StuckTimeout)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	for {
+		n, err := transition(ctx, w.pool, f, o)
+		if err == nil {
+			w.stats.finished.Add(1)
+			if n == 0 {
+				log.Info("attempt superseded; its outcome was not recorded", "outcome", o.state)
+			} else {
+				log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry)
+			}
+			if o.retry {
+				signal(w.wake)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			log.Error("giving up recording an attempt", "outcome", o.state, "err", err)
+			return
+		}
+		log.Warn("recording an attempt failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(jitter(backoff)):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// heartbeat refreshes last_heartbeat_at under the fence; it cancels the
+// run when the fence is gone or a cancellation was requested.
+func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel context.CancelCauseFunc, f fence) {
+	t := time.NewTicker(w.o.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		w.stats.heartbeats.Add(1)
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.HeartbeatInterval)
+		state, err := heartbeatOnce(hctx, w.pool, f)
+		hcancel()
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			cancel(errFenceLost)
+			return
+		case err != nil:
+			w.log.Warn("heartbeat failed", "task_pk", f.pk, "err", err)
+		case state == StateCancelling:
+			cancel(ErrCancelled)
+		}
+	}
+}
+
+// runTask materializes the flow, enforces plan pinning, pins the plan on
+// the first materialization and runs the flow with the attempt's identity.
+func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error) {
+	e, err := w.o.Registry.lookup(c.flow)
+	if err != nil {
+		return nil, &permanent{err}
+	}
+	isRay := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.IsRay()
+	m, err := e.materialize(isRay)
+	if err != nil {
+		return nil, &permanent{fmt.Errorf("durable: materializing %s: %w", c.flow, err)}
+	}
+	if c.adoptJob != "" {
+		return w.followJob(ctx, c.adoptJob, m.Fingerprint)
+	}
+	if err := m.CheckRetryPin(c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
+		return nil, &permanent{fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, err)}
+	}
+	if c.pinnedFP == "" {
+		var planJSON, selJSON *string
+		if len(m.Canonical) <= 65536 {
+			s := string(m.Canonical)
+			planJSON = &s
+		}
+		if b, err := json.Marshal(m.Selection); err == nil && len(b) <= 65536 {
+			s := string(b)
+			selJSON = &s
+		}
+		n, err := pinPlan(ctx, w.pool, f, m.Fingerprint, planJSON, selJSON)
+		if err != nil {
+			return nil, fmt.Errorf("durable: pinning the plan: %w", err)
+		}
+		if n == 0 {
+			return nil, errFenceLost
+		}
+	}
+	if w.o.Jobs != nil {
+		return w.runJob(ctx, f, c, m.Fingerprint)
+	}
+	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
+	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}
+	if w.o.Engine != nil {
+		opts = append(opts, sdk.WithEngine(w.o.Engine))
+	}
+	out, err := e.run(ctx, c.input, opts)
+	if err != nil {
+		if errors.Is(err, ErrInvalidInput) {
+			return nil, &permanent{err}
+		}
+		return nil, err
+	}
+	if len(out) > MaxResultBytes {
+		return nil, &permanent{fmt.Errorf("%w: %d bytes, the limit is %d (nothing was stored)", ErrResultTooLarge, len(out), MaxResultBytes)}
+	}
+	return out, nil
+}
+
+// sweep marks stuck running tasks LOST (retrying them as usual), stuck
+// CANCELLING ones CANCELLED, and queued tasks past their deadline EXPIRED.
+func (w *Worker) sweep(ctx context.Context) {
+	w.stats.sweeps.Add(1)
+	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
+  coalesce(ray_job_id, '')
+FROM rayflow_tasks
+WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
+   OR (state = 'QUEUED' AND queue_deadline_at < now())
+LIMIT 500`, w.o.StuckTimeout.Seconds())
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("sweep failed", "err", err)
+		}
+		return
+	}
+	type cand struct {
+		f           fence
+		state       State
+		maxAttempts int
+		job         string
+	}
+	var cs []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job); err != nil {
+			rows.Close()
+			w.log.Warn("sweep failed", "err", err)
+			return
+		}
+		c.f.states = []State{c.state}
+		cs = append(cs, c)
+	}
+	if rows.Err() != nil {
+		return
+	}
+	for _, c := range cs {
+		// This process's own running attempts are alive by definition (a
+		// starved heartbeat is not a lost worker); others sweep them if it
+		// really dies. A same-named earlier incarnation's are not ours.
+		w.mu.Lock()
+		rt := w.running[c.f.pk]
+		w.mu.Unlock()
+		if rt != nil && rt.gen == c.f.gen {
+			continue
+		}
+		if c.job != "" && c.state != StateQueued && w.o.Jobs != nil {
+			// Its Ray job may well still run: adopt it rather than run it twice.
+			if w.free() > 0 {
+				w.adopt(ctx, c.f, c.job)
+			}
+			continue
+		}
+		var o outcome
+		switch c.state {
+		case StateQueued:
+			o = outcome{state: StateExpired, errType: "QueueTimeout", errMsg: "the task waited in the queue past its deadline"}
+		case StateCancelling:
+			o = outcome{state: StateCancelled, errType: "Cancelled", errMsg: ErrCancelled.Error(),
+				cancellation: CancellationIndeterminate, cancelErr: fmt.Sprintf("its worker stopped heartbeating for %v", w.o.StuckTimeout)}
+		default:
+			msg := fmt.Sprintf("no heartbeat for %v: the worker running it is gone", w.o.StuckTimeout)
+			o = outcome{state: StateLost, errType: "Lost", errMsg: msg}
+			if c.f.attempt < c.maxAttempts {
+				o.retry, o.backoffSeconds = true, backoffSeconds(w.o.RetryBackoff, c.f.attempt+1)
+			}
+		}
+		n, err := transition(ctx, w.pool, c.f, o)
+		if err != nil {
+			w.log.Warn("sweep transition failed", "task_pk", c.f.pk, "err", err)
+			continue
+		}
+		if n == 1 {
+			w.log.Info("swept a task", "task_pk", c.f.pk, "outcome", o.state, "retry", o.retry)
+			if o.retry {
+				signal(w.wake)
+			}
+		}
+	}
+}
+
+// denied reports whether an error type in err's chain is denylisted.
+func (w *Worker) denied(err error) bool {
+	if len(w.o.RetryDenylist) == 0 {
+		return false
+	}
+	found := false
+	walkErrors(err, func(e error) bool {
+		for _, name := range typeNames(e) {
+			for _, d := range w.o.RetryDenylist {
+				if d == name {
+					found = true
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return found
+}
+
+func walkErrors(err error, visit func(error) bool) bool {
+	if err == nil {
+		return true
+	}
+	if !visit(err) {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return walkErrors(u.Unwrap(), visit)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if !walkErrors(e, visit) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// typeNames are the short, package and qualified names of e's type.
+func typeNames(e error) []string {
+	t := reflect.TypeOf(e)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "" {
+		return nil
+	}
+	pkg := t.PkgPath()
+	short := pkg[strings.LastIndex(pkg, "/")+1:]
+	return []string{t.Name(), short + "." + t.Name(), pkg + "." + t.Name()}
+}
+
+// errTypeName names the innermost error of err's first chain, skipping
+// the anonymous wrappers of fmt.Errorf and the worker's own.
+func errTypeName(err error) string {
+	name := fmt.Sprintf("%T", err)
+	walkErrors(err, func(e error) bool {
+		switch e.(type) {
+		case *permanent:
+			return true
+		}
+		n := fmt.Sprintf("%T", e)
+		if n != "*fmt.wrapError" && n != "*fmt.wrapErrors" && n != "*errors.joinError" {
+			name = n
+		}
+		return true
+	})
+	return name
+}

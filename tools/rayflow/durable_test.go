@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/internal/pgtest"
+)
+
+// The durable commands in this process: migrate, enqueue, a worker,
+// wait, show, list, cancel and retry, with their exit statuses.
+func TestDurableCommands(t *testing.T) {
+	db := pgtest.URL(t)
+	t.Setenv("RAYFLOW_DATABASE_URL", db)
+	if code, out, errOut := runCLI(t, "", "migrate", "status"); code != exitOK || !strings.Contains(out, "pending") {
+		t.Fatalf("migrate status: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "", "migrate", "up", "--database-url", db); code != exitOK || !strings.Contains(out, "applied 0001") {
+		t.Fatalf("migrate up: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "migrate", "up"); code != exitOK || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate up again: %d %q", code, out)
+	}
+	for _, bad := range [][]string{
+		{"tasks", "enqueue", "nope"},
+		{"tasks", "enqueue", "fanout", "--input", `"many"`},
+	} {
+		if code, _, _ := runCLI(t, "", bad...); code != exitRejected {
+			t.Errorf("%v: exit %d, want %d", bad, code, exitRejected)
+		}
+	}
+	if code, _, _ := runCLI(t, "", "tasks", "enqueue", "fanout", "--priority", "101"); code != exitUsage {
+		t.Errorf("priority 101: exit %d", code)
+	}
+	code, out, errOut := runCLI(t, "20\n", "tasks", "enqueue", "fanout", "--input", "-", "--priority", "5")
+	if code != exitOK {
+		t.Fatalf("enqueue: %d %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	if code, out, _ := runCLI(t, "", "tasks", "list", "--state", "queued"); code != exitOK || !strings.Contains(out, id) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		var b strings.Builder
+		done <- run(ctx, []string{"worker", "--concurrency", "2", "--poll-max-interval", "200ms", "--heartbeat", "200ms"},
+			env{stdin: strings.NewReader(""), stdout: &b, stderr: &b})
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	code, out, errOut = runCLI(t, "", "tasks", "wait", id, "--timeout", "60s")
+	if code != exitOK || strings.TrimSpace(out) != `{"items":20,"checksum":455997196}` {
+		t.Fatalf("wait: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, "", "tasks", "show", id, "--json")
+	var task durable.Task
+	if code != exitOK || json.Unmarshal([]byte(out), &task) != nil || task.State != durable.StateSucceeded ||
+		task.Priority != 5 || len(task.Attempts) != 1 || task.PlanFingerprint == "" {
+		t.Fatalf("show --json: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "show", id); code != exitOK || !strings.Contains(out, "SUCCEEDED") || !strings.Contains(out, task.RunID) {
+		t.Fatalf("show: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "retry", id); code != exitError || strings.TrimSpace(out) != "NOT_RETRYABLE" {
+		t.Fatalf("retry succeeded task: %d %q", code, out)
+	}
+	// Cancel a running sleep, then retry it and cancel it again.
+	_, out, _ = runCLI(t, "", "tasks", "enqueue", "sleep", "--input", "60000")
+	sid := strings.TrimSpace(out)
+	waitFor(t, sid, durable.StateRunning)
+	if code, out, _ := runCLI(t, "", "tasks", "cancel", sid); code != exitOK || strings.TrimSpace(out) != "ACCEPTED" {
+		t.Fatalf("cancel: %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "", "tasks", "wait", sid, "--timeout", "20s"); code != exitError || !strings.Contains(errOut, "CANCELLED") {
+		t.Fatalf("wait cancelled: %d %q", code, errOut)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "cancel", sid); code != exitError || strings.TrimSpace(out) != "ALREADY_TERMINAL" {
+		t.Fatalf("cancel again: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "retry", sid, "--expect-attempt", "2"); code != exitError || strings.TrimSpace(out) != "STALE_ATTEMPT" {
+		t.Fatalf("stale retry: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "retry", sid, "--expect-attempt", "1"); code != exitOK || strings.TrimSpace(out) != "ACCEPTED" {
+		t.Fatalf("retry: %d %q", code, out)
+	}
+	waitFor(t, sid, durable.StateRunning)
+	runCLI(t, "", "tasks", "cancel", sid)
+	if code, _, _ := runCLI(t, "", "tasks", "wait", sid, "--timeout", "20s"); code != exitError {
+		t.Fatalf("wait: %d", code)
+	}
+	if code, _, _ := runCLI(t, "", "tasks", "wait", "00000000-0000-4000-8000-000000000000"); code != exitError {
+		t.Fatalf("wait for a missing task: %d", code)
+	}
+}
+
+func waitFor(t *testing.T, id string, state durable.State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, out, _ := runCLI(t, "", "tasks", "show", id, "--json")
+		var task durable.Task
+		_ = json.Unmarshal([]byte(out), &task)
+		if task.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %s, want %s", id, task.State, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Crash and retry through the real binary: kill -9 of `rayflow worker`
+// mid-run → another worker marks the attempt LOST and retries it (same
+// build: SUCCEEDED at attempt 2; changed build: FAILED before any leaf,
+// naming the pinned and the new fingerprint).
+func TestWorkerProcessCrashAndChangedBuild(t *testing.T) {
+	db := pgtest.URL(t)
+	bin := buildCLI(t)
+	cli := func(rev string, args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "RAYFLOW_DATABASE_URL="+db, "RAYFLOW_BUILD_REVISION="+rev)
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	worker := func(rev string) *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--stuck-timeout", "3s", "--heartbeat", "500ms", "--sweep-interval", "200ms",
+			"--retry-backoff", "0s", "--poll-max-interval", "200ms")
+		cmd.Env = append(os.Environ(), "RAYFLOW_DATABASE_URL="+db, "RAYFLOW_BUILD_REVISION="+rev)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	show := func(id string) durable.Task {
+		out, err := cli("v1", "tasks", "show", id, "--json")
+		var task durable.Task
+		if err != nil || json.Unmarshal([]byte(out), &task) != nil {
+			t.Fatalf("show: %v %q", err, out)
+		}
+		return task
+	}
+	if _, err := cli("v1", "migrate", "up"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rev     string
+		state   durable.State
+		message string
+	}{{"v1", durable.StateSucceeded, ""}, {"v2", durable.StateFailed, "does not reproduce the pinned plan"}} {
+		a := worker("v1")
+		id, err := cli("v1", "tasks", "enqueue", "sleep", "--input", "4000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); show(id).State != durable.StateRunning; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("never RUNNING")
+			}
+		}
+		first := show(id)
+		_ = a.Process.Kill() // SIGKILL
+		_ = a.Wait()
+		b := worker(tc.rev)
+		out, err := cli(tc.rev, "tasks", "wait", id, "--timeout", "60s")
+		_ = b.Process.Kill() // the next case starts its own workers
+		_ = b.Wait()
+		task := show(id)
+		if task.State != tc.state || task.Attempt != 2 || len(task.Attempts) != 2 || task.Attempts[0].State != durable.StateLost {
+			t.Fatalf("build %s: %s at %d (%v %q): %+v", tc.rev, task.State, task.Attempt, err, out, task.Attempts)
+		}
+		if tc.state == durable.StateSucceeded && (err != nil || out != "4000") {
+			t.Fatalf("wait: %v %q", err, out)
+		}
+		if tc.message != "" && (err == nil || !strings.Contains(task.ErrorMessage, tc.message) || !strings.Contains(task.ErrorMessage, first.PlanFingerprint)) {
+			t.Fatalf("build %s: %v %q", tc.rev, err, task.ErrorMessage)
+		}
+		if tc.message != "" {
+			t.Logf("changed build refused: %s", task.ErrorMessage)
+		}
+	}
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildCLI builds this command once per test binary.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "rfcli")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "rayflow")
+		built.out, built.err = exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+// Ray Job runner through the real binary: a ray_job worker killed with
+// kill -9 mid-run leaves its job running on the cluster; the next worker
+// adopts the job (same attempt, no second run) instead of declaring the
+// attempt LOST, and records its result.
+func TestRayJobWorkerCrashIsAdopted(t *testing.T) {
+	if os.Getenv("RAYFLOW_RAY_ADDRESS") == "" && os.Getenv("RAYFLOW_RAY_DASHBOARD") == "" {
+		t.Skip("needs a Ray cluster with its dashboard (RAYFLOW_RAY_ADDRESS / RAYFLOW_RAY_DASHBOARD)")
+	}
+	db := pgtest.URL(t)
+	bin := buildCLI(t)
+	environ := append(os.Environ(), "RAYFLOW_DATABASE_URL="+db)
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = environ
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	worker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--runner", "ray_job", "--stuck-timeout", "3s", "--heartbeat", "500ms",
+			"--sweep-interval", "200ms", "--poll-max-interval", "200ms")
+		cmd.Env = environ
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	show := func(id string) durable.Task {
+		out, err := cli("tasks", "show", id, "--json")
+		var task durable.Task
+		if err != nil || json.Unmarshal([]byte(out), &task) != nil {
+			t.Fatalf("show: %v %q", err, out)
+		}
+		return task
+	}
+	if _, err := cli("migrate", "up"); err != nil {
+		t.Fatal(err)
+	}
+	a := worker()
+	id, err := cli("tasks", "enqueue", "sleep", "--input", "12000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); show(id).RayJobID == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no Ray job submitted")
+		}
+	}
+	time.Sleep(2 * time.Second)
+	first := show(id)
+	_ = a.Process.Kill()
+	_ = a.Wait()
+	worker()
+	out, err := cli("tasks", "wait", id, "--timeout", "90s")
+	task := show(id)
+	if err != nil || out != "12000" || task.State != durable.StateSucceeded || task.Attempt != 1 || len(task.Attempts) != 1 ||
+		task.RayJobID != first.RayJobID || task.RunID != first.RunID || task.ClaimedBy == first.ClaimedBy {
+		t.Fatalf("%v %q: %s at %d, job %s (was %s), worker %s (was %s), %d archived", err, out, task.State, task.Attempt,
+			task.RayJobID, first.RayJobID, task.ClaimedBy, first.ClaimedBy, len(task.Attempts))
+	}
+}

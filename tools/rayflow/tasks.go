@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rayflow/rayflow/engine/durable"
+)
+
+func init() {
+	register("tasks", "enqueue, list, show, wait for, cancel and retry durable tasks (PostgreSQL)", cmdTasks)
+}
+
+const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
+
+  enqueue FLOW [--input JSON|-] [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
+                                         prints the task id
+  list [--state S] [--queue Q] [--limit N] [--cursor C]
+                                         newest first; prints the next page's cursor on stderr
+  show ID [--json]                       state, attempt, generation, run id, fingerprint,
+                                         attempts, result or error
+  wait ID [--timeout D]                  exit 0 and the result JSON on SUCCEEDED, 1 otherwise
+  cancel ID                              prints the outcome (ACCEPTED, ALREADY_REQUESTED, ...)
+  retry ID                               prints the outcome (ACCEPTED, NOT_RETRYABLE, ...)
+
+The connection comes from --database-url or RAYFLOW_DATABASE_URL.`
+
+func cmdTasks(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "tasks", tasksSynopsis, `id=$(rayflow tasks enqueue fanout --input 200)
+rayflow tasks wait $id --timeout 5m
+echo '{"ms": 60000}' | rayflow tasks enqueue sleep --input - --priority 10
+rayflow tasks list --state RUNNING
+rayflow tasks show $id --json
+rayflow tasks cancel $id
+`)
+	dbURL := databaseFlag(fs)
+	input := fs.String("input", "null", "enqueue: the input JSON, or - to read it from stdin")
+	priority := fs.Int("priority", 0, "enqueue: priority -100..100, larger first")
+	queue := fs.String("queue", "", `enqueue: queue (default "default"); list: only this queue`)
+	timeout := fs.Duration("timeout", 0, "enqueue: per-attempt run timeout (whole seconds; 0 none); wait: how long to wait (0 forever)")
+	maxAttempts := fs.Int("max-attempts", durable.DefaultMaxAttempts, "enqueue: attempts including the first (1-100)")
+	state := fs.String("state", "", "list: only tasks in this state")
+	limit := fs.Int("limit", 50, "list: page size (1-1000)")
+	cursor := fs.String("cursor", "", "list: the cursor of the next page")
+	asJSON := fs.Bool("json", false, "show: print the task as JSON")
+	expAttempt := fs.Int("expect-attempt", 0, "cancel/retry: refuse (STALE_ATTEMPT) unless the task is at this attempt")
+	expGen := fs.Int64("expect-generation", 0, "cancel/retry: refuse (STALE_GENERATION) unless the task has this generation")
+	expRun := fs.String("expect-run-id", "", "retry: refuse (STALE_WORKFLOW_IDENTITY) unless the last run id is this")
+	words, code := parseWithSubcommands(fs, e, args)
+	if code >= 0 {
+		return code
+	}
+	if len(words) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	verb, rest := words[0], words[1:]
+	want := map[string]int{"enqueue": 1, "list": 0, "show": 1, "wait": 1, "cancel": 1, "retry": 1}
+	n, ok := want[verb]
+	if !ok || len(rest) != n {
+		fs.Usage()
+		return exitUsage
+	}
+	pool, code := openPool(ctx, e, *dbURL, 2)
+	if code >= 0 {
+		return code
+	}
+	defer pool.Close()
+	c := durable.NewClient(pool, nil)
+	exp := durable.Expect{Attempt: *expAttempt, Generation: *expGen, RunID: *expRun}
+	switch verb {
+	case "enqueue":
+		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts})
+	case "list":
+		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
+	case "show":
+		return tasksShow(ctx, e, c, rest[0], *asJSON)
+	case "wait":
+		return tasksWait(ctx, e, c, rest[0], *timeout)
+	case "cancel":
+		out, err := c.Cancel(ctx, rest[0], exp)
+		return outcome(e, string(out), err, out == durable.CancelAccepted || out == durable.CancelAlreadyRequested)
+	default:
+		out, err := c.Retry(ctx, rest[0], exp)
+		return outcome(e, string(out), err, out == durable.RetryAccepted)
+	}
+}
+
+func outcome(e env, out string, err error, ok bool) int {
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, out)
+	if !ok {
+		return exitError
+	}
+	return exitOK
+}
+
+func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input string, o durable.EnqueueOptions) int {
+	raw := []byte(input)
+	if input == "-" {
+		var err error
+		if raw, err = io.ReadAll(io.LimitReader(e.stdin, durable.MaxInputBytes+2)); err != nil {
+			fmt.Fprintf(e.stderr, "rayflow: reading the input: %v\n", err)
+			return exitError
+		}
+		raw = []byte(strings.TrimRight(string(raw), "\r\n"))
+	}
+	id, err := c.EnqueueJSON(ctx, flow, raw, o)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		switch {
+		case errors.Is(err, durable.ErrUnknownFlow), errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge):
+			return exitRejected
+		case errors.Is(err, durable.ErrInvalidOption):
+			return exitUsage
+		}
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, id)
+	return exitOK
+}
+
+func tasksList(ctx context.Context, e env, c *durable.Client, o durable.ListOptions) int {
+	p, err := c.List(ctx, o)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		if errors.Is(err, durable.ErrInvalidOption) || errors.Is(err, durable.ErrBadCursor) {
+			return exitUsage
+		}
+		return exitError
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK ID\tSTATE\tFLOW\tQUEUE\tPRIORITY\tATTEMPT\tCREATED")
+	for _, t := range p.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", t.ID, t.State, t.Flow, t.Queue, t.Priority, t.Attempt, t.MaxAttempts,
+			t.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	tw.Flush()
+	if p.Next != "" {
+		fmt.Fprintf(e.stderr, "next page: --cursor %s\n", p.Next)
+	}
+	return exitOK
+}
+
+func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON bool) int {
+	t, err := c.Get(ctx, id)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitError
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(t, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	line := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	line("task", t.ID)
+	line("flow", t.Flow)
+	line("state", t.State)
+	line("queue / priority", fmt.Sprintf("%s / %d", t.Queue, t.Priority))
+	line("attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
+	line("generation", t.Generation)
+	line("run id", orDash(t.RunID))
+	line("plan fingerprint", orDash(t.PlanFingerprint))
+	if t.PinnedAttempt > 0 {
+		line("pinned at attempt", t.PinnedAttempt)
+	}
+	line("worker", orDash(t.ClaimedBy))
+	if t.Runner != "" {
+		line("runner", strings.TrimSpace(t.Runner+" "+t.RayAddress))
+	}
+	line("created", t.CreatedAt.UTC().Format(time.RFC3339Nano))
+	if t.StartedAt != nil {
+		line("started", t.StartedAt.UTC().Format(time.RFC3339Nano))
+	}
+	if t.FinishedAt != nil {
+		line("finished", t.FinishedAt.UTC().Format(time.RFC3339Nano))
+	}
+	if t.CancellationStatus != "" {
+		line("cancellation", strings.TrimSpace(t.CancellationStatus+" "+t.CancellationError))
+	}
+	if t.ErrorMessage != "" {
+		line("error", t.ErrorType+": "+t.ErrorMessage)
+	}
+	if t.Result != nil {
+		line("result", string(t.Result))
+	}
+	tw.Flush()
+	if len(t.Attempts) > 0 {
+		fmt.Fprintln(e.stdout, "attempts:")
+		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tSTATE\tGENERATION\tRUN ID\tWORKER\tFINISHED\tERROR")
+		for _, a := range t.Attempts {
+			msg := a.ErrorMessage
+			if len(msg) > 80 {
+				msg = msg[:77] + "..."
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, a.Generation, orDash(a.RunID), orDash(a.ClaimedBy),
+				a.FinishedAt.UTC().Format(time.RFC3339), msg)
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tasksWait(ctx context.Context, e env, c *durable.Client, id string, timeout time.Duration) int {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	t, err := c.Wait(ctx, id)
+	if err != nil {
+		if t != nil {
+			fmt.Fprintf(e.stderr, "rayflow: task %s is still %s: %v\n", id, t.State, err)
+		} else {
+			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		}
+		return exitError
+	}
+	if t.State != durable.StateSucceeded {
+		fmt.Fprintf(e.stderr, "rayflow: task %s ended %s at attempt %d: %s %s\n", id, t.State, t.Attempt, t.ErrorType, t.ErrorMessage)
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, string(t.Result))
+	return exitOK
+}
