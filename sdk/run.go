@@ -105,7 +105,7 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 		ctx = context.WithValue(ctx, reporterKey{}, nil)
 		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
 	}
-	if err != nil {
+	if err = canceledShape(ctx, err); err != nil {
 		return zero, err
 	}
 	return DecodeResult[Out](out)

@@ -12,5 +12,17 @@
 // buffers and fold byte limits are Ray-only contracts and are not enforced
 // here; previews are not run and progress reports return false.
 //
+// Cancellation is bounded whatever the leaves do. Once the run's context
+// is done, every waiting node stops waiting: a map waits up to its
+// CancelTimeout for its in-flight items, a step or group outside any map
+// up to CancelTimeoutDefault (1 s), and Run returns a
+// *flowgraph.CanceledError (sdk.CanceledError) carrying the context's
+// error and cause — never a value, never a nil error, and never an item's
+// error, since no item is to blame. A leaf that ignores its context and is
+// still running then is abandoned, not awaited: its goroutine runs until
+// the leaf returns and its result is discarded. Leaves that own
+// resources should watch ctx.Done(). (A MapSeq input iterator that blocks
+// is application code the engine cannot abandon.)
+//
 // It is not a durability layer: a failed run is rerun from its entry node.
 package local

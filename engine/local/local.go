@@ -12,6 +12,11 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
+// CancelTimeoutDefault is how long a run waits, once cancelled, for leaves
+// that are not inside a map with its own CancelTimeout (sdk's
+// CancelTimeoutDefault).
+const CancelTimeoutDefault = time.Second
+
 // Options tune a local run.
 type Options struct {
 	// Sequential runs one leaf at a time, in order, for step-by-step
@@ -20,24 +25,54 @@ type Options struct {
 	Sequential bool
 }
 
-// Run executes root on input and returns its result.
+// Run executes root on input and returns its result. Once ctx is done it
+// returns a *flowgraph.CanceledError within the cancel timeout of the
+// running nodes, whatever the leaves do (see the package documentation).
 func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
 	r := &runner{opts: opts}
-	return r.exec(ctx, root, "0", input)
+	out, err := r.exec(ctx, root, "0", input, frame{grace: CancelTimeoutDefault})
+	if cerr := flowgraph.Canceled(ctx); cerr != nil {
+		// Never a result nor an item's error after cancellation.
+		return nil, cerr
+	}
+	return out, err
 }
 
 type runner struct {
 	opts Options
 }
 
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
-	if err := ctx.Err(); err != nil {
+// frame is what a node inherits from where it runs.
+type frame struct {
+	// grace bounds the wait for leaves once the context is done: the
+	// enclosing map's CancelTimeout, or CancelTimeoutDefault.
+	grace time.Duration
+	// guarded is true when the node runs on a goroutine that its waiter
+	// abandons on cancellation (a map item, a group branch), so a leaf
+	// may run on it directly.
+	guarded bool
+}
+
+func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+	if err := flowgraph.Canceled(ctx); err != nil {
 		return nil, err
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:
-		out, err := invoke(ctx, n.Step, in)
+		call := func() (any, error) { return invoke(ctx, n.Step, in) }
+		var (
+			out any
+			err error
+		)
+		if f.guarded {
+			out, err = call()
+		} else {
+			out, err = await(ctx, f.grace, call)
+		}
 		if err != nil {
+			if _, ok := err.(*flowgraph.CanceledError); ok {
+				return nil, err
+			}
 			return nil, &flowgraph.StepError{Node: id, Callable: n.Step.Callable.Name, Err: err}
 		}
 		return out, nil
@@ -45,17 +80,63 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any)
 		v := in
 		for i, c := range n.Children {
 			var err error
-			if v, err = r.exec(ctx, c, id+"."+strconv.Itoa(i), v); err != nil {
+			if v, err = r.exec(ctx, c, id+"."+strconv.Itoa(i), v, f); err != nil {
 				return nil, err
 			}
 		}
 		return v, nil
 	case flowgraph.KindGroup:
-		return r.group(ctx, n, id, in)
+		return r.group(ctx, n, id, in, f)
 	case flowgraph.KindMap:
-		return r.mapNode(ctx, n, id, in)
+		return r.mapNode(ctx, n, id, in, f)
 	}
 	return nil, fmt.Errorf("rayflow: node %s: unknown kind %v", id, n.Kind)
+}
+
+// await runs call on its own goroutine and returns its result, unless ctx
+// is done first: then it waits up to grace for call to return and returns
+// ctx's *flowgraph.CanceledError either way. A call still running after
+// grace is abandoned: its goroutine ends whenever the leaf returns, and
+// its result is discarded.
+func await(ctx context.Context, grace time.Duration, call func() (any, error)) (any, error) {
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1) // never blocks an abandoned call
+	go func() {
+		v, err := call()
+		ch <- result{v, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.v, res.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+	return nil, flowgraph.Canceled(ctx)
+}
+
+// drainBound is the longest a node waits for its leaves once cancelled:
+// the largest CancelTimeout of the maps it runs (not counting maps inside
+// their items), or 0.
+func drainBound(n *flowgraph.Node) time.Duration {
+	if n.Kind == flowgraph.KindMap {
+		if n.Map.Limits != nil && n.Map.Limits.CancelTimeout > 0 {
+			return n.Map.Limits.CancelTimeout
+		}
+		return CancelTimeoutDefault
+	}
+	var d time.Duration
+	for _, c := range n.Children {
+		d = max(d, drainBound(c))
+	}
+	return d
 }
 
 func collect(n *flowgraph.Node, rs []any) (any, error) {
@@ -66,12 +147,13 @@ func collect(n *flowgraph.Node, rs []any) (any, error) {
 }
 
 // group runs every branch on in, concurrently unless sequential. The first
-// failure cancels the other branches; its error is returned once they end.
-func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
+// failure cancels the other branches; its error is returned once they end,
+// or once the cancel timeout passes (stragglers are abandoned).
+func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	rs := make([]any, len(n.Children))
 	if r.opts.Sequential {
 		for i, c := range n.Children {
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(parent, c, id+".g"+strconv.Itoa(i), in, f)
 			if err != nil {
 				return nil, err
 			}
@@ -79,26 +161,48 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any
 		}
 		return collect(n, rs)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	var (
 		wg    sync.WaitGroup
-		once  sync.Once
+		mu    sync.Mutex
 		first error
 	)
+	branch := frame{grace: f.grace, guarded: true}
 	for i, c := range n.Children {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in, branch)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				once.Do(func() { first = err; cancel(err) })
+				if first == nil {
+					first = err
+					cancel(err)
+				}
 				return
 			}
 			rs[i] = v
 		}()
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		t := time.NewTimer(max(f.grace, drainBound(n)))
+		defer t.Stop()
+		select {
+		case <-all:
+		case <-t.C: // stragglers are abandoned
+		}
+	}
+	if err := flowgraph.Canceled(parent); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if first != nil {
 		return nil, first
 	}
@@ -113,7 +217,7 @@ type itemResult struct {
 
 // mapNode runs the map body once per input item within the admission
 // window, collecting results as items finish.
-func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
+func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	m := n.Map
 	items, err := m.Items(in)
 	if err != nil {
@@ -122,6 +226,9 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
 	if m.Limits != nil {
 		maxItems, window, cancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
+	}
+	if cancelTimeout <= 0 {
+		cancelTimeout = CancelTimeoutDefault
 	}
 	if maxItems > 0 && items.Len > maxItems {
 		return nil, &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: items.Len}
@@ -139,15 +246,16 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	body := n.Children[0]
+	item := frame{grace: cancelTimeout, guarded: true}
 	work := make(chan itemResult)
 	done := make(chan itemResult)
 	workers := 0
 	worker := func() {
 		for it := range work {
-			v, err := r.exec(ctx, body, id+".m"+strconv.Itoa(it.index), it.value)
+			v, err := r.exec(ctx, body, id+".m"+strconv.Itoa(it.index), it.value, item)
 			done <- itemResult{index: it.index, value: v, err: err}
 		}
 	}
@@ -198,7 +306,16 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 		if failure != nil || running == 0 {
 			break
 		}
-		res := <-done
+		var res itemResult
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			// The run was cancelled: no item is to blame.
+			failure = flowgraph.Canceled(parent)
+		}
+		if failure != nil {
+			break
+		}
 		running--
 		if res.err != nil {
 			failure = res.err
@@ -218,7 +335,13 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 				break
 			}
 			delete(retained, next)
-			if acc, err = protect(func() (any, error) { return m.Fold.Apply(ctx, acc, v) }); err != nil {
+			prev := acc
+			call := func() (any, error) { return protect(func() (any, error) { return m.Fold.Apply(ctx, prev, v) }) }
+			if acc, err = await(ctx, cancelTimeout, call); err != nil {
+				if _, ok := err.(*flowgraph.CanceledError); ok {
+					failure = err
+					break
+				}
 				failure = &flowgraph.StepError{Node: id + ".reducer", Callable: m.Fold.Reducer.Callable.Name, Err: err}
 				break
 			}
@@ -232,6 +355,9 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	if failure != nil {
 		cancel(failure)
 		r.drain(done, running, cancelTimeout)
+		if err := flowgraph.Canceled(parent); err != nil {
+			return nil, err
+		}
 		return nil, failure
 	}
 	if m.Fold != nil {
@@ -244,9 +370,6 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 // failure cancelled them; stragglers are abandoned (their results are
 // discarded by a background receiver so no goroutine blocks forever).
 func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duration) {
-	if timeout <= 0 {
-		timeout = time.Second
-	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for running > 0 {
