@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/engine/lifecycle"
-	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -61,33 +60,37 @@ func (m *Materialized) Summary() map[string]any {
 }
 
 // CacheKey is the key under which a strategy may cache work for this plan.
-func (m *Materialized) CacheKey(strategy string) string {
-	return "rayflow.workflow-plan:v1:" + strategy + ":" + m.Fingerprint
+func (m *Materialized) CacheKey(strategy Strategy) string {
+	return "rayflow.workflow-plan:v1:" + string(strategy) + ":" + m.Fingerprint
 }
 
 // MaterializeOption configures Materialize.
 type MaterializeOption func(*materializeConfig)
 
 type materializeConfig struct {
-	strategy  string
-	reporting common.ReportingPolicy
+	strategy  Strategy
+	reporting ReportingPolicy
 	ray       bool
 	trust     TrustIdentity
 	code      codeContext
 }
 
-// WithStrategy requests an execution strategy: "auto" (the default),
-// "local", "dynamic_tasks", "compiled_graph" or "static_actors". An
-// explicit request of a strategy the plan is not eligible for fails
-// before any effect.
-func WithStrategy(name string) MaterializeOption {
-	return func(c *materializeConfig) { c.strategy = name }
+// WithStrategy requests an execution strategy: StrategyAuto (the
+// default), StrategyLocal, StrategyDynamicTasks, StrategyCompiledGraph or
+// StrategyStaticActors. An explicit request of a strategy the plan is not
+// eligible for fails with a *SelectionError before any effect; a value
+// that is no strategy fails with a *DefinitionError of code
+// CodeUnknownStrategy.
+func WithStrategy(s Strategy) MaterializeOption {
+	return func(c *materializeConfig) { c.strategy = s }
 }
 
-// WithReportingPolicy selects progress reporting on Ray: "full" (default),
-// "terminal_only" or "disabled". Local runs are always "disabled".
-func WithReportingPolicy(p string) MaterializeOption {
-	return func(c *materializeConfig) { c.reporting = common.ReportingPolicy(p) }
+// WithReportingPolicy selects progress reporting on Ray:
+// ReportingPolicyFull (the default), ReportingPolicyTerminalOnly or
+// ReportingPolicyDisabled; anything else fails with a *DefinitionError of
+// code CodeUnknownReportingPolicy. Local runs are always disabled.
+func WithReportingPolicy(p ReportingPolicy) MaterializeOption {
+	return func(c *materializeConfig) { c.reporting = p }
 }
 
 // ForRay materializes for a Ray engine, so "auto" selects dynamic_tasks.
@@ -112,7 +115,7 @@ func Materialize[In, Out any](f Flow[In, Out], opts ...MaterializeOption) (*Mate
 }
 
 func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized, error) {
-	cfg := materializeConfig{strategy: "auto", reporting: common.ReportingPolicyFull, code: defaultCodeContext()}
+	cfg := materializeConfig{strategy: StrategyAuto, reporting: ReportingPolicyFull, code: defaultCodeContext()}
 	for _, o := range opts {
 		o(&cfg)
 	}

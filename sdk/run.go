@@ -90,16 +90,16 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	} else if m.Bindings == nil || m.Bindings.Root != f.node {
 		return zero, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
+	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
+		return zero, err
+	}
 	var (
 		out any
 		err error
 	)
-	switch {
-	case cfg.engine != nil && (!cfg.engine.IsRay() || m.Selection.SelectedStrategy != StrategyLocal):
+	if cfg.engine != nil {
 		out, err = cfg.engine.Run(ctx, m, in)
-	case m.Selection.SelectedStrategy == StrategyDynamicTasks:
-		return zero, ErrRayRequired
-	default:
+	} else {
 		// Local runs have no progress session, whatever the caller's
 		// context carries.
 		ctx = context.WithValue(ctx, reporterKey{}, nil)
