@@ -25,6 +25,19 @@
 //     sha256 fingerprint and the strategy selection; [Run] materializes
 //     too, so nothing runs until the plan is fixed.
 //
+// Values that cross a step boundary (inputs, outputs, bound values, map
+// items, fold accumulators) go through the value codec ([DefaultCodec],
+// JSON) on Ray, so their types must survive it: funcs, channels, iter.Seq,
+// complex numbers, unsafe pointers, unexported fields (which JSON would
+// drop), interfaces other than any, and map keys JSON cannot write are
+// refused when the flow is built, as a [*DefinitionError] of code
+// [CodeUnencodableValue] naming the node and the type path
+// ("Out.Items[].price: unexported field"); what only a value can show (a
+// non-finite float, a func behind an any) is refused at run time as a
+// [*ValueError] naming the node. Local runs pass every such value through
+// the same codec, so they succeed and fail as a Ray run would;
+// [WithoutCodecRoundTrip] trades that for speed.
+//
 // Steps should be package-level functions, built into flows held in
 // package-level variables: a step's Go symbol is its callable identity,
 // which a Ray leaf process running the same binary resolves by name.
@@ -79,7 +92,8 @@
 //
 // [Run] without [WithEngine] runs the flow in this process with goroutines
 // (package engine/local): the "local" strategy, with ordered results,
-// admission windows, item caps and cancellation exactly as on Ray. Result
+// admission windows, item caps, values through the codec and bounded
+// cancellation ([CanceledError]) exactly as on Ray. Result
 // buffers, fold byte limits and previews are Ray-only; [ReportProgress]
 // returns false. [Sequential] runs one leaf at a time for debugging.
 //
@@ -89,7 +103,10 @@
 // request a strategy explicitly; requesting one the plan is not eligible
 // for fails with a [*SelectionError] before any effect. [RequireRay] makes
 // Run fail with [ErrRayRequired] instead of running locally when no Ray
-// engine is configured.
+// engine is configured. A plan given with [WithPlan] runs only where its
+// selected strategy says: a "local" plan with a Ray engine or RequireRay,
+// or a "dynamic_tasks" plan without a Ray engine, fails with a
+// [*StrategyMismatchError] before any leaf runs.
 //
 // # Dependencies
 //

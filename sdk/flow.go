@@ -58,7 +58,7 @@ func Step[In, Out any](fn func(context.Context, In) (Out, error), opts ...StepOp
 		OutputType: typeName[Out](),
 	}
 	register(s.Callable, leafFor(fn))
-	return newStep[In, Out](s, opts)
+	return newStep[In, Out](s, opts, nil)
 }
 
 // Bind makes a step whose first argument is the bound value: invocation
@@ -83,11 +83,22 @@ func Bind[B, In, Out any](fn func(context.Context, B, In) (Out, error), bound B,
 		OutputType: typeName[Out](),
 	}
 	register(s.Callable, boundLeafFor(fn))
-	return newStep[In, Out](s, opts)
+	return newStep[In, Out](s, opts, func(n *flowgraph.Node) {
+		n.Step.Values.Invoke = boundInvoke(fn, bound)
+		if n.Err == nil {
+			n.Err = encodable[B]("Bound")
+		}
+	})
 }
 
-func newStep[In, Out any](s *flowgraph.Step, opts []StepOption) Flow[In, Out] {
+// newStep makes the step's node: its codec round trips and type check
+// (with bind's additions), then the options.
+func newStep[In, Out any](s *flowgraph.Step, opts []StepOption, bind func(*flowgraph.Node)) Flow[In, Out] {
 	n := &flowgraph.Node{Kind: flowgraph.KindStep, Step: s}
+	stepValues[In, Out](n)
+	if bind != nil {
+		bind(n)
+	}
 	for _, o := range opts {
 		o(n)
 	}

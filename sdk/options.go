@@ -52,13 +52,21 @@ func WithBootstrap() StepOption {
 			return
 		}
 		n.Step.Bootstrap = true
-		invoke := n.Step.Invoke
-		n.Step.Invoke = func(ctx context.Context, in any) (any, error) {
-			if err := runBootstrap(ctx); err != nil {
-				return nil, err
-			}
-			return invoke(ctx, in)
+		n.Step.Invoke = withBootstrap(n.Step.Invoke)
+		if v := n.Step.Values; v != nil && v.Invoke != nil {
+			c := *v
+			c.Invoke = withBootstrap(v.Invoke)
+			n.Step.Values = &c
 		}
+	}
+}
+
+func withBootstrap(invoke func(context.Context, any) (any, error)) func(context.Context, any) (any, error) {
+	return func(ctx context.Context, in any) (any, error) {
+		if err := runBootstrap(ctx); err != nil {
+			return nil, err
+		}
+		return invoke(ctx, in)
 	}
 }
 

@@ -26,12 +26,13 @@ type Engine interface {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	engine     Engine
-	requireRay bool
-	sequential bool
-	plan       *Materialized
-	planOpts   []MaterializeOption
-	identity   *RunIdentity
+	engine      Engine
+	requireRay  bool
+	sequential  bool
+	noRoundTrip bool
+	plan        *Materialized
+	planOpts    []MaterializeOption
+	identity    *RunIdentity
 }
 
 // WithEngine runs the flow on e (for example a Ray engine).
@@ -43,6 +44,17 @@ func RequireRay() RunOption { return func(c *runConfig) { c.requireRay = true } 
 
 // Sequential runs a local flow one leaf at a time, in order (debugging).
 func Sequential() RunOption { return func(c *runConfig) { c.sequential = true } }
+
+// WithoutCodecRoundTrip skips, in a local run, the value codec round trip
+// that makes it predict a Ray run: by default every value crossing a step
+// boundary (the run's input where a step receives it, each step's output,
+// a bound value per call, a fold's accumulator) is encoded and decoded
+// into a fresh value of its declared type, exactly as on Ray, so what the
+// codec cannot carry fails locally too (a *ValueError naming the node) and
+// no step shares mutable state with another. Without it a local run is
+// faster (see engine/local's BenchmarkCodecRoundTrip) but may succeed
+// where Ray fails. Ray runs always encode.
+func WithoutCodecRoundTrip() RunOption { return func(c *runConfig) { c.noRoundTrip = true } }
 
 // WithPlan runs an already materialized plan of the same flow (to record
 // its fingerprint first, for example) instead of materializing again.
@@ -103,7 +115,7 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 		// Local runs have no progress session, whatever the caller's
 		// context carries.
 		ctx = context.WithValue(ctx, reporterKey{}, nil)
-		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
+		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip})
 	}
 	if err = canceledShape(ctx, err); err != nil {
 		return zero, err

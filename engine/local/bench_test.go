@@ -234,3 +234,58 @@ func TestCoordinatorMemoryBoundedByWindow(t *testing.T) {
 		t.Errorf("map: %.1f B/item live at 100k items vs %.1f at 10k: per-item memory grows with the item count", perLarge, perSmall)
 	}
 }
+
+// Priced is a typical small record item.
+type Priced struct {
+	SKU   string
+	Price float64
+	Tags  []string
+}
+
+// Reprice is the record benchmark's leaf.
+func Reprice(_ context.Context, p Priced) (Priced, error) {
+	p.Price *= 1.1
+	return p, nil
+}
+
+// BenchmarkCodecRoundTrip measures what the default codec round trip
+// (values crossing step boundaries encoded and decoded, as on Ray) costs a
+// local run: the same map of 10,000 items with it on and off (the
+// sdk.WithoutCodecRoundTrip opt-out), for int items and small records.
+// ns/item is wall time per item, round trip included.
+func BenchmarkCodecRoundTrip(b *testing.B) {
+	const items = 10_000
+	ints := make([]int, items)
+	recs := make([]Priced, items)
+	for i := range items {
+		ints[i] = i
+		recs[i] = Priced{SKU: fmt.Sprint("sku-", i), Price: float64(i) / 3, Tags: []string{"a", "b"}}
+	}
+	limits := sdk.Limits{MaxConcurrency: 64, MaxItems: items}
+	for _, c := range []struct {
+		name string
+		g    *flowgraph.Node
+		in   any
+	}{
+		{"int", sdk.Map(sdk.Step(NoopLeaf)).WithLimits(limits).Graph(), ints},
+		{"record", sdk.Map(sdk.Step(Reprice)).WithLimits(limits).Graph(), recs},
+	} {
+		for _, off := range []bool{false, true} {
+			mode := "roundtrip=on"
+			if off {
+				mode = "roundtrip=off"
+			}
+			b.Run(c.name+"/"+mode, func(b *testing.B) {
+				if err := sdk.Validate(c.g); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := local.Run(context.Background(), c.g, c.in, local.Options{NoCodecRoundTrip: off}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/items, "ns/item")
+			})
+		}
+	}
+}

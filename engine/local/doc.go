@@ -12,6 +12,15 @@
 // buffers and fold byte limits are Ray-only contracts and are not enforced
 // here; previews are not run and progress reports return false.
 //
+// Values cross step boundaries through the value codec, as on Ray: the
+// run's input where a step receives it, every step's output, a bound value
+// (afresh for every call) and a fold's accumulator are encoded and decoded
+// into a fresh value of their declared type, so a local run predicts a Ray
+// run (what the codec refuses fails here too, as a
+// *flowgraph.ValueError naming the node, and no two steps share mutable
+// values). Options.NoCodecRoundTrip (sdk.WithoutCodecRoundTrip) skips it
+// for speed; BenchmarkCodecRoundTrip measures the difference.
+//
 // Cancellation is bounded whatever the leaves do. Once the run's context
 // is done, every waiting node stops waiting: a map waits up to its
 // CancelTimeout for its in-flight items, a step or group outside any map

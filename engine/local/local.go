@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"runtime/debug"
@@ -23,6 +24,14 @@ type Options struct {
 	// debugging: groups run their branches in order and every map window
 	// is 1.
 	Sequential bool
+	// NoCodecRoundTrip skips the value codec. By default every value that
+	// crosses a step boundary (the run's input where a step receives it,
+	// every step's output, a bound value per call, a fold's accumulator)
+	// is encoded and decoded into a fresh value of its declared type, as
+	// on Ray, so a local run predicts a Ray run: what the codec drops is
+	// dropped here too and what it refuses fails here too, naming the
+	// node. Skipping it is faster but lets values Ray cannot carry pass.
+	NoCodecRoundTrip bool
 }
 
 // Run executes root on input and returns its result. Once ctx is done it
@@ -30,7 +39,7 @@ type Options struct {
 // running nodes, whatever the leaves do (see the package documentation).
 func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
 	r := &runner{opts: opts}
-	out, err := r.exec(ctx, root, "0", input, frame{grace: CancelTimeoutDefault})
+	out, err := r.exec(ctx, root, "0", input, frame{grace: CancelTimeoutDefault, external: true})
 	if cerr := flowgraph.Canceled(ctx); cerr != nil {
 		// Never a result nor an item's error after cancellation.
 		return nil, cerr
@@ -51,6 +60,10 @@ type frame struct {
 	// abandons on cancellation (a map item, a group branch), so a leaf
 	// may run on it directly.
 	guarded bool
+	// external is true when the node's input comes from outside the
+	// workflow (the run's input, or items of it) rather than from a
+	// step's already round-tripped output.
+	external bool
 }
 
 func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
@@ -59,23 +72,11 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:
-		call := func() (any, error) { return invoke(ctx, n.Step, in) }
-		var (
-			out any
-			err error
-		)
+		call := func() (any, error) { return r.step(ctx, n.Step, id, in, f.external) }
 		if f.guarded {
-			out, err = call()
-		} else {
-			out, err = await(ctx, f.grace, call)
+			return call()
 		}
-		if err != nil {
-			if _, ok := err.(*flowgraph.CanceledError); ok {
-				return nil, err
-			}
-			return nil, &flowgraph.StepError{Node: id, Callable: n.Step.Callable.Name, Err: err}
-		}
-		return out, nil
+		return await(ctx, f.grace, call)
 	case flowgraph.KindChain:
 		v := in
 		for i, c := range n.Children {
@@ -83,6 +84,7 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 			if v, err = r.exec(ctx, c, id+"."+strconv.Itoa(i), v, f); err != nil {
 				return nil, err
 			}
+			f.external = false // the next child gets a step's output
 		}
 		return v, nil
 	case flowgraph.KindGroup:
@@ -91,6 +93,46 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 		return r.mapNode(ctx, n, id, in, f)
 	}
 	return nil, fmt.Errorf("rayflow: node %s: unknown kind %v", id, n.Kind)
+}
+
+// step runs one leaf call. Unless the codec round trip is off, an external
+// input is passed through the codec into the step's input type, and the
+// result into its output type, as on Ray. The leaf's own error comes back
+// as a *flowgraph.StepError; a value the codec refuses as a
+// *flowgraph.ValueError.
+func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in any, external bool) (any, error) {
+	vals := s.Values
+	if r.opts.NoCodecRoundTrip {
+		vals = nil
+	}
+	invoke := s.Invoke
+	if vals != nil {
+		if external {
+			var err error
+			if in, err = vals.Input(in); err != nil {
+				return nil, &flowgraph.ValueError{Node: id, Value: "input", Type: s.InputType, Err: err}
+			}
+		}
+		if vals.Invoke != nil {
+			invoke = vals.Invoke
+		}
+	}
+	out, err := protect(func() (any, error) { return invoke(ctx, in) })
+	if err != nil {
+		var ve *flowgraph.ValueError
+		if errors.As(err, &ve) && ve.Node == "" { // the bound value
+			c := *ve
+			c.Node = id
+			return nil, &c
+		}
+		return nil, &flowgraph.StepError{Node: id, Callable: s.Callable.Name, Err: err}
+	}
+	if vals != nil {
+		if out, err = vals.Output(out); err != nil {
+			return nil, &flowgraph.ValueError{Node: id, Value: "output", Type: s.OutputType, Err: err}
+		}
+	}
+	return out, nil
 }
 
 // await runs call on its own goroutine and returns its result, unless ctx
@@ -168,7 +210,7 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 		mu    sync.Mutex
 		first error
 	)
-	branch := frame{grace: f.grace, guarded: true}
+	branch := frame{grace: f.grace, guarded: true, external: f.external}
 	for i, c := range n.Children {
 		wg.Add(1)
 		go func() {
@@ -249,7 +291,7 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	body := n.Children[0]
-	item := frame{grace: cancelTimeout, guarded: true}
+	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
 	work := make(chan itemResult)
 	done := make(chan itemResult)
 	workers := 0
@@ -345,6 +387,12 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 				failure = &flowgraph.StepError{Node: id + ".reducer", Callable: m.Fold.Reducer.Callable.Name, Err: err}
 				break
 			}
+			if m.Fold.Accumulator != nil && !r.opts.NoCodecRoundTrip {
+				if acc, err = m.Fold.Accumulator(acc); err != nil {
+					failure = &flowgraph.ValueError{Node: id + ".reducer", Value: "accumulator", Type: m.Fold.Reducer.OutputType, Err: err}
+					break
+				}
+			}
 			next++
 			open--
 		}
@@ -385,12 +433,6 @@ func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duratio
 			return
 		}
 	}
-}
-
-// invoke calls a step, turning a panic into a *flowgraph.PanicError so one
-// bad leaf fails the run instead of the process.
-func invoke(ctx context.Context, s *flowgraph.Step, in any) (any, error) {
-	return protect(func() (any, error) { return s.Invoke(ctx, in) })
 }
 
 // protect runs application code (a step, a reducer, an input iterator),

@@ -78,3 +78,20 @@ func Canceled(ctx context.Context) error {
 	}
 	return &CanceledError{Err: err, Cause: context.Cause(ctx)}
 }
+
+// ValueError is a value that cannot cross a process boundary through the
+// value codec: a non-finite float, or a func or channel behind an
+// interface. The local engine passes every value through the codec (as Ray
+// does), so it fails locally as it would on Ray, naming the node.
+type ValueError struct {
+	Node  string // the node whose value it is
+	Value string // "input", "output", "bound value" or "accumulator"
+	Type  string // the Go type the value was encoded as
+	Err   error  // the codec's error
+}
+
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("rayflow: node %s: the %s (%s) cannot cross a process boundary: %v", e.Node, e.Value, e.Type, e.Err)
+}
+
+func (e *ValueError) Unwrap() error { return e.Err }

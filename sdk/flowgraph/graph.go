@@ -98,6 +98,23 @@ type Step struct {
 	// OutputType and InputType name the Go types (for diagnostics and
 	// the binding schema), e.g. "[]int".
 	InputType, OutputType string
+	// Values passes the step's values through the value codec as a
+	// process boundary does; nil for a step built without one.
+	Values *StepValues
+}
+
+// StepValues round-trip a step's values through the value codec: encode,
+// then decode into a fresh value of the declared Go type, exactly as a
+// value crossing to or from a Ray leaf. The local engine uses them so
+// that a local run sees what a Ray run would. Errors are the codec's.
+type StepValues struct {
+	// Input round-trips a value of the step's input type.
+	Input func(any) (any, error)
+	// Output round-trips a value of the step's output type.
+	Output func(any) (any, error)
+	// Invoke is Step.Invoke with the bound value decoded afresh for the
+	// call, as a Ray leaf does; nil when nothing is bound.
+	Invoke func(ctx context.Context, in any) (any, error)
 }
 
 // Resources are per-leaf Ray resource requests. Zero values are unset.
@@ -149,9 +166,12 @@ type ResultBuffer struct {
 
 // Fold is a strict input-order left fold of a map's results.
 type Fold struct {
-	Reducer            Step // Invoke is unused; see Apply
-	Apply              func(ctx context.Context, acc, item any) (any, error)
-	Initial            func() (any, error) // a fresh copy through the value codec
+	Reducer Step // Invoke is unused; see Apply
+	Apply   func(ctx context.Context, acc, item any) (any, error)
+	Initial func() (any, error) // a fresh copy through the value codec
+	// Accumulator round-trips an accumulator through the value codec, as
+	// a Ray fold actor keeps it between calls.
+	Accumulator        func(any) (any, error)
 	MaxSerializedBytes int64
 	Actor              ActorOptions
 }
