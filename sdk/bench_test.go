@@ -18,7 +18,7 @@ func planNodes64() sdk.Flow[int, int] {
 	group := sdk.Chain3(
 		sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.5, Memory: 1 << 20})),
 		sdk.Group(sdk.Step(Inc, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0})), sdk.Step(Inc).WithOutputPreview(PreviewInt)),
-		sdk.Step(SumInts, sdk.WithLabel("stage", "sum")),
+		sdk.Step(SumInts).Named("sum"),
 	)
 	mapped := sdk.Chain3(
 		sdk.Step(Spread),

@@ -70,24 +70,6 @@ func withBootstrap(invoke func(context.Context, any) (any, error)) func(context.
 	}
 }
 
-// WithLabel adds an annotation label to the leaf. Like Ray task names,
-// labels are display metadata and stay outside the plan fingerprint.
-func WithLabel(key, value string) StepOption {
-	return func(n *flowgraph.Node) {
-		m := cloneMap(n.Step.Labels)
-		if m == nil {
-			m = map[string]string{}
-		}
-		m[key] = value
-		n.Step.Labels = m
-	}
-}
-
-// Label names the step's node (its display name).
-func Label(name string) StepOption {
-	return func(n *flowgraph.Node) { n.Label = name }
-}
-
 // WithOutputPreview projects a step's successful result into one small
 // JSON value for operators (full-reporting Ray runs only; local runs do
 // not run it). project should be a package-level function.

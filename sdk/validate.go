@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -82,6 +83,9 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 			return &c
 		}
 		return fail(CodeNotAStep, "%v", n.Err)
+	}
+	if len(n.Label) > MaxLabelBytes || !utf8.ValidString(n.Label) {
+		return fail(CodeInvalidLabel, "the label must be valid UTF-8 of at most %d bytes (it has %d)", MaxLabelBytes, len(n.Label))
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:

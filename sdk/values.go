@@ -35,7 +35,7 @@ var (
 // refused at run time (ValueError).
 func encodable[T any](root string) error {
 	if problem := typeProblem(reflect.TypeFor[T](), root, map[reflect.Type]bool{}); problem != "" {
-		return &DefinitionError{Code: CodeUnencodableValue, Msg: problem + " (values crossing a step boundary go through the JSON value codec)"}
+		return &DefinitionError{Code: CodeUnencodableValue, Msg: problem}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package flowgraph
 import (
 	"context"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,20 @@ type Node struct {
 	// Err is a definition error recorded while building (a bad option);
 	// the materializer reports it with the node's path before any effect.
 	Err error
+}
+
+// DisplayLabel is the node's label in progress views and topology: its
+// Label (sdk's Flow.Named) when set, else a step's function name (the last
+// element of its Go symbol) or the node kind ("map", "chain", "group").
+func (n *Node) DisplayLabel() string {
+	if n.Label != "" {
+		return n.Label
+	}
+	if n.Kind == KindStep && n.Step != nil && n.Step.Callable.Name != "" {
+		name := n.Step.Callable.Name
+		return name[strings.LastIndex(name, ".")+1:]
+	}
+	return n.Kind.String()
 }
 
 // Clone returns a shallow copy of n whose slices may be changed freely.
@@ -93,7 +108,6 @@ type Step struct {
 	RayOptions map[string]any
 	RuntimeEnv string // named profile, "" inherits the outer environment
 	Bootstrap  bool
-	Labels     map[string]string
 	Preview    *Preview
 	// OutputType and InputType name the Go types (for diagnostics and
 	// the binding schema), e.g. "[]int".
