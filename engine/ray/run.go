@@ -10,14 +10,7 @@ import (
 // Out. It is sdk.Run(ctx, f, in, sdk.WithEngine(e)) with the final value
 // decoded from the codec's bytes (see sdk.DecodeResult).
 func Run[In, Out any](ctx context.Context, e *Engine, f sdk.Flow[In, Out], in In, opts ...sdk.MaterializeOption) (Out, error) {
-	var zero Out
-	m, err := sdk.Materialize(f, append([]sdk.MaterializeOption{sdk.ForRay()}, opts...)...)
-	if err != nil {
-		return zero, err
-	}
-	out, err := e.Run(ctx, m, in)
-	if err != nil {
-		return zero, err
-	}
-	return sdk.DecodeResult[Out](out)
+	// sdk.Run materializes for Ray, checks the plan against the engine and
+	// gives a cancelled run the same *sdk.CanceledError as every engine.
+	return sdk.Run(ctx, f, in, sdk.WithEngine(e), sdk.WithPlanOptions(opts...))
 }
