@@ -8,8 +8,11 @@
 //   - Typed builders. [Step] wraps func(context.Context, In) (Out, error);
 //     [Bind] adds a bound value (invocation data, never in the plan);
 //     [Then] and [Chain3]…[Chain6] chain flows whose types must line up at
-//     compile time; [Group] runs homogeneous branches into []Out and
-//     [Group2], [Group3] differently typed ones into tuples.
+//     compile time (nest them for longer chains: chains are flattened, so
+//     the plan is the same), [ChainOf] chains any number of same-typed
+//     flows; [Group] runs homogeneous branches into []Out and [Group2],
+//     [Group3] differently typed ones into tuples. [Flow.Named] gives a
+//     node its display label (never part of the fingerprint).
 //   - Bounded fan-out. [Map] over a slice or [MapSeq] over an iter.Seq,
 //     with [Flow.WithLimits] (admission window, item cap, cancel deadline),
 //     [Flow.WithResultBuffer], and [Reduce], a strict input-order fold.

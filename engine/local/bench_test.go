@@ -26,7 +26,9 @@ func NoopLeaf(_ context.Context, v int) (int, error) { return v, nil }
 //     itself — 16 B per item for the engine's []any and 8 B for the
 //     typed []int it collects into.
 //
-// Memory retained while the map runs is BenchmarkMapLiveMemory's subject.
+// It runs with the default codec round trip of every value (an int here);
+// BenchmarkCodecRoundTrip compares with and without it. Memory retained
+// while the map runs is BenchmarkMapLiveMemory's subject.
 func BenchmarkMap(b *testing.B) {
 	for _, c := range []struct{ items, window int }{{100_000, 64}, {100_000, 1024}, {10_000, 64}} {
 		b.Run(fmt.Sprintf("items=%d/window=%d", c.items, c.window), func(b *testing.B) {
