@@ -91,6 +91,11 @@ func BoundMutate(_ context.Context, m map[string]int, n int) (int, error) {
 	return m["calls"], nil
 }
 
+func Scaled(_ context.Context, factor float64, n int) (float64, error) {
+	return factor * float64(n), nil
+}
+func Divide(_ context.Context, acc float64, n int) (float64, error) { return acc / float64(n), nil }
+
 func typeOf(v any) string {
 	switch v.(type) {
 	case float64:
@@ -195,6 +200,15 @@ func TestLocalRunsRoundTripValues(t *testing.T) {
 	_, err = sdk.Run(ctx, sdk.Map(sdk.Step(Half)), []float64{1, math.Inf(-1)})
 	if !errors.As(err, &ve) || ve.Node != "0.m1" || ve.Value != "input" {
 		t.Fatalf("-Inf map item: want a ValueError at 0.m1, got %v", err)
+	}
+	_, err = sdk.Run(ctx, sdk.Then(sdk.Step(Identity), sdk.Bind(Scaled, math.Inf(1))), 1)
+	if !errors.As(err, &ve) || ve.Node != "0.1" || ve.Value != "bound value" {
+		t.Fatalf("+Inf bound value: want a ValueError at 0.1, got %v", err)
+	}
+	fold := sdk.FoldOptions{MaxSerializedBytes: 1 << 10, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 10}}
+	_, err = sdk.Run(ctx, sdk.Reduce(sdk.Map(sdk.Step(Identity)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 4}), Divide, 1.0, fold), []int{1, 0, 2})
+	if !errors.As(err, &ve) || ve.Node != "0.reducer" || ve.Value != "accumulator" {
+		t.Fatalf("+Inf accumulator: want a ValueError at 0.reducer, got %v", err)
 	}
 	// Nothing behind an any is dropped silently either.
 	_, err = sdk.Run(ctx, sdk.Step(HoldsFunc), 1)
