@@ -18,7 +18,7 @@ func planNodes64() sdk.Flow[int, int] {
 	group := sdk.Chain3(
 		sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.5, Memory: 1 << 20})),
 		sdk.Group(sdk.Step(Inc, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0})), sdk.Step(Inc).WithOutputPreview(PreviewInt)),
-		sdk.Step(SumInts, sdk.WithLabel("stage", "sum")),
+		sdk.Step(SumInts).Named("sum"),
 	)
 	mapped := sdk.Chain3(
 		sdk.Step(Spread),
@@ -93,7 +93,7 @@ func BenchmarkLocalMapProgress(b *testing.B) {
 	for _, pol := range []string{"disabled", "terminal_only", "full"} {
 		b.Run(pol, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := sdk.Run(b.Context(), f, in, sdk.WithPlanOptions(sdk.WithReportingPolicy(pol))); err != nil {
+				if _, err := sdk.Run(b.Context(), f, in, sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil {
 					b.Fatal(err)
 				}
 			}

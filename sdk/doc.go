@@ -8,8 +8,11 @@
 //   - Typed builders. [Step] wraps func(context.Context, In) (Out, error);
 //     [Bind] adds a bound value (invocation data, never in the plan);
 //     [Then] and [Chain3]…[Chain6] chain flows whose types must line up at
-//     compile time; [Group] runs homogeneous branches into []Out and
-//     [Group2], [Group3] differently typed ones into tuples.
+//     compile time (nest them for longer chains: chains are flattened, so
+//     the plan is the same), [ChainOf] chains any number of same-typed
+//     flows; [Group] runs homogeneous branches into []Out and [Group2],
+//     [Group3] differently typed ones into tuples. [Flow.Named] gives a
+//     node its display label (never part of the fingerprint).
 //   - Bounded fan-out. [Map] over a slice or [MapSeq] over an iter.Seq,
 //     with [Flow.WithLimits] (admission window, item cap, cancel deadline),
 //     [Flow.WithResultBuffer], and [Reduce], a strict input-order fold.
@@ -24,6 +27,19 @@
 //   - A canonical effective plan: [Materialize] returns the plan, its
 //     sha256 fingerprint and the strategy selection; [Run] materializes
 //     too, so nothing runs until the plan is fixed.
+//
+// Values that cross a step boundary (inputs, outputs, bound values, map
+// items, fold accumulators) go through the value codec ([DefaultCodec],
+// JSON) on Ray, so their types must survive it: funcs, channels, iter.Seq,
+// complex numbers, unsafe pointers, unexported fields (which JSON would
+// drop), interfaces other than any, and map keys JSON cannot write are
+// refused when the flow is built, as a [*DefinitionError] of code
+// [CodeUnencodableValue] naming the node and the type path
+// ("Out.Items[].price: unexported field"); what only a value can show (a
+// non-finite float, a func behind an any) is refused at run time as a
+// [*ValueError] naming the node. Local runs pass every such value through
+// the same codec, so they succeed and fail as a Ray run would;
+// [WithoutCodecRoundTrip] trades that for speed.
 //
 // Steps should be package-level functions, built into flows held in
 // package-level variables: a step's Go symbol is its callable identity,
@@ -79,9 +95,10 @@
 //
 // [Run] without [WithEngine] runs the flow in this process with goroutines
 // (package engine/local): the "local" strategy, with ordered results,
-// admission windows, item caps and cancellation exactly as on Ray, and the
-// same progress. Result buffers and fold byte limits are Ray-only.
-// [Sequential] runs one leaf at a time for debugging.
+// admission windows, item caps, values through the codec, bounded
+// cancellation ([CanceledError]) and the same progress exactly as on Ray.
+// Result buffers and fold byte limits are Ray-only. [Sequential] runs one
+// leaf at a time for debugging.
 //
 // [WithEngine] with a Ray engine (one whose IsRay reports true) runs the
 // flow on Ray: the plan is materialized for Ray and the "auto" strategy
@@ -89,7 +106,10 @@
 // request a strategy explicitly; requesting one the plan is not eligible
 // for fails with a [*SelectionError] before any effect. [RequireRay] makes
 // Run fail with [ErrRayRequired] instead of running locally when no Ray
-// engine is configured.
+// engine is configured. A plan given with [WithPlan] runs only where its
+// selected strategy says: a "local" plan with a Ray engine or RequireRay,
+// or a "dynamic_tasks" plan without a Ray engine, fails with a
+// [*StrategyMismatchError] before any leaf runs.
 //
 // # Run identity and progress
 //

@@ -83,35 +83,39 @@ func (m *Materialized) definitionName() string {
 }
 
 // CacheKey is the key under which a strategy may cache work for this plan.
-func (m *Materialized) CacheKey(strategy string) string {
-	return "rayflow.workflow-plan:v1:" + strategy + ":" + m.Fingerprint
+func (m *Materialized) CacheKey(strategy Strategy) string {
+	return "rayflow.workflow-plan:v1:" + string(strategy) + ":" + m.Fingerprint
 }
 
 // MaterializeOption configures Materialize.
 type MaterializeOption func(*materializeConfig)
 
 type materializeConfig struct {
-	strategy  string
-	reporting common.ReportingPolicy
+	strategy  Strategy
+	reporting ReportingPolicy
 	ray       bool
 	trust     TrustIdentity
 	code      codeContext
 }
 
-// WithStrategy requests an execution strategy: "auto" (the default),
-// "local", "dynamic_tasks", "compiled_graph" or "static_actors". An
-// explicit request of a strategy the plan is not eligible for fails
-// before any effect.
-func WithStrategy(name string) MaterializeOption {
-	return func(c *materializeConfig) { c.strategy = name }
+// WithStrategy requests an execution strategy: StrategyAuto (the
+// default), StrategyLocal, StrategyDynamicTasks, StrategyCompiledGraph or
+// StrategyStaticActors. An explicit request of a strategy the plan is not
+// eligible for fails with a *SelectionError before any effect; a value
+// that is no strategy fails with a *DefinitionError of code
+// CodeUnknownStrategy.
+func WithStrategy(s Strategy) MaterializeOption {
+	return func(c *materializeConfig) { c.strategy = s }
 }
 
 // WithReportingPolicy selects the run's progress reporting, on every
-// engine: "full" (default: live events, snapshots and the summary),
-// "terminal_only" (one terminal summary) or "disabled" (one terminal
-// summary saying so). See WithProgress.
-func WithReportingPolicy(p string) MaterializeOption {
-	return func(c *materializeConfig) { c.reporting = common.ReportingPolicy(p) }
+// engine: ReportingPolicyFull (the default: live events, snapshots and the
+// summary), ReportingPolicyTerminalOnly (one terminal summary) or
+// ReportingPolicyDisabled (one terminal summary saying so); anything else
+// fails with a *DefinitionError of code CodeUnknownReportingPolicy. See
+// WithProgress.
+func WithReportingPolicy(p ReportingPolicy) MaterializeOption {
+	return func(c *materializeConfig) { c.reporting = p }
 }
 
 // ForRay materializes for a Ray engine, so "auto" selects dynamic_tasks.
@@ -136,7 +140,7 @@ func Materialize[In, Out any](f Flow[In, Out], opts ...MaterializeOption) (*Mate
 }
 
 func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized, error) {
-	cfg := materializeConfig{strategy: "auto", reporting: common.ReportingPolicyFull, code: defaultCodeContext()}
+	cfg := materializeConfig{strategy: StrategyAuto, reporting: ReportingPolicyFull, code: defaultCodeContext()}
 	for _, o := range opts {
 		o(&cfg)
 	}

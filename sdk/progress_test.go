@@ -80,7 +80,7 @@ func TestLocalProgressSummaryOnly(t *testing.T) {
 	for _, pol := range []string{"terminal_only", "disabled"} {
 		sink := &progress.Latest{}
 		if _, err := sdk.Run(context.Background(), progressFlow, 2, sdk.WithProgress(sink),
-			sdk.WithPlanOptions(sdk.WithReportingPolicy(pol))); err != nil {
+			sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil {
 			t.Fatal(err)
 		}
 		p, n := sink.Last()

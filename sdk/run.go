@@ -50,16 +50,17 @@ type RunSpec struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	engine     Engine
-	requireRay bool
-	sequential bool
-	plan       *Materialized
-	planOpts   []MaterializeOption
-	identity   *RunIdentity
-	sink       progress.Sink
-	flushEvery time.Duration
-	profile    limits.Profile
-	onStart    func(RunIdentity)
+	engine      Engine
+	requireRay  bool
+	sequential  bool
+	noRoundTrip bool
+	plan        *Materialized
+	planOpts    []MaterializeOption
+	identity    *RunIdentity
+	sink        progress.Sink
+	flushEvery  time.Duration
+	profile     limits.Profile
+	onStart     func(RunIdentity)
 }
 
 // WithEngine runs the flow on e (for example a Ray engine).
@@ -71,6 +72,17 @@ func RequireRay() RunOption { return func(c *runConfig) { c.requireRay = true } 
 
 // Sequential runs a local flow one leaf at a time, in order (debugging).
 func Sequential() RunOption { return func(c *runConfig) { c.sequential = true } }
+
+// WithoutCodecRoundTrip skips, in a local run, the value codec round trip
+// that makes it predict a Ray run: by default every value crossing a step
+// boundary (the run's input where a step receives it, each step's output,
+// a bound value per call, a fold's accumulator) is encoded and decoded
+// into a fresh value of its declared type, exactly as on Ray, so what the
+// codec cannot carry fails locally too (a *ValueError naming the node) and
+// no step shares mutable state with another. Without it a local run is
+// faster (see engine/local's BenchmarkCodecRoundTrip) but may succeed
+// where Ray fails. Ray runs always encode.
+func WithoutCodecRoundTrip() RunOption { return func(c *runConfig) { c.noRoundTrip = true } }
 
 // WithPlan runs an already materialized plan of the same flow (to record
 // its fingerprint first, for example) instead of materializing again.
@@ -171,9 +183,8 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	} else if m.Bindings == nil || m.Bindings.Root != root {
 		return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
-	useEngine := cfg.engine != nil && (!cfg.engine.IsRay() || m.Selection.SelectedStrategy != StrategyLocal)
-	if !useEngine && m.Selection.SelectedStrategy == StrategyDynamicTasks {
-		return nil, ErrRayRequired
+	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
+		return nil, err
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -191,18 +202,19 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		cfg.onStart(id)
 	}
 	var out any
-	if useEngine {
+	if cfg.engine != nil {
 		out, err = cfg.engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
 	} else {
 		// The leaves report to the run's progress only, whatever the
 		// caller's context carries.
-		out, err = local.Run(progress.WithReporter(ctx, nil), m.Bindings.Root, in, local.Options{Sequential: cfg.sequential, Progress: prun, Preview: localPreview})
+		out, err = local.Run(progress.WithReporter(ctx, nil), m.Bindings.Root, in, local.Options{
+			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
 	}
 	ferr := prun.Finish(ctx, err)
 	if stale := prun.Err(); stale != nil {
 		return nil, stale
 	}
-	if err != nil {
+	if err = canceledShape(ctx, err); err != nil {
 		return nil, err
 	}
 	if ferr != nil {

@@ -459,7 +459,7 @@ func TestReportProgressLocally(t *testing.T) {
 		t.Fatalf("a local step's ReportProgress under full = %v, %v; want true", got, err)
 	}
 	for _, pol := range []string{"terminal_only", "disabled"} {
-		if got, err := sdk.Run(ctx, sdk.Step(Reporter), 0, sdk.WithPlanOptions(sdk.WithReportingPolicy(pol))); err != nil || got {
+		if got, err := sdk.Run(ctx, sdk.Step(Reporter), 0, sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil || got {
 			t.Fatalf("a local step's ReportProgress under %s = %v, %v; want false", pol, got, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -81,6 +82,9 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 			return &c
 		}
 		return fail(CodeNotAStep, "%v", n.Err)
+	}
+	if len(n.Label) > MaxLabelBytes || !utf8.ValidString(n.Label) {
+		return fail(CodeInvalidLabel, "the label must be valid UTF-8 of at most %d bytes (it has %d)", MaxLabelBytes, len(n.Label))
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:

@@ -43,7 +43,7 @@ func pol(p common.ReportingPolicy) sdk.MaterializeOption {
 	if p == "" {
 		p = common.ReportingPolicyFull
 	}
-	return sdk.WithReportingPolicy(string(p))
+	return sdk.WithReportingPolicy(sdk.ReportingPolicy(p))
 }
 
 // runPolicy runs f on the shared engine under reporting policy p and
