@@ -58,6 +58,7 @@ func nodeByID(s *progress.Snapshot, id string) *progress.Node {
 // Under full reporting each projector runs beside its leaf after success;
 // its envelope reaches the snapshot and never changes the leaf's result.
 func TestOutputPreviews(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	e := policyEngine("")
 	got, err := Run(ctx, e, previewFlow, 41)
@@ -112,6 +113,7 @@ func TestOutputPreviews(t *testing.T) {
 
 // terminal_only and disabled never run the projector.
 func TestOutputPreviewPolicies(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled, common.ReportingPolicyFull} {
 		path := filepath.Join(t.TempDir(), "probe")
