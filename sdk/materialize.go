@@ -98,7 +98,7 @@ func WithTrust(t TrustIdentity) MaterializeOption { return func(c *materializeCo
 
 // withCodeContext replaces environment and build information (tests).
 func withCodeContext(getenv func(string) string) MaterializeOption {
-	return func(c *materializeConfig) { c.code.getenv = getenv }
+	return func(c *materializeConfig) { c.code.getenv, c.code.executable = getenv, nil }
 }
 
 // Materialize validates f and builds its effective plan, canonical bytes,
