@@ -48,6 +48,10 @@ type LeafTask struct {
 	Bound    []byte         // encoded bound value, nil when none
 	Arg      Arg            // the input
 	Options  map[string]any // Ray task options
+	// Digest is the plan's executable digest ("sha256:<hex>") that the
+	// leaf process must have, "" when the plan's code identity is a
+	// revision (leaf handshake, PROTOCOL.md).
+	Digest string
 	// Bootstrap runs the worker-start hook (sdk.RegisterBootstrap) once per
 	// leaf process before the step.
 	Bootstrap bool
@@ -112,6 +116,7 @@ type ActorSpec struct {
 	// Fold: the reducer (run in the actor's Go leaf process), the initial
 	// accumulator's encoded bytes and the out-of-order retention bound.
 	Exe, Callable, Node string
+	Digest              string // as LeafTask.Digest
 	Bootstrap           bool
 	Initial             []byte
 	MaxRetained         int
@@ -461,7 +466,7 @@ func argSpec(a Arg, sections *[][]byte) map[string]any {
 func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 	var sections [][]byte
 	h := b.newHandle()
-	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node}
+	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node, "digest": t.Digest}
 	if len(t.Options) > 0 {
 		req["options"] = t.Options
 	}
@@ -645,7 +650,7 @@ func (b *Bridge) CreateActor(ctx context.Context, a ActorSpec) (int64, Handle, e
 	actor := b.nextHandle
 	b.mu.Unlock()
 	req := map[string]any{"op": "actor", "id": 0, "h": ready, "actor": actor, "kind": a.Kind, "options": a.Options,
-		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node,
+		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node, "digest": a.Digest,
 		"bootstrap": a.Bootstrap, "max_retained": a.MaxRetained}
 	var sections [][]byte
 	if a.Kind == "fold" {

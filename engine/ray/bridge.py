@@ -81,7 +81,13 @@ class LeafError(Exception):
 
 
 class LeafProcessError(Exception):
-    """The leaf's Go process could not be started."""
+    """The leaf's Go process could not start or refused its handshake: args
+    are (info dict,) with kind "leaf_start", a reason, the node and a
+    message naming the fix (for a build mismatch, both digests)."""
+
+
+# The leaf-process protocol version this worker speaks (PROTOCOL.md).
+LEAF_PROTOCOL = 2
 
 
 def _pdeathsig():
@@ -94,12 +100,22 @@ def _pdeathsig():
         pass
 
 
-def _leaf_proc(exe):
+def _start_error(node, reason, message, want="", got=""):
+    return LeafProcessError({"kind": "leaf_start", "node": node, "reason": reason, "message": message,
+                             "want": want, "got": got})
+
+
+def _leaf_proc(exe, digest, node):
+    """The worker's persistent leaf process for exe, started and
+    handshaken (protocol version, binary digest) on first use. A process
+    whose digest is not the plan's is refused, whether it is new or not."""
     import subprocess
 
     procs = sys.__dict__.setdefault("_rayflow_leaf_procs", {})
-    p = procs.get(exe)
-    if p is None or p.poll() is not None:
+    ent = procs.get(exe)
+    if ent is not None and ent[0].poll() is not None:
+        ent = None
+    if ent is None:
         env = dict(os.environ, RAYFLOW_LEAF="1")
         if os.path.exists(exe) and not os.access(exe, os.X_OK):
             # A runtime_env working_dir upload does not keep file modes.
@@ -109,9 +125,38 @@ def _leaf_proc(exe):
                 [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                 preexec_fn=_pdeathsig, bufsize=0)
         except OSError as e:
-            raise LeafProcessError("starting the leaf process %s: %s" % (exe, e))
-        procs[exe] = p
+            raise _start_error(node, "start", "starting the leaf process %s: %s" % (exe, e))
+        try:
+            p.stdin.write(encode_frame({"hello": {"protocol": LEAF_PROTOCOL, "digest": digest}}))
+            rd = _LeafReader(p.stdout.fileno(), deadline=time.monotonic() + 120)
+            (n,) = struct.unpack(">I", rd.read(4))
+            h = json.loads(rd.read(n))
+            for size in h.get("sizes", []):
+                rd.read(size)
+        except (EOFError, BrokenPipeError, OSError, ValueError, TimeoutError) as e:
+            _kill(p)
+            raise _start_error(node, "start", "the leaf binary %s ended or broke its handshake (%s: %s): does its main call "
+                               "ray.ServeLeafIfRequested first, and is it built with this rayflow?" % (exe, type(e).__name__, e))
+        if not h.get("ok") or "hello" not in h:
+            _kill(p)
+            err = h.get("error") or {}
+            raise _start_error(node, err.get("reason", "protocol"), err.get("message") or (
+                "the leaf binary %s does not speak leaf protocol %d" % (exe, LEAF_PROTOCOL)), err.get("want", ""), err.get("got", ""))
+        ent = (p, h["hello"].get("digest", ""))
+        procs[exe] = ent
+    p, own = ent
+    if digest and own != digest:
+        raise _start_error(node, "digest_mismatch", "the leaf binary %s is build %s, the plan was made by build %s "
+                           "(deploy the same binary, or set a build revision)" % (exe, own, digest), digest, own)
     return p
+
+
+def _kill(p):
+    try:
+        p.kill()
+        p.wait(timeout=5)
+    except Exception:
+        pass
 
 
 def _drop_proc(exe, p):
@@ -128,15 +173,18 @@ class _LeafReader:
     select timeout keeps bytecodes running so that an asynchronous
     exception (Ray's cooperative cancellation) is seen promptly."""
 
-    def __init__(self, fd, idle=None):
+    def __init__(self, fd, idle=None, deadline=None):
         self.fd = fd
         self.buf = bytearray()
         self.idle = idle
+        self.deadline = deadline
 
     def read(self, n):
         import select
 
         while len(self.buf) < n:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise TimeoutError("no answer in time")
             r, _, _ = select.select([self.fd], [], [], 0.02 if self.idle else 0.05)
             if self.idle:
                 self.idle()
@@ -202,8 +250,8 @@ def _run_leaf(spec, bound, arg, prog=None):
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None):
-    exe, name, node, boot = spec.split("\x00")
-    p = _leaf_proc(exe)
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
     events = None
     if prog is not None:
@@ -393,6 +441,12 @@ class _ProgressActor:
         return b"".join(out)
 
 
+def _spec(req):
+    """A leaf's spec string: exe, name, node, bootstrap flag, digest."""
+    return "%s\x00%s\x00%s\x00%d\x00%s" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")),
+                                             req.get("digest") or "")
+
+
 def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
@@ -467,7 +521,7 @@ class Bridge:
             if f is None:
                 f = self.variants[key] = self.leaf.options(**opts)
         bound = sections[req["bound"]] if req.get("bound") is not None else None
-        spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+        spec = _spec(req)
         prog = None
         if req.get("progress"):
             pr = req["progress"]
@@ -499,7 +553,7 @@ class Bridge:
             actor = cls.remote(req["max_items"], req["max_bytes"])
         else:
             cls = ray.remote(_FoldActor).options(**opts)
-            spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+            spec = _spec(req)
             actor = cls.remote(spec, sections[0], req["max_bytes"], req["max_retained"])
         self.actors[req["actor"]] = actor
         ref = actor.ready.remote()
@@ -668,6 +722,8 @@ def error_info(e):
     if type(cause).__name__ == "LeafError" and len(cause.args) == 2:
         info, value = cause.args
         return dict(info, kind="leaf"), value
+    if type(cause).__name__ == "LeafProcessError" and len(cause.args) == 1 and isinstance(cause.args[0], dict):
+        return cause.args[0], b""
     if type(cause).__name__ == "ActorLimitError" and len(cause.args) == 4:
         what, n, limit, msg = cause.args
         return {"kind": "actor_limit", "type": what, "bytes": n, "limit": limit, "message": msg}, b""

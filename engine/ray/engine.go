@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -171,7 +173,7 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m)}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
@@ -201,6 +203,19 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 		return nil, err
 	}
 	return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+}
+
+// planDigest is the executable digest the plan's code identity names
+// ("" when it is a revision).
+func planDigest(m *sdk.Materialized) string {
+	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil {
+		return ""
+	}
+	rev := *m.Plan.Definition.BuildRevision
+	if !strings.HasPrefix(rev, buildid.Prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(rev, buildid.Prefix)
 }
 
 // check rejects, before any submission, what this engine cannot run.
@@ -327,10 +342,11 @@ func (s *scope) releaseExcept(keep Handle) {
 func (s *scope) releaseAll() { s.releaseExcept(0) }
 
 type runner struct {
-	e     *Engine
-	rp    *runProgress
-	mu    sync.Mutex
-	bound map[*flowgraph.Step][]byte
+	e      *Engine
+	rp     *runProgress
+	digest string // the plan's executable digest, checked by every leaf process
+	mu     sync.Mutex
+	bound  map[*flowgraph.Step][]byte
 }
 
 // arg turns a value into a task argument.
@@ -405,7 +421,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap,
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Digest: r.digest, Bootstrap: s.Bootstrap,
 		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
