@@ -471,6 +471,7 @@ class Bridge:
         self.watched = {}  # payload ref -> (handle, status ref)
         self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
         self.waiter = None
+        self.stopping = False  # set before ray.shutdown: the waiter stops
 
     def add(self, h, payload, status):
         self.table[h] = (payload, status)
@@ -505,7 +506,15 @@ class Bridge:
         self.waiter.start()
         res = ray.cluster_resources()
         gcs = ray.get_runtime_context().gcs_address
-        return {"cluster_resources": res, "ray": RAY_VERSION, "gcs_address": gcs}, []
+        session, raylet = "", ""
+        try:
+            node = ray._private.worker._global_node
+            session = node.get_session_dir_path()
+            raylet = "%s:%d" % (node.node_ip_address, node.node_manager_port)
+        except Exception as e:
+            log("session dir", type(e).__name__, e)
+        return {"cluster_resources": res, "ray": RAY_VERSION, "gcs_address": gcs, "session_dir": session,
+                "raylet_address": raylet, "private": self.started_local}, []
 
     def arg(self, a, sections):
         if "h" in a:
@@ -641,8 +650,10 @@ class Bridge:
     def wait_loop(self):
         while True:
             with self.cond:
-                while not self.waits and not self.watched:
+                while not self.waits and not self.watched and not self.stopping:
                     self.cond.wait()
+                if self.stopping:
+                    return
                 snapshot = list(self.waits)
                 watched = dict(self.watched)
             refs = set(watched)
@@ -662,6 +673,8 @@ class Bridge:
                 if ready and len(reflist) > len(ready):
                     ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
             except Exception as e:
+                if self.stopping:
+                    return
                 log("wait failed:", type(e).__name__, e)
                 time.sleep(0.01)
                 continue
@@ -756,6 +769,11 @@ def main():
         op = req.get("op")
         rid = req.get("id", 0)
         if op == "shutdown":
+            with b.cond:
+                b.stopping = True
+                b.cond.notify_all()
+            if b.waiter is not None:
+                b.waiter.join(timeout=2)
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
             if rid:

@@ -66,6 +66,9 @@ type Options struct {
 	// OnSnapshot, when set under full, receives the bounded snapshot after
 	// every drain of the collector actor (about every 200 ms).
 	OnSnapshot func(progress.Snapshot)
+	// CloseTimeout bounds Close: runs in flight are cancelled and the
+	// bridge ended within it (default 1 s).
+	CloseTimeout time.Duration
 }
 
 // MapProgress is one aggregate progress report of a bounded map.
@@ -90,6 +93,9 @@ type Engine struct {
 
 	mu   sync.Mutex
 	last *runProgress // the latest run's progress
+
+	life         runs // runs in flight, for Close
+	closeTimeout time.Duration
 }
 
 var _ sdk.Engine = (*Engine)(nil)
@@ -116,6 +122,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	e := NewWithRuntime(b, exe)
 	e.progress = o.Progress
 	e.policy, e.limits, e.onSnapshot = o.ProgressPolicy, o.ProgressLimits, o.OnSnapshot
+	e.closeTimeout = o.CloseTimeout
 	return e, nil
 }
 
@@ -150,19 +157,14 @@ func DefaultPython() string {
 // Runtime returns the engine's runtime (the bridge).
 func (e *Engine) Runtime() Runtime { return e.rt }
 
-// Close shuts down the bridge (and a private cluster).
-func (e *Engine) Close() error { return e.rt.Close() }
-
 // Name is "ray".
 func (e *Engine) Name() string { return "ray" }
 
 // IsRay is true.
 func (e *Engine) IsRay() bool { return true }
 
-// Run executes m on input and returns its result as an
-// *sdk.EncodedResult (the final value's codec bytes; sdk.DecodeResult
-// turns it into the flow's output type).
-func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
+// run executes m on input (Run, in lifecycle.go, tracks it for Close).
+func (e *Engine) run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
 	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}

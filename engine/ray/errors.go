@@ -3,6 +3,8 @@ package ray
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
@@ -30,6 +32,44 @@ func (e *BridgeError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrBridgeClosed) true.
 func (e *BridgeError) Is(target error) bool { return target == ErrBridgeClosed }
+
+// ErrClusterLost is matched by every *ClusterLostError.
+var ErrClusterLost = errors.New("rayflow: ray: the cluster is lost")
+
+// ClusterLostError reports that the Ray cluster's head (its GCS, or the
+// raylet the bridge drives) went away: the coordinator dials both every
+// second and declares the cluster lost after three failed checks (about
+// 3 s), or at once when a run fails while they do not answer; it fails every run in flight and every later call with this
+// error, and ends the bridge. errors.Is(err, ErrClusterLost) and
+// errors.Is(err, ErrBridgeClosed) hold.
+type ClusterLostError struct {
+	Address string        // the GCS address
+	For     time.Duration // how long the GCS had been unreachable
+	Err     error         // the last check's error, or the bridge's end
+	Log     string        // the tail of the bridge's stderr, if relevant
+}
+
+func (e *ClusterLostError) Error() string {
+	s := fmt.Sprintf("rayflow: ray: lost the cluster at %s", e.Address)
+	if e.For > 0 {
+		s += fmt.Sprintf(" (unreachable for %v)", e.For)
+	}
+	if e.Err != nil {
+		s += ": " + strings.TrimPrefix(e.Err.Error(), "rayflow: ")
+	}
+	if e.Log != "" {
+		s += "\n" + e.Log
+	}
+	return s
+}
+
+func (e *ClusterLostError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrClusterLost) and errors.Is(err,
+// ErrBridgeClosed) true.
+func (e *ClusterLostError) Is(target error) bool {
+	return target == ErrClusterLost || target == ErrBridgeClosed
+}
 
 // SetupError is a problem found before anything was submitted: Python
 // without Ray, a Ray version mismatch, an unreachable cluster. Fix names
