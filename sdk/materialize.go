@@ -44,6 +44,9 @@ type Materialized struct {
 type Bindings struct {
 	Root  *flowgraph.Node
 	Nodes map[string]*flowgraph.Node
+	// RuntimeEnvs are the runtime environment profiles the plan names, as
+	// they were when it was materialized (the Ray engine applies them).
+	RuntimeEnvs map[string]map[string]any
 }
 
 // Summary is the plan summary stored beside a run.
@@ -129,7 +132,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	}
 	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
-		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}}
+		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}, envSpecs: map[string]map[string]any{}}
 	terminal, err := mz.visit(root, "0", nil)
 	if err != nil {
 		return nil, err
@@ -156,7 +159,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 		return nil, fmt.Errorf("rayflow: materialized plan fails its schema (a rayflow bug): %w", err)
 	}
 	m := &Materialized{Plan: p, Canonical: canon, Fingerprint: canonical.DomainPlan.Sum(canon).String(),
-		DefinitionRevision: p.Definition.Revision, Bindings: &Bindings{Root: root, Nodes: mz.bindings}}
+		DefinitionRevision: p.Definition.Revision, Bindings: &Bindings{Root: root, Nodes: mz.bindings, RuntimeEnvs: mz.envSpecs}}
 	if err := m.selectStrategy(&cfg, mz); err != nil {
 		return nil, err
 	}
@@ -186,6 +189,7 @@ type materializer struct {
 	envPaths     []string // UNRESOLVED_RUNTIME_ENV
 	retryUnsafe  []string
 	bindings     map[string]*flowgraph.Node
+	envSpecs     map[string]map[string]any // profile → spec, for Bindings
 }
 
 func inputsFrom(deps []string, none string) []string {
@@ -277,6 +281,7 @@ func (mz *materializer) environment(id, profile string) (plan.EnvironmentRef, er
 			return plan.EnvironmentRef{}, err
 		}
 		mz.profiles[profile] = ident
+		mz.envSpecs[profile] = cloneMap(spec)
 	}
 	for _, p := range ident.UnresolvedPaths {
 		mz.envPaths = append(mz.envPaths, "environments.by_node."+id+"."+p)

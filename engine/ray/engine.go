@@ -175,7 +175,7 @@ func (e *Engine) run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m)}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: m.Bindings.RuntimeEnvs}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
@@ -346,7 +346,8 @@ func (s *scope) releaseAll() { s.releaseExcept(0) }
 type runner struct {
 	e      *Engine
 	rp     *runProgress
-	digest string // the plan's executable digest, checked by every leaf process
+	digest string                    // the plan's executable digest, checked by every leaf process
+	envs   map[string]map[string]any // runtime environment profiles, as materialized
 	mu     sync.Mutex
 	bound  map[*flowgraph.Step][]byte
 }
@@ -423,7 +424,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Digest: r.digest, Bootstrap: s.Bootstrap,
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s, r.envs), Digest: r.digest, Bootstrap: s.Bootstrap,
 		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
@@ -432,12 +433,13 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 	return value{h: h}, nil
 }
 
-// taskOptions are the leaf's Ray options, without those that have no
-// meaning for a plain task submission here.
-func taskOptions(s *flowgraph.Step) map[string]any {
+// taskOptions are the leaf's Ray options: every option of the plan (the
+// ones Ray cannot take from Go were refused at definition time) and its
+// runtime environment profile, as materialized, as the task's runtime_env.
+func taskOptions(s *flowgraph.Step, envs map[string]map[string]any) map[string]any {
 	o := s.EffectiveRayOptions()
-	for _, k := range []string{"label_selector", "fallback_strategy", "placement_group"} {
-		delete(o, k)
+	if s.RuntimeEnv != "" {
+		o["runtime_env"] = envs[s.RuntimeEnv]
 	}
 	if len(o) == 0 {
 		return nil
