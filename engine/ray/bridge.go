@@ -26,7 +26,7 @@ import (
 var bridgeSource []byte
 
 // ProtocolVersion is the bridge protocol version this package speaks.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // RayVersion is the Ray version the bridge requires.
 const RayVersion = "2.60.0"

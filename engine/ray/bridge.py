@@ -1,15 +1,9 @@
 """rayflow's Ray bridge: the Ray driver that the Go coordinator starts.
 
-Protocol (version 1), on stdin/stdout, one frame per message:
-
-    uint32 big-endian header length | header (UTF-8 JSON) | sections
-
-The header's "sizes" lists the byte length of each raw section that follows
-it. Payloads travel only in sections, never inside JSON. The bridge sends a
-"hello" frame first (protocol, Ray and Python versions, or why Ray cannot be
-imported); every request carries an "id" echoed by its response (id 0: no
-response). stderr carries logs. The bridge owns every ObjectRef in a table and
-hands the coordinator opaque integer handles.
+It speaks the bridge protocol (version PROTOCOL) on stdin/stdout, and its
+task code speaks the leaf-process protocol (version LEAF_PROTOCOL) with the
+Go leaf processes it starts in Ray workers. Both are described in one place,
+engine/ray/PROTOCOL.md; keep that file in step with any change here.
 """
 
 import json
@@ -20,7 +14,7 @@ import threading
 import time
 import traceback
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 # The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
