@@ -163,8 +163,17 @@ func (e *Engine) Name() string { return "ray" }
 // IsRay is true.
 func (e *Engine) IsRay() bool { return true }
 
-// run executes m on input (Run, in lifecycle.go, tracks it for Close).
-func (e *Engine) run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
+// Run executes m on input and returns its result as an
+// *sdk.EncodedResult (the final value's codec bytes; sdk.DecodeResult
+// turns it into the flow's output type). A closed engine (ErrClosed), or
+// one whose cluster is lost (ErrClusterLost) or whose bridge is gone,
+// fails at once.
+func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (_ any, err error) {
+	ctx, end, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = end(err) }()
 	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}

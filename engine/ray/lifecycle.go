@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/rayflow/rayflow/sdk"
 )
 
 // ErrClosed is returned by Run on a closed engine and matched by the
@@ -36,20 +34,20 @@ func (e *closedRunError) Error() string {
 
 func (e *closedRunError) Unwrap() []error { return []error{ErrClosed, e.err} }
 
-// Run executes m on input and returns its result as an
-// *sdk.EncodedResult (the final value's codec bytes; sdk.DecodeResult
-// turns it into the flow's output type). A closed engine, or one whose
-// cluster is lost (ErrClusterLost) or whose bridge is gone, fails at once.
-func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
+// begin registers a run for Close and returns its context (cancelled by
+// Close with ErrClosed) and end, which unregisters it and says why the run
+// failed: a run Close ended matches ErrClosed, a run failed by a lost
+// cluster is a *ClusterLostError. A closed engine, or one whose bridge is
+// unusable, fails at once.
+func (e *Engine) begin(ctx context.Context) (context.Context, func(error) error, error) {
 	e.life.mu.Lock()
+	defer e.life.mu.Unlock()
 	if e.life.closed {
-		e.life.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	if h, ok := e.rt.(interface{ Err() error }); ok {
 		if err := h.Err(); err != nil {
-			e.life.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if e.life.cancels == nil {
@@ -60,28 +58,27 @@ func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, 
 	ctx, cancel := context.WithCancelCause(ctx)
 	e.life.cancels[id] = cancel
 	e.life.wg.Add(1)
-	e.life.mu.Unlock()
-	defer func() {
+	end := func(err error) error {
+		switch {
+		case err == nil:
+		case errors.Is(context.Cause(ctx), ErrClosed):
+			err = &closedRunError{err: err}
+		default:
+			// A failure caused by a lost cluster says so.
+			if h, ok := e.rt.(interface{ CheckCluster(error) error }); ok {
+				if lost := h.CheckCluster(err); lost != nil {
+					err = lost
+				}
+			}
+		}
 		e.life.mu.Lock()
 		delete(e.life.cancels, id)
 		e.life.mu.Unlock()
 		cancel(nil)
 		e.life.wg.Done()
-	}()
-	out, err := e.run(ctx, m, input)
-	switch {
-	case err == nil:
-	case errors.Is(context.Cause(ctx), ErrClosed):
-		err = &closedRunError{err: err}
-	default:
-		// A failure caused by a lost cluster says so.
-		if h, ok := e.rt.(interface{ CheckCluster(error) error }); ok {
-			if lost := h.CheckCluster(err); lost != nil {
-				err = lost
-			}
-		}
+		return err
 	}
-	return out, err
+	return ctx, end, nil
 }
 
 // Close cancels every run in flight (they fail with ErrClosed), shuts the
