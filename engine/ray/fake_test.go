@@ -20,6 +20,7 @@ type fakeRuntime struct {
 	next   Handle
 	vals   map[Handle]*fakeVal
 	tasks  []LeafTask
+	actors []ActorSpec
 	closed bool
 }
 
@@ -222,7 +223,11 @@ func (f *fakeRuntime) Release(hs []Handle) {
 	}
 }
 
-func (f *fakeRuntime) CreateActor(context.Context, ActorSpec) (int64, Handle, error) {
+// CreateActor records the spec and refuses: the fake has no actors.
+func (f *fakeRuntime) CreateActor(_ context.Context, a ActorSpec) (int64, Handle, error) {
+	f.mu.Lock()
+	f.actors = append(f.actors, a)
+	f.mu.Unlock()
 	return 0, 0, errors.New("fake runtime: no actors")
 }
 

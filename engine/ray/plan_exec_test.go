@@ -209,6 +209,24 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 			}
 		})
 	}
+	// The fold reducer's runtime environment and the plan's digest reach
+	// the fold actor (the reducer runs in its leaf process).
+	fold := sdk.Reduce(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 1, MaxItems: 2}), Concat, "",
+		sdk.FoldOptions{MaxSerializedBytes: 1 << 10, Actor: tinyActor, RuntimeEnv: testEnvProfile})
+	fm, err := sdk.Materialize(fold, sdk.ForRay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe, frt := newFakeEngine()
+	_, _ = fe.Run(context.Background(), fm, []Rev{{I: 0}})
+	if len(frt.actors) != 1 {
+		t.Fatalf("%d actors created", len(frt.actors))
+	}
+	a := frt.actors[0]
+	env, _ := a.Options["runtime_env"].(map[string]any)
+	if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" || a.Digest != planDigest(fm) {
+		t.Fatalf("fold actor options %v, digest %q", a.Options, a.Digest)
+	}
 	// The plan's executable digest reaches every leaf (checked by its
 	// handshake); a revision-identified plan sends none.
 	m, err := sdk.Materialize(chainFlow, sdk.ForRay())
