@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,6 +148,63 @@ func procsMentioning(s string) []int {
 			continue // a zombie: dead, not yet reaped
 		}
 		out = append(out, pid)
+	}
+	return out
+}
+
+// procNames are the processes' short names (the script for an
+// interpreter).
+func procNames(pids []int) string {
+	var names []string
+	for _, p := range pids {
+		c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		args := strings.Split(string(c), "\x00")
+		name := filepath.Base(args[0])
+		if strings.HasPrefix(name, "python") && len(args) > 1 {
+			for _, a := range args[1:] {
+				if strings.HasSuffix(a, ".py") {
+					name = filepath.Base(a)
+					break
+				}
+			}
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, " ")
+}
+
+// descendants returns root and every process below it, and every process
+// in root's process group.
+func descendants(root int) []int {
+	parent := map[int]int{}
+	group := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		group[pid], _ = strconv.Atoi(f[2])
+	}
+	var out []int
+	for pid := range parent {
+		in := group[pid] == root
+		for p := pid; !in && p > 1; p = parent[p] {
+			in = p == root
+		}
+		if in {
+			out = append(out, pid)
+		}
 	}
 	return out
 }
@@ -309,10 +367,14 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 		errc <- err
 	}()
 	leaf := leafPID(t, marker)
-	procs := append(procsMentioning(session), leaf, b.PID())
+	procs := append(procsMentioning(session), leaf)
+	procs = append(procs, descendants(b.PID())...) // the bridge, Ray's services, agents, workers
+	slices.Sort(procs)
+	procs = slices.Compact(procs)
 	if len(procs) < 4 {
 		t.Fatalf("only %d processes of the private cluster found:\n%s", len(procs), cmdlines(procs))
 	}
+	t.Logf("%d processes of the private cluster before Close: %s", len(procs), procNames(procs))
 	start := time.Now()
 	if err := e.Close(); err != nil {
 		t.Fatalf("close: %v", err)
