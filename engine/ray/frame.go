@@ -94,11 +94,16 @@ func readFrame(r io.Reader) (*frame, error) {
 	return f, nil
 }
 
-// readSection reads exactly n bytes. Memory grows with the bytes actually
-// read, so a header announcing a huge section on a short stream cannot
-// make the reader allocate it up front.
+// directSectionBytes is the largest section allocated before its bytes
+// arrive.
+const directSectionBytes = 16 << 20
+
+// readSection reads exactly n bytes. Up to directSectionBytes it allocates
+// n at once; beyond, memory grows with the bytes actually read, so a header
+// announcing a huge section on a short stream cannot make the reader
+// allocate it up front.
 func readSection(r io.Reader, n int64) ([]byte, error) {
-	if n <= 1<<20 {
+	if n <= directSectionBytes {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r, b); err != nil {
 			return nil, unexpectedEOF(err)
@@ -106,7 +111,7 @@ func readSection(r io.Reader, n int64) ([]byte, error) {
 		return b, nil
 	}
 	var buf bytes.Buffer
-	buf.Grow(1 << 20)
+	buf.Grow(directSectionBytes)
 	got, err := buf.ReadFrom(io.LimitReader(r, n))
 	if err != nil {
 		return nil, err

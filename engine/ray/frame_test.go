@@ -11,7 +11,8 @@ import (
 
 func TestFrameRoundTrip(t *testing.T) {
 	t.Parallel()
-	big := bytes.Repeat([]byte{0xab}, 64<<10+1) // over the single-write threshold
+	big := bytes.Repeat([]byte{0xab}, 64<<10+1)              // over the single-write threshold
+	huge := bytes.Repeat([]byte{0xcd}, directSectionBytes+1) // read growing, not reserved
 	for _, tc := range []struct {
 		name     string
 		header   map[string]any
@@ -21,6 +22,7 @@ func TestFrameRoundTrip(t *testing.T) {
 		{"empty section", map[string]any{"op": "put", "h": 1}, [][]byte{{}}},
 		{"binary sections", map[string]any{"op": "submit"}, [][]byte{{0, 1, 2, 0xff}, []byte(`{"not":"json`)}},
 		{"large section", map[string]any{"op": "put"}, [][]byte{big, {1}}},
+		{"sections at and over the direct read cap", map[string]any{"op": "put"}, [][]byte{huge[:directSectionBytes], huge}},
 		{"unicode header", map[string]any{"message": "caf\u00e9 \u2603"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
