@@ -398,3 +398,50 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 		t.Fatalf("%d local Ray sessions started, want 1:\n%s", n, log.String())
 	}
 }
+
+// Close during a run on a cluster the engine only connects to cancels the
+// run, starts no local Ray session, ends within its timeout, and leaves
+// the cluster running.
+func TestCloseDuringRunConnectedCluster(t *testing.T) {
+	needRay(t)
+	head := startPrivateHead(t)
+	ctx := context.Background()
+	var log syncBuffer
+	e, err := New(ctx, Options{Address: head.addr, Stderr: &log, CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "pid")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		errc <- err
+	}()
+	leaf := leafPID(t, marker)
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("Close took %v, want about its 1s timeout", d)
+	}
+	select {
+	case err = <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end within 5s of Close")
+	}
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("want ErrClosed, got %v", err)
+	}
+	// The run's task is gone with the driver; the cluster is not.
+	if left := waitGone([]int{leaf}, 20*time.Second); len(left) > 0 {
+		t.Fatalf("the run's leaf outlived Close:\n%s", cmdlines(left))
+	}
+	if err := dialTimeout(head.addr, time.Second); err != nil {
+		t.Fatalf("the cluster is gone after Close: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if strings.Contains(log.String(), "Started a local Ray instance") {
+		t.Fatalf("Close started a local Ray session:\n%s", log.String())
+	}
+}
