@@ -160,8 +160,11 @@ type Bridge struct {
 	// are in the bridge's process group).
 	private bool
 	closing bool
-	tail    *tailBuffer
-	Hello   Hello
+	// remote: a Ray Client connection (ray://), whose GCS and raylet need
+	// not be reachable from here: no health checks.
+	remote bool
+	tail   *tailBuffer
+	Hello  Hello
 	// Handles are chosen here, so creating ops are pipelined (no reply).
 	nextHandle int64
 	live       map[Handle]bool         // created and not released
@@ -324,7 +327,8 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		}
 		return nil, &SetupError{Problem: fmt.Sprintf("connecting to %s: %v", where, err), Fix: "start it with make ray-up (or pass the right address)"}
 	}
-	if b.GCSAddress != "" {
+	b.remote = strings.Contains(o.Address, "://")
+	if b.GCSAddress != "" && !b.remote {
 		interval, failures := o.HealthInterval, o.HealthFailures
 		if interval <= 0 {
 			interval = time.Second
@@ -361,6 +365,9 @@ func (b *Bridge) Err() error {
 // healthy dials the GCS and the bridge's raylet (a driver cannot work
 // without either).
 func (b *Bridge) healthy(timeout time.Duration) error {
+	if b.remote {
+		return nil
+	}
 	if err := dialTimeout(b.GCSAddress, timeout); err != nil {
 		return fmt.Errorf("the GCS: %w", err)
 	}
