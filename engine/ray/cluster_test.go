@@ -315,6 +315,8 @@ func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %v with a dead head", d)
+	} else {
+		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
 	}
 	head.kill()
 	if left := waitGone([]int{leaf}, 10*time.Second); len(left) > 0 {
@@ -338,6 +340,8 @@ func TestCloseWithDeadHead(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %v with a dead head", d)
+	} else {
+		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
 	}
 	if _, err := Run(context.Background(), e, chainFlow, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a run after Close: %v, want ErrClosed", err)
@@ -381,6 +385,8 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2500*time.Millisecond {
 		t.Fatalf("Close took %v, want about its 1s timeout", d)
+	} else {
+		t.Logf("Close took %v", d.Round(time.Millisecond))
 	}
 	select {
 	case err = <-errc:
@@ -424,6 +430,8 @@ func TestCloseDuringRunConnectedCluster(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2500*time.Millisecond {
 		t.Fatalf("Close took %v, want about its 1s timeout", d)
+	} else {
+		t.Logf("Close took %v", d.Round(time.Millisecond))
 	}
 	select {
 	case err = <-errc:
