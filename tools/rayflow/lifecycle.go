@@ -66,7 +66,7 @@ rayflow lifecycle replay - < scenario.jsonl      # read stdin
 	if name := fs.Arg(1); name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			errorLine(e, "%v", err)
 			return exitError
 		}
 		defer f.Close()
@@ -81,6 +81,6 @@ rayflow lifecycle replay - < scenario.jsonl      # read stdin
 		fmt.Fprintf(e.stderr, "rejected: %s: %s\n", string(rej.Code), rej.Message)
 		return exitRejected
 	}
-	fmt.Fprintf(e.stderr, "rayflow: lifecycle replay: %v\n", err)
+	errorLine(e, "lifecycle replay: %v", err)
 	return exitError
 }
