@@ -70,11 +70,28 @@ var errTooLarge = errors.New("input over the limit")
 
 // readAtMost reads r to its end, or fails with errTooLarge once it has
 // more than limit bytes (any limit up to math.MaxInt64).
+// A regular file (or stdin redirected from one) is read into a buffer of
+// its size, so the input costs its size once.
 func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < limit {
+			b = make([]byte, 0, st.Size()+1)
+		}
+	}
 	lr := &io.LimitedReader{R: r, N: limit}
-	b, err := io.ReadAll(lr)
-	if err != nil {
-		return nil, err
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if lr.N > 0 {
 		return b, nil
