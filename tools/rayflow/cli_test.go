@@ -188,6 +188,8 @@ func TestCommandRules(t *testing.T) {
 		{"batch argument", []string{"batch", "x"}, ``, exitUsage, "", "rayflow: batch takes no arguments"},
 		{"batch malformed line", []string{"batch"}, `{"mode":"fold","input_hex":"5b315d"}` + "\nnot json\n", exitError, `{"canonical_hex":"5b315d"}`, "rayflow: batch line 2: "},
 		{"unknown command", []string{"bogus"}, ``, exitUsage, "", "rayflow: unknown command"},
+		{"help of a command", []string{"help", "canon"}, ``, exitOK, "Usage: rayflow canon", ""},
+		{"help of an unknown command", []string{"help", "bogus"}, ``, exitUsage, "", "rayflow: help takes one command name"},
 		{"plan unknown flow", []string{"plan", "show", "nope"}, ``, exitUsage, "", "rayflow: no flow named"},
 		{"plan list with a flow", []string{"plan", "list", "fanout"}, ``, exitUsage, "", "rayflow: plan list takes no flow"},
 		{"plan selection rejected", []string{"plan", "selection", "--strategy", "compiled_graph", "fanout"}, ``, exitRejected, "", "rejected: compiled_graph "},

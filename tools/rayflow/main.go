@@ -50,9 +50,12 @@ func main() {
 func run(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run(ctx, e, []string{"--help"})
+			c, ok := commands[args[1]]
+			if !ok || len(args) > 2 {
+				errorLine(e, "help takes one command name, got %q (run 'rayflow help')", args[1:])
+				return exitUsage
 			}
+			return c.run(ctx, e, []string{"--help"})
 		}
 		usage(e.stdout)
 		if len(args) == 0 {
