@@ -292,7 +292,7 @@ var keySeed = maphash.MakeSeed()
 // smallObject keys are scanned on the decoder's key stack; past that it
 // keeps a 64-bit hash of each key with the offset of its first occurrence
 // and confirms a hash match by decoding that key again, so an object of
-// any size costs ~16 bytes per member (an object over the member cap is
+// any size costs ~40 bytes per member (an object over the member cap is
 // only checked, not kept, but duplicate_key is a parse error and must
 // still be found).
 type keySet struct {
