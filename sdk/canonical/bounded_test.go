@@ -196,3 +196,48 @@ func TestCapPrecedenceWhileParsing(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeysUnderHashCollisions makes every key of a length collide
+// (the set keeps 64-bit hashes of the keys of large objects): duplicates
+// are still found exactly, and distinct keys are never reported. Not
+// parallel: it swaps the package's hash function.
+func TestDuplicateKeysUnderHashCollisions(t *testing.T) {
+	defer func(h func(string) uint64) { keyHash = h }(keyHash)
+	keyHash = func(s string) uint64 { return uint64(len(s) % 3) }
+	members := func(keys ...string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + k + `":` + strconv.Itoa(i))
+		}
+		return b.String() + "}"
+	}
+	var distinct []string
+	for i := range 300 {
+		distinct = append(distinct, "k"+strconv.Itoa(i))
+	}
+	for _, tc := range []struct {
+		name string
+		keys []string
+		dup  string
+	}{
+		{"distinct", distinct, ""},
+		{"repeat of the first", append(distinct[:40:40], "k0"), "k0"},
+		{"repeat of a colliding one", append(distinct[:40:40], "k39"), "k39"},
+		{"repeat past the cap", append(distinct[:300:300], "k299"), "k299"},
+		{"repeat within the first 16", append(distinct[:10:10], "k3"), "k3"},
+		{"escaped repeat", append(distinct[:40:40], `k\u0033`), "k3"},
+	} {
+		_, err := NoFold.Transform([]byte(members(tc.keys...)))
+		var ce *Error
+		switch {
+		case tc.dup == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.dup != "" && (!errors.As(err, &ce) || ce.Rule != RuleDuplicateKey || ce.Path != "/"+tc.dup):
+			t.Errorf("%s: err = %v, want duplicate_key at /%s", tc.name, err, tc.dup)
+		}
+	}
+}

@@ -288,6 +288,10 @@ const smallObject = 16
 // keySeed seeds the hashes of keySet.
 var keySeed = maphash.MakeSeed()
 
+// keyHash hashes keys for keySet (a variable so that a test can make every
+// key collide).
+var keyHash = func(s string) uint64 { return maphash.String(keySeed, s) }
+
 // keySet finds repeated raw keys (duplicate_key) in one object. The first
 // smallObject keys are scanned on the decoder's key stack; past that it
 // keeps a 64-bit hash of each key with the offset of its first occurrence
@@ -317,28 +321,35 @@ func (d *decoder) seen(ks *keySet, key string, at int) bool {
 		}
 		ks.hashes = make(map[uint64]int, 4*smallObject)
 		for i, k := range keys {
-			ks.hashes[maphash.String(keySeed, k)] = d.keyAt[ks.base+i]
+			ks.add(keyHash(k), k, d.keyAt[ks.base+i])
 		}
 		clear(d.keys[ks.base:])
 		d.keys, d.keyAt = d.keys[:ks.base], d.keyAt[:ks.base]
 	}
-	h := maphash.String(keySeed, key)
-	first, ok := ks.hashes[h]
-	if !ok {
+	h := keyHash(key)
+	if first, ok := ks.hashes[h]; ok {
+		if d.keyAtOffset(first) == key {
+			return true
+		}
+		if _, ok := ks.extra[key]; ok {
+			return true
+		}
+	}
+	ks.add(h, key, at)
+	return false
+}
+
+// add adds a new key with hash h at byte at: a key whose hash is taken by
+// another key goes to the exact set.
+func (ks *keySet) add(h uint64, key string, at int) {
+	if _, taken := ks.hashes[h]; !taken {
 		ks.hashes[h] = at
-		return false
-	}
-	if d.keyAtOffset(first) == key {
-		return true
-	}
-	if _, ok := ks.extra[key]; ok {
-		return true
+		return
 	}
 	if ks.extra == nil {
 		ks.extra = map[string]struct{}{}
 	}
 	ks.extra[strings.Clone(key)] = struct{}{}
-	return false
 }
 
 // keyAtOffset decodes the (already validated) key whose opening quote is at
