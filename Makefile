@@ -21,7 +21,13 @@ export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
 GENSUM = git ls-files -z -co --exclude-standard -- '*.go' '*.cue' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
 
 .PHONY: ray-venv ray-up ray-down bench-ray bench-ray-actors
-.PHONY: help build demo test fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
+.PHONY: help build demo test test-checks test-short fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
+
+# What `make test` checks once its services run (a list of targets).
+TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
+
+# True when the head that `make ray-up` recorded in $(RAY_STATE) is alive.
+RAY_HEAD_ALIVE = { [ -f $(RAY_STATE)/pgid ] && [ -f $(RAY_STATE)/address ] && kill -0 -- -$$(cat $(RAY_STATE)/pgid) 2>/dev/null; }
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -39,8 +45,23 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
 	$(RAYFLOW) plan fingerprint fanout
 
-test: fmt-check vet staticcheck cue-check generate-check gotest pytest ## everything CI checks
-	@echo "make test: all checks passed"
+test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head for the run and stops it (a head of make ray-up, or RAYFLOW_RAY_ADDRESS from the environment, is used and left running)
+	@if [ "$(origin RAYFLOW_RAY_ADDRESS)" = environment ] && [ -n "$$RAYFLOW_RAY_ADDRESS" ]; then \
+		addr=$$RAYFLOW_RAY_ADDRESS; echo "make test: using the Ray cluster at RAYFLOW_RAY_ADDRESS=$$addr"; \
+	elif $(RAY_HEAD_ALIVE); then \
+		addr=$$(cat $(RAY_STATE)/address); echo "make test: using the Ray head of make ray-up at $$addr (left running)"; \
+	else \
+		trap 'exit 130' INT TERM; trap '$(MAKE) --no-print-directory ray-down' EXIT; \
+		$(MAKE) --no-print-directory ray-up || exit 1; \
+		addr=$$(cat $(RAY_STATE)/address); \
+	fi; \
+	RAYFLOW_RAY_ADDRESS=$$addr $(MAKE) --no-print-directory test-checks || exit 1; \
+	echo "make test: all checks passed"
+
+test-checks: $(TEST_CHECKS) ## the checks of make test, against the services already running
+
+test-short: ## go test -short ./...: unit tests only, no Ray and no PostgreSQL needed
+	$(GO) test -short -count=1 ./...
 
 fmt-check: ## gofmt must have nothing to change
 	@out=$$(git ls-files -z -co --exclude-standard -- '*.go' | xargs -0 gofmt -l); \
