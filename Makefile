@@ -45,17 +45,25 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
 	$(RAYFLOW) plan fingerprint fanout
 
-test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head for the run and stops it (a head of make ray-up, or RAYFLOW_RAY_ADDRESS from the environment, is used and left running)
-	@if [ "$(origin RAYFLOW_RAY_ADDRESS)" = environment ] && [ -n "$$RAYFLOW_RAY_ADDRESS" ]; then \
+test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
+	@trap 'exit 130' INT TERM; stop=""; trap 'for s in $$stop; do $(MAKE) --no-print-directory $$s; done' EXIT; \
+	if [ "$(origin RAYFLOW_RAY_ADDRESS)" = environment ] && [ -n "$$RAYFLOW_RAY_ADDRESS" ]; then \
 		addr=$$RAYFLOW_RAY_ADDRESS; echo "make test: using the Ray cluster at RAYFLOW_RAY_ADDRESS=$$addr"; \
 	elif $(RAY_HEAD_ALIVE); then \
 		addr=$$(cat $(RAY_STATE)/address); echo "make test: using the Ray head of make ray-up at $$addr (left running)"; \
 	else \
-		trap 'exit 130' INT TERM; trap '$(MAKE) --no-print-directory ray-down' EXIT; \
-		$(MAKE) --no-print-directory ray-up || exit 1; \
+		$(MAKE) --no-print-directory ray-up || exit 1; stop="ray-down"; \
 		addr=$$(cat $(RAY_STATE)/address); \
 	fi; \
-	RAYFLOW_RAY_ADDRESS=$$addr $(MAKE) --no-print-directory test-checks || exit 1; \
+	if [ "$(origin RAYFLOW_TEST_DATABASE_URL)" = environment ] && [ -n "$$RAYFLOW_TEST_DATABASE_URL" ]; then \
+		db=$$RAYFLOW_TEST_DATABASE_URL; echo "make test: using the PostgreSQL at RAYFLOW_TEST_DATABASE_URL"; \
+	elif [ -f $(PG_STATE)/data/postmaster.pid ]; then \
+		db=$$(cat $(PG_STATE)/url); echo "make test: using the PostgreSQL of make pg-up at $$db (left running)"; \
+	else \
+		$(MAKE) --no-print-directory pg-up || exit 1; stop="$$stop pg-down"; \
+		db=$$(cat $(PG_STATE)/url); \
+	fi; \
+	RAYFLOW_RAY_ADDRESS=$$addr RAYFLOW_TEST_DATABASE_URL=$$db $(MAKE) --no-print-directory test-checks || exit 1; \
 	echo "make test: all checks passed"
 
 test-checks: $(TEST_CHECKS) ## the checks of make test, against the services already running

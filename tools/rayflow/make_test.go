@@ -82,7 +82,8 @@ func (d makeDir) run(env []string, args ...string) (int, string) {
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "PYTHON=" + filepath.Join(d.dir, "python3"),
 		"RAY_PORT=1", "TEST_CHECKS=probe"}, args...)...)
 	cmd.Dir = d.dir
-	cmd.Env = append(os.Environ(), "MAKEFILES=probe.mk", "RAYFLOW_RAY_ADDRESS=", "MAKEFLAGS=")
+	// The PostgreSQL half is given (pg.sh is not in the scratch directory).
+	cmd.Env = append(os.Environ(), "MAKEFILES=probe.mk", "RAYFLOW_RAY_ADDRESS=", "MAKEFLAGS=", "RAYFLOW_TEST_DATABASE_URL=postgres://probe")
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
