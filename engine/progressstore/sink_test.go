@@ -1,0 +1,87 @@
+package progressstore_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/progress"
+)
+
+
+func TestPublishChain(t *testing.T) {
+	pool := newDB(t)
+	ctx := t.Context()
+	id := newTask(t, pool)
+	sink := newSink(t, pool)
+	c := newChain(id, 1000)
+	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	st := sink.LastStats()
+	if st.Pages == 0 || st.Upserted != 1000 {
+		t.Fatalf("initial stats %+v", st)
+	}
+	// Sparse update: one node PENDING→RUNNING.
+	c.states[500] = detail.NodeStateRunning
+	if err := sink.Publish(ctx, c.pub(false, false)); err != nil {
+		t.Fatal(err)
+	}
+	st = sink.LastStats()
+	if st.Upserted != 1 || st.Deleted != 0 || st.Pages != 0 || st.Statements > 5 {
+		t.Fatalf("sparse stats %+v, want 1 upsert in ≤ 5 statements", st)
+	}
+	for i := range c.states {
+		c.states[i] = detail.NodeStateSucceeded
+	}
+	if err := sink.Publish(ctx, c.pub(false, true)); err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	var rev int64
+	if err := pool.QueryRow(ctx, `SELECT workflow_progress_summary_json, progress_summary_revision FROM rayflow_tasks WHERE id = $1`, id.TaskExecutionPK).Scan(&raw, &rev); err != nil {
+		t.Fatal(err)
+	}
+	s, err := summary.DecodeSummary([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev != summary.ReservedRevision || s.State != summary.StateSucceeded || *s.DetailRevision != 3 {
+		t.Fatalf("terminal summary rev %d state %s detail %d", rev, s.State, *s.DetailRevision)
+	}
+	var nodes, succeeded, cnt, dn int64
+	if err := pool.QueryRow(ctx, `SELECT m.node_count, r.detail_succeeded_count, r.detail_node_count,
+ (SELECT count(*) FROM rayflow_progress_nodes n WHERE n.run_pk = r.id AND n.state = 'SUCCEEDED')
+ FROM rayflow_progress_runs r JOIN rayflow_progress_manifests m ON m.run_pk = r.id AND m.slot = 'CURRENT' WHERE r.task_pk = $1`,
+		id.TaskExecutionPK).Scan(&nodes, &succeeded, &cnt, &dn); err != nil {
+		t.Fatal(err)
+	}
+	if nodes != 1000 || succeeded != 1000 || cnt != 1000 || dn != 1000 {
+		t.Fatalf("stored nodes %d succeeded %d count %d rows %d", nodes, succeeded, cnt, dn)
+	}
+}
+
+func TestStaleFence(t *testing.T) {
+	pool := newDB(t)
+	ctx := t.Context()
+	id := newTask(t, pool)
+	sink := newSink(t, pool)
+	c := newChain(id, 10)
+	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	advance(t, pool, id.TaskExecutionPK)
+	c.states[0] = detail.NodeStateRunning
+	err := sink.Publish(ctx, c.pub(true, false))
+	if !errors.Is(err, progress.ErrStaleFence) {
+		t.Fatalf("publish after the fence moved: %v, want ErrStaleFence", err)
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE id = $1 AND workflow_progress_summary_json IS NULL`, id.TaskExecutionPK).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("stale publication wrote the summary (%d, %v)", n, err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_progress_nodes WHERE state = 'RUNNING'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("stale publication wrote detail rows (%d, %v)", n, err)
+	}
+}
