@@ -9,7 +9,6 @@ import (
 	"github.com/rayflow/rayflow/progress"
 )
 
-
 func TestPublishChain(t *testing.T) {
 	pool := newDB(t)
 	ctx := t.Context()
