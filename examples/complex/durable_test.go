@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/internal/pgtest"
@@ -14,7 +17,7 @@ import (
 
 // durableRun enqueues the complex workflow on a fresh database, runs a
 // durable worker until the task ends and returns the task.
-func durableRun(t *testing.T, r Request, maxAttempts int) (*durable.Task, func(string, ...any) []any) {
+func durableRun(t *testing.T, r Request, maxAttempts int) (*durable.Task, func(string, ...any) []any, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	ctx := t.Context()
@@ -59,14 +62,14 @@ func durableRun(t *testing.T, r Request, maxAttempts int) (*durable.Task, func(s
 		}
 		return v
 	}
-	return task, row
+	return task, row, pool
 }
 
 // TestDurableProgressStorage: a durable run of the complex workflow leaves
 // a valid terminal summary on the task and attempt rows, and a topology
 // and node detail whose counts match it.
 func TestDurableProgressStorage(t *testing.T) {
-	task, row := durableRun(t, Request{FastItems: 4, SlowItems: 2, FastWork: 5 * time.Millisecond, SlowWork: 10 * time.Millisecond}, 1)
+	task, row, pool := durableRun(t, Request{FastItems: 4, SlowItems: 2, FastWork: 5 * time.Millisecond, SlowWork: 10 * time.Millisecond}, 1)
 	if task.State != durable.StateSucceeded {
 		t.Fatalf("task %s: %s", task.State, task.ErrorMessage)
 	}
@@ -96,13 +99,19 @@ func TestDurableProgressStorage(t *testing.T) {
 		v[5].(int64) != *s.DetailRevision || nodes == 0 || edges == 0 {
 		t.Fatalf("stored topology %d/%d, detail %d rows (%d counted, %d succeeded, revision %v), summary %s", nodes, edges, rows, detailCount, succeeded, v[5], taskSum)
 	}
+	for attempt := range 2 { // the task row, then attempt 1's archive
+		rep, err := progressstore.Verify(t.Context(), pool, pk, attempt)
+		if err != nil || rep.Availability != summary.DetailAvailabilityAvailable || len(rep.Problems) > 0 {
+			t.Fatalf("verify (attempt %d): %v %+v", attempt, err, rep)
+		}
+	}
 	t.Logf("complex: %d nodes, %d edges, %d detail rows", nodes, edges, rows)
 }
 
 // TestDurableRetryKeepsAttemptSummary: a failing run retried keeps
 // attempt 1's terminal summary on its attempt row.
 func TestDurableRetryKeepsAttemptSummary(t *testing.T) {
-	task, row := durableRun(t, Request{FastItems: 2, SlowItems: 1, FailureBranch: BranchFast, FailureItem: 1}, 2)
+	task, row, _ := durableRun(t, Request{FastItems: 2, SlowItems: 1, FailureBranch: BranchFast, FailureItem: 1}, 2)
 	if task.State != durable.StateFailed || task.Attempt != 2 {
 		t.Fatalf("task %s at attempt %d", task.State, task.Attempt)
 	}
