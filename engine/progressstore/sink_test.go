@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/progress"
@@ -82,5 +83,29 @@ func TestStaleFence(t *testing.T) {
 	}
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_progress_nodes WHERE state = 'RUNNING'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("stale publication wrote detail rows (%d, %v)", n, err)
+	}
+}
+
+// A sink recreated for the same run (a restarted coordinator) reloads the
+// committed rows: counters stay exact and only changes are written.
+func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
+	pool := newDB(t)
+	ctx := t.Context()
+	id := newTask(t, pool)
+	c := newChain(id, 30)
+	if err := newSink(t, pool).Publish(ctx, c.pub(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	c.states[2], c.states[3] = detail.NodeStateRunning, detail.NodeStateSucceeded
+	second := newSink(t, pool)
+	if err := second.Publish(ctx, c.pub(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	if st := second.LastStats(); st.Upserted != 2 {
+		t.Fatalf("recreated sink upserted %d rows, want the 2 changed", st.Upserted)
+	}
+	rep, err := progressstore.Verify(ctx, pool, id.TaskExecutionPK, 0)
+	if err != nil || rep.Availability != summary.DetailAvailabilityAvailable || len(rep.Problems) > 0 {
+		t.Fatalf("%v %+v", err, rep)
 	}
 }
