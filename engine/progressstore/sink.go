@@ -54,6 +54,7 @@ type PublishStats struct {
 	Pages      int // pages of the staged topology (0 when unchanged)
 	Upserted   int
 	Deleted    int
+	Skipped    bool // the task was CANCELLING: nothing written
 }
 
 // NewSink returns the sink of one run on pool with limits lim (V1() when
@@ -74,6 +75,9 @@ func (s *Sink) LastStats() PublishStats {
 	defer s.mu.Unlock()
 	return s.last
 }
+
+// errCancelling: the fence matches a CANCELLING task; Publish skips.
+var errCancelling = errors.New("progressstore: the task is cancelling")
 
 // ErrRevision is returned when a summary's revision is not above the stored one.
 var ErrRevision = errors.New("progressstore: summary_revision does not advance")
@@ -102,6 +106,10 @@ func (s *Sink) Publish(ctx context.Context, p *progress.Publication) error {
 	}
 	if errors.Is(err, progress.ErrStaleFence) {
 		s.stale = true
+	}
+	if errors.Is(err, errCancelling) {
+		s.last.Skipped = true
+		return nil
 	}
 	return err
 }
@@ -139,6 +147,12 @@ func fenceError(ctx context.Context, q interface {
 		return fmt.Errorf("progressstore: task %d attempt %d generation %d run %s: %w", id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, progress.ErrStaleFence)
 	case err != nil:
 		return fmt.Errorf("progressstore: checking the fence: %w", err)
+	case state == "CANCELLING":
+		// The run still owns its task but is being cancelled: nothing is
+		// written (§5.7 writes only while RUNNING) and the run is not told
+		// its fence is stale; the lifecycle archives the terminal envelope
+		// derived from the last accepted summary.
+		return errCancelling
 	case state != "RUNNING":
 		return fmt.Errorf("progressstore: task %d is %s: %w", id.TaskExecutionPK, state, progress.ErrStaleFence)
 	default:

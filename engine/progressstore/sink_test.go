@@ -2,6 +2,7 @@ package progressstore_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rayflow/rayflow/engine/progressstore"
@@ -107,5 +108,60 @@ func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
 	rep, err := progressstore.Verify(ctx, pool, id.TaskExecutionPK, 0)
 	if err != nil || rep.Availability != summary.DetailAvailabilityAvailable || len(rep.Problems) > 0 {
 		t.Fatalf("%v %+v", err, rep)
+	}
+}
+
+// A CANCELLING task keeps its last summary: the publication writes
+// nothing and is not a stale fence (the run is being cancelled anyway).
+func TestCancellingTaskIsNotWritten(t *testing.T) {
+	pool := newDB(t)
+	ctx := t.Context()
+	id := newTask(t, pool)
+	sink := newSink(t, pool)
+	c := newChain(id, 5)
+	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+		t.Fatal(err)
+	}
+	var before string
+	if err := pool.QueryRow(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING' WHERE id = $1 RETURNING workflow_progress_summary_json`, id.TaskExecutionPK).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	c.states[0] = detail.NodeStateRunning
+	if err := sink.Publish(ctx, c.pub(false, false)); err != nil || !sink.LastStats().Skipped {
+		t.Fatalf("publish while CANCELLING: %v, skipped %v", err, sink.LastStats().Skipped)
+	}
+	var after string
+	var running int
+	if err := pool.QueryRow(ctx, `SELECT workflow_progress_summary_json, (SELECT detail_running_count FROM rayflow_progress_runs WHERE task_pk = $1) FROM rayflow_tasks WHERE id = $1`, id.TaskExecutionPK).Scan(&after, &running); err != nil {
+		t.Fatal(err)
+	}
+	if after != before || running != 0 {
+		t.Fatalf("a CANCELLING task was written (summary changed %v, running %d)", after != before, running)
+	}
+}
+
+// The database enforces the bounds too: a 16 KiB summary is stored, one
+// byte more is refused; node detail payloads likewise.
+func TestSchemaBoundsAtTheCap(t *testing.T) {
+	pool := newDB(t)
+	ctx := t.Context()
+	id := newTask(t, pool)
+	pad := func(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }
+	for _, c := range []struct {
+		sql  string
+		n    int
+		okay bool
+	}{
+		{`UPDATE rayflow_tasks SET workflow_progress_summary_json = $2, progress_summary_revision = 1 WHERE id = $1`, 16384, true},
+		{`UPDATE rayflow_tasks SET workflow_progress_summary_json = $2, progress_summary_revision = 1 WHERE id = $1`, 16385, false},
+		{`INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_event_count)
+ VALUES ($1, 9, 9, gen_random_uuid(), 32 + 0 * length($2))`, 16, true},
+		{`INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_event_count)
+ VALUES ($1, 9, 10, gen_random_uuid(), 33 + 0 * length($2))`, 16, false},
+	} {
+		_, err := pool.Exec(ctx, c.sql, id.TaskExecutionPK, pad(c.n))
+		if (err == nil) != c.okay {
+			t.Errorf("%d bytes: %v (want ok=%v)", c.n, err, c.okay)
+		}
 	}
 }
