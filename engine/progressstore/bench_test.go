@@ -126,7 +126,7 @@ func TestBenchProgress(t *testing.T) {
 		}
 		ss := sink.LastStats()
 		w3 := walLSN(t, pool)
-		t.Logf("stage %.1f ms publish %.1f ms", ms(st.Stage), ms(st.Publish))
+		t.Logf("%d: stage %.1f ms, transaction %.1f ms", n, ms(st.Stage), ms(st.Publish))
 		t.Logf("| %d | %d | %.1f | %.1f | %.3f | %d | %d | %d | %d | %d |", n, min(n, 25000), ms(st.Prepare), ms(st.Stage+st.Publish),
 			ms(ss.Publish), st.Pages, w1-w0, r1-r0, ss.Statements, w3-w2)
 	}
