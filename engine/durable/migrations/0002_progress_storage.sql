@@ -101,11 +101,12 @@ CREATE TABLE rayflow_progress_manifest_pages (
 );
 CREATE INDEX rayflow_progress_manifest_pages_page_id ON rayflow_progress_manifest_pages (page_id);
 
--- Normalized latest node detail, keyed by (run, sha256(node_id)).
+-- Normalized latest node detail, keyed by (run, sha256(node_id)). COLLATE "C":
+-- keyset reads order node ids and keys by code point (byte order), like Go.
 CREATE TABLE rayflow_progress_nodes (
     run_pk                bigint NOT NULL REFERENCES rayflow_progress_runs (id) ON DELETE CASCADE,
-    node_key              text NOT NULL CHECK (node_key ~ '^[0-9a-f]{64}$'),
-    node_id               text NOT NULL CHECK (octet_length(node_id) BETWEEN 1 AND 256),
+    node_key              text COLLATE "C" NOT NULL CHECK (node_key ~ '^[0-9a-f]{64}$'),
+    node_id               text COLLATE "C" NOT NULL CHECK (octet_length(node_id) BETWEEN 1 AND 256),
     invocation_id         text CHECK (octet_length(invocation_id) BETWEEN 1 AND 128),
     state                 text NOT NULL CHECK (state IN ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
     event_count           integer NOT NULL CHECK (event_count BETWEEN 0 AND 32),
