@@ -180,3 +180,7 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "--- durable result:   $$got"; echo "--- in-process result: $$want"; \
 	[ "$$got" = "$$want" ] || { echo "demo-durable: the results differ"; exit 1; }; \
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
+
+.PHONY: bench-progress
+bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
