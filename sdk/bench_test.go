@@ -18,7 +18,7 @@ func planNodes64() sdk.Flow[int, int] {
 	group := sdk.Chain3(
 		sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.5, Memory: 1 << 20})),
 		sdk.Group(sdk.Step(Inc, sdk.WithRayOptions(sdk.RayOptions{"max_retries": 0})), sdk.Step(Inc).WithOutputPreview(PreviewInt)),
-		sdk.Step(SumInts, sdk.WithLabel("stage", "sum")),
+		sdk.Step(SumInts).Named("sum"),
 	)
 	mapped := sdk.Chain3(
 		sdk.Step(Spread),
@@ -80,5 +80,24 @@ func BenchmarkMaterialize64(b *testing.B) {
 		if _, err := sdk.Materialize(f); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLocalMapProgress is the cost of local progress: a 10,000-item
+// map of no-op leaves run by sdk.Run under each reporting policy (full
+// encodes and ingests one fan-out event per finished item, as on Ray).
+func BenchmarkLocalMapProgress(b *testing.B) {
+	const items = 10_000
+	in := make([]int, items)
+	f := sdk.Map(sdk.Step(Inc)).WithLimits(sdk.Limits{MaxConcurrency: 64, MaxItems: items})
+	for _, pol := range []string{"disabled", "terminal_only", "full"} {
+		b.Run(pol, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sdk.Run(b.Context(), f, in, sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), "ns/item")
+		})
 	}
 }

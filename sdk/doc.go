@@ -8,8 +8,11 @@
 //   - Typed builders. [Step] wraps func(context.Context, In) (Out, error);
 //     [Bind] adds a bound value (invocation data, never in the plan);
 //     [Then] and [Chain3]…[Chain6] chain flows whose types must line up at
-//     compile time; [Group] runs homogeneous branches into []Out and
-//     [Group2], [Group3] differently typed ones into tuples.
+//     compile time (nest them for longer chains: chains are flattened, so
+//     the plan is the same), [ChainOf] chains any number of same-typed
+//     flows; [Group] runs homogeneous branches into []Out and [Group2],
+//     [Group3] differently typed ones into tuples. [Flow.Named] gives a
+//     node its display label (never part of the fingerprint).
 //   - Bounded fan-out. [Map] over a slice or [MapSeq] over an iter.Seq,
 //     with [Flow.WithLimits] (admission window, item cap, cancel deadline),
 //     [Flow.WithResultBuffer], and [Reduce], a strict input-order fold.
@@ -24,6 +27,19 @@
 //   - A canonical effective plan: [Materialize] returns the plan, its
 //     sha256 fingerprint and the strategy selection; [Run] materializes
 //     too, so nothing runs until the plan is fixed.
+//
+// Values that cross a step boundary (inputs, outputs, bound values, map
+// items, fold accumulators) go through the value codec ([DefaultCodec],
+// JSON) on Ray, so their types must survive it: funcs, channels, iter.Seq,
+// complex numbers, unsafe pointers, unexported fields (which JSON would
+// drop), interfaces other than any, and map keys JSON cannot write are
+// refused when the flow is built, as a [*DefinitionError] of code
+// [CodeUnencodableValue] naming the node and the type path
+// ("Out.Items[].price: unexported field"); what only a value can show (a
+// non-finite float, a func behind an any) is refused at run time as a
+// [*ValueError] naming the node. Local runs pass every such value through
+// the same codec, so they succeed and fail as a Ray run would;
+// [WithoutCodecRoundTrip] trades that for speed.
 //
 // Steps should be package-level functions, built into flows held in
 // package-level variables: a step's Go symbol is its callable identity,
@@ -79,9 +95,10 @@
 //
 // [Run] without [WithEngine] runs the flow in this process with goroutines
 // (package engine/local): the "local" strategy, with ordered results,
-// admission windows, item caps and cancellation exactly as on Ray. Result
-// buffers, fold byte limits and previews are Ray-only; [ReportProgress]
-// returns false. [Sequential] runs one leaf at a time for debugging.
+// admission windows, item caps, values through the codec, bounded
+// cancellation ([CanceledError]) and the same progress exactly as on Ray.
+// Result buffers and fold byte limits are Ray-only. [Sequential] runs one
+// leaf at a time for debugging.
 //
 // [WithEngine] with a Ray engine (one whose IsRay reports true) runs the
 // flow on Ray: the plan is materialized for Ray and the "auto" strategy
@@ -89,11 +106,35 @@
 // request a strategy explicitly; requesting one the plan is not eligible
 // for fails with a [*SelectionError] before any effect. [RequireRay] makes
 // Run fail with [ErrRayRequired] instead of running locally when no Ray
-// engine is configured.
+// engine is configured. A plan given with [WithPlan] runs only where its
+// selected strategy says: a "local" plan with a Ray engine or RequireRay,
+// or a "dynamic_tasks" plan without a Ray engine, fails with a
+// [*StrategyMismatchError] before any leaf runs.
+//
+// # Run identity and progress
+//
+// Every run has a [RunIdentity] (task execution, attempt, execution
+// generation, run id): the one given with [WithRunIdentity] (the durable
+// runtime passes each attempt's), else a fresh one from [NewRunIdentity];
+// [OnRunStart] tells the caller which, before any leaf runs. Engines
+// receive it in their [RunSpec] and every progress event carries it.
+//
+// Progress is per run and the same on every engine, under the plan's
+// reporting policy ([WithReportingPolicy]; [Materialized.ReportingPolicy]):
+// under "full" each step outside a map reports STARTED, COMPLETED or
+// FAILED, [ReportProgress] values and its output preview, and each map its
+// fan-out counters; "terminal_only" and "disabled" keep only a terminal
+// summary. [WithProgress] hands a progress.Sink the run's publications:
+// the summary v3, topology and node detail at most once per interval
+// ([WithProgressInterval], default 1 s) while they change, then once with
+// the terminal state. A sink that reports a stale fence
+// (progress.ErrStaleFence) cancels the run. [RunPlan] runs an already
+// materialized plan the same way.
 //
 // # Dependencies
 //
-// The only executor sdk imports is engine/local. The Ray engine lives in
+// The only executor sdk imports is engine/local (and the engine-neutral
+// progress package). The Ray engine lives in
 // its own package, linked only into programs that import it, so a program
 // that imports only sdk builds and runs workflows locally without pulling
 // CUE's evaluator, pgx, Kubernetes or Ray client packages (deps_test.go

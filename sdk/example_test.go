@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -241,4 +242,82 @@ func ExampleDefinitionError() {
 		fmt.Println(de.Path, de.Code, errors.Is(err, sdk.ErrInvalidDefinition))
 	}
 	// Output: 0.1 INVALID_LIMITS true
+}
+
+func ExampleChainOf() {
+	// ChainOf chains any number of same-typed flows without nesting.
+	pipeline := sdk.ChainOf(sdk.Step(Double), sdk.Step(Double), sdk.Step(Double), sdk.Step(Double))
+	out, err := sdk.Run(context.Background(), pipeline, 1)
+	fmt.Println(out, err)
+	// Output: 16 <nil>
+}
+
+func ExampleFlow_Named() {
+	// Named is a display label for progress views; it is not part of the
+	// plan's fingerprint.
+	plain, _ := sdk.Materialize(sdk.Step(Double))
+	named, _ := sdk.Materialize(sdk.Step(Double).Named("double it"))
+	fmt.Println(sdk.Step(Double).Named("double it").Graph().DisplayLabel(), plain.Fingerprint == named.Fingerprint)
+	// Output: double it true
+}
+
+func ExampleWithStrategy() {
+	// Strategies and reporting policies are typed constants.
+	m, err := sdk.Materialize(sdk.Step(Double), sdk.WithStrategy(sdk.StrategyLocal), sdk.WithReportingPolicy(sdk.ReportingPolicyTerminalOnly))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Selection.SelectedStrategy, m.Selection.ReportingPolicy) // local runs report nothing
+	_, err = sdk.Materialize(sdk.Step(Double), sdk.WithStrategy("warp_drive"))
+	var de *sdk.DefinitionError
+	fmt.Println(errors.As(err, &de) && de.Code == sdk.CodeUnknownStrategy)
+	// Output:
+	// local disabled
+	// true
+}
+
+func ExampleWithPlan() {
+	// A plan runs only where its strategy was selected for: this one was
+	// materialized for the local engine, so RequireRay refuses it before
+	// any leaf runs instead of quietly running it in process.
+	m, _ := sdk.Materialize(sdk.Step(Double))
+	_, err := sdk.Run(context.Background(), sdk.Step(Double), 1, sdk.WithPlan(m), sdk.RequireRay())
+	fmt.Println(errors.Is(err, sdk.ErrRayRequired))
+	// Output: true
+}
+
+// Slow ignores its context.
+func Slow(_ context.Context, v int) (int, error) {
+	time.Sleep(3 * time.Second)
+	return v, nil
+}
+
+func ExampleCanceledError() {
+	// A run returns within the cancel timeout of its deadline whatever its
+	// leaves do (here 100 ms after it), with the context's error; the
+	// leaves still running are abandoned.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	f := sdk.Map(sdk.Step(Slow)).WithLimits(sdk.Limits{MaxConcurrency: 4, CancelTimeout: 100 * time.Millisecond})
+	_, err := sdk.Run(ctx, f, []int{1, 2, 3})
+	var ce *sdk.CanceledError
+	fmt.Println(errors.Is(err, context.DeadlineExceeded), errors.As(err, &ce))
+	// Output: true true
+}
+
+// Priced has an unexported field, which the JSON value codec would drop.
+type Priced struct {
+	Name  string
+	price float64
+}
+
+func MakePriced(_ context.Context, name string) (Priced, error) { return Priced{name, 12.5}, nil }
+
+func ExampleCodeUnencodableValue() {
+	// A value that cannot cross to a Ray leaf is refused when the flow is
+	// materialized, naming the node and the type path.
+	_, err := sdk.Materialize(sdk.Step(MakePriced))
+	fmt.Println(err)
+	// Output: rayflow: node 0: UNENCODABLE_VALUE: Out.price: unexported field (the codec would drop it)
 }

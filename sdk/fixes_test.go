@@ -54,12 +54,15 @@ func TestPanicsInReducersAndIteratorsFailTheRun(t *testing.T) {
 	}
 }
 
-type recordingEngine struct{ called bool }
+type recordingEngine struct {
+	called bool
+	spec   RunSpec
+}
 
 func (*recordingEngine) Name() string { return "recording" }
 func (*recordingEngine) IsRay() bool  { return false }
-func (e *recordingEngine) Run(_ context.Context, m *Materialized, in any) (any, error) {
-	e.called = true
+func (e *recordingEngine) Run(_ context.Context, spec RunSpec) (any, error) {
+	e.called, e.spec = true, spec
 	return 42, nil
 }
 
@@ -83,12 +86,14 @@ func ReportsProgress(ctx context.Context, v int) (bool, error) {
 	return ReportProgress(ctx, 1, 2, "half", nil), nil
 }
 
-func TestLocalRunsNeverReportProgress(t *testing.T) {
+// A reporter in the caller's context never reaches the run's leaves: they
+// report to the run's own progress only.
+func TestLocalRunsIgnoreTheCallersReporter(t *testing.T) {
 	t.Parallel()
 	ctx := WithProgressReporter(context.Background(), alwaysReporter{})
-	got, err := Run(ctx, Step(ReportsProgress), 1)
+	got, err := Run(ctx, Step(ReportsProgress), 1, WithPlanOptions(WithReportingPolicy("disabled")))
 	if err != nil || got {
-		t.Fatalf("ReportProgress in a local run = %v, %v", got, err)
+		t.Fatalf("ReportProgress in a local run under disabled = %v, %v", got, err)
 	}
 }
 

@@ -30,7 +30,18 @@ func (f Flow[In, Out]) nodeOf() *flowgraph.Node {
 	return f.node
 }
 
-// Named labels the flow's root node (its display name in progress views).
+// MaxLabelBytes caps a label (Named): 512 bytes of UTF-8, the progress
+// contract's cap for a human label.
+const MaxLabelBytes = 512
+
+// Named gives the flow's root node a display label: the one label concept
+// of rayflow. Progress views and topology show it for the node (a step
+// without one is shown by its function's name, a map as "map"). Labels
+// are display metadata: the text never enters the plan or its
+// fingerprint. It must be valid UTF-8 of at most MaxLabelBytes bytes, else
+// the flow fails with CodeInvalidLabel before it runs. Naming a chain
+// keeps it one unit when it is chained further (its parts get node ids
+// under it instead of being spliced into the outer chain).
 func (f Flow[In, Out]) Named(label string) Flow[In, Out] {
 	n := f.nodeOf().Clone()
 	n.Label = label
@@ -58,7 +69,7 @@ func Step[In, Out any](fn func(context.Context, In) (Out, error), opts ...StepOp
 		OutputType: typeName[Out](),
 	}
 	register(s.Callable, leafFor(fn))
-	return newStep[In, Out](s, opts)
+	return newStep[In, Out](s, opts, nil)
 }
 
 // Bind makes a step whose first argument is the bound value: invocation
@@ -83,11 +94,22 @@ func Bind[B, In, Out any](fn func(context.Context, B, In) (Out, error), bound B,
 		OutputType: typeName[Out](),
 	}
 	register(s.Callable, boundLeafFor(fn))
-	return newStep[In, Out](s, opts)
+	return newStep[In, Out](s, opts, func(n *flowgraph.Node) {
+		n.Step.Values.Invoke = boundInvoke(fn, bound)
+		if n.Err == nil {
+			n.Err = encodable[B]("Bound")
+		}
+	})
 }
 
-func newStep[In, Out any](s *flowgraph.Step, opts []StepOption) Flow[In, Out] {
+// newStep makes the step's node: its codec round trips and type check
+// (with bind's additions), then the options.
+func newStep[In, Out any](s *flowgraph.Step, opts []StepOption, bind func(*flowgraph.Node)) Flow[In, Out] {
 	n := &flowgraph.Node{Kind: flowgraph.KindStep, Step: s}
+	stepValues[In, Out](n)
+	if bind != nil {
+		bind(n)
+	}
 	for _, o := range opts {
 		o(n)
 	}
@@ -140,8 +162,13 @@ func resolvableName(name string) bool {
 	return true
 }
 
-// Then chains first and next: next receives first's result.
-// Chains are associative; Then(Then(a, b), c) is one chain of three.
+// Then chains first and next: next receives first's result. Chains are
+// associative and flattened: Then(Then(a, b), c), Then(a, Then(b, c)) and
+// Chain3(a, b, c) are the same chain of three, with the same plan. A
+// longer chain of differently typed steps is written with Chain3…Chain6
+// or by chaining chains (Chain3(a, b, Chain4(c, d, e, f))), typed end to
+// end; Go methods cannot take type parameters, so no fluent
+// a.Then(b).Then(c) can be. Same-typed steps chain with ChainOf.
 func Then[A, B, C any](first Flow[A, B], next Flow[B, C]) Flow[A, C] {
 	return Flow[A, C]{chain(first.nodeOf(), next.nodeOf())}
 }
@@ -164,6 +191,23 @@ func Chain5[A, B, C, D, E, F any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D], f
 // Chain6 chains six flows.
 func Chain6[A, B, C, D, E, F, G any](f1 Flow[A, B], f2 Flow[B, C], f3 Flow[C, D], f4 Flow[D, E], f5 Flow[E, F], f6 Flow[F, G]) Flow[A, G] {
 	return Flow[A, G]{chain(f1.nodeOf(), f2.nodeOf(), f3.nodeOf(), f4.nodeOf(), f5.nodeOf(), f6.nodeOf())}
+}
+
+// ChainOf chains any number of flows of one type, in order, each fed the
+// previous one's result (a pipeline of transformations of T). A single
+// flow is returned as it is; none is a definition error.
+func ChainOf[T any](steps ...Flow[T, T]) Flow[T, T] {
+	switch len(steps) {
+	case 0:
+		return Flow[T, T]{&flowgraph.Node{Kind: flowgraph.KindChain, Err: &DefinitionError{Code: CodeEmpty, Msg: "sdk.ChainOf needs at least one flow"}}}
+	case 1:
+		return Flow[T, T]{steps[0].nodeOf()}
+	}
+	parts := make([]*flowgraph.Node, len(steps))
+	for i, s := range steps {
+		parts[i] = s.nodeOf()
+	}
+	return Flow[T, T]{chain(parts...)}
 }
 
 // chain flattens unlabeled chains so that composition order does not

@@ -142,6 +142,10 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 		n.Err = &DefinitionError{Code: CodeNotAStep, Msg: "Reduce needs a reducer function"}
 		return Flow[MapIn, Acc]{n}
 	}
+	if err := encodable[Acc]("Acc"); err != nil {
+		n.Err = err
+		return Flow[MapIn, Acc]{n}
+	}
 	codec := DefaultCodec
 	initialBytes, initErr := codec.Marshal(initial)
 	id := identify(reducer)
@@ -176,6 +180,7 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 			}
 			return fresh, nil
 		},
+		Accumulator:        roundTrip[Acc],
 		MaxSerializedBytes: opts.MaxSerializedBytes,
 		Actor:              flowgraph.ActorOptions(opts.Actor),
 	}

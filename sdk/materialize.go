@@ -37,6 +37,20 @@ type Materialized struct {
 	Bindings *Bindings
 
 	rejections []plan.Rejection // every rejection, before truncation
+	reporting  common.ReportingPolicy
+}
+
+// ReportingPolicy is the policy the plan's runs report under, on every
+// engine: the selection's reporting_policy, except for the local strategy,
+// whose selection record says disabled (a rule of the selection format:
+// nothing reports on Ray) while the in-process engine reports under the
+// policy the plan was materialized with (WithReportingPolicy; default
+// full), exactly as the Ray engine would.
+func (m *Materialized) ReportingPolicy() common.ReportingPolicy {
+	if m.reporting == "" && m.Selection != nil {
+		return m.Selection.ReportingPolicy
+	}
+	return m.reporting
 }
 
 // Bindings are runtime-only: the graph to execute and, per plan node id,
@@ -60,34 +74,48 @@ func (m *Materialized) Summary() map[string]any {
 	}
 }
 
+// definitionName is the plan's definition name ("" without a plan).
+func (m *Materialized) definitionName() string {
+	if m.Plan == nil {
+		return ""
+	}
+	return m.Plan.Definition.Name
+}
+
 // CacheKey is the key under which a strategy may cache work for this plan.
-func (m *Materialized) CacheKey(strategy string) string {
-	return "rayflow.workflow-plan:v1:" + strategy + ":" + m.Fingerprint
+func (m *Materialized) CacheKey(strategy Strategy) string {
+	return "rayflow.workflow-plan:v1:" + string(strategy) + ":" + m.Fingerprint
 }
 
 // MaterializeOption configures Materialize.
 type MaterializeOption func(*materializeConfig)
 
 type materializeConfig struct {
-	strategy  string
-	reporting common.ReportingPolicy
+	strategy  Strategy
+	reporting ReportingPolicy
 	ray       bool
 	trust     TrustIdentity
 	code      codeContext
 }
 
-// WithStrategy requests an execution strategy: "auto" (the default),
-// "local", "dynamic_tasks", "compiled_graph" or "static_actors". An
-// explicit request of a strategy the plan is not eligible for fails
-// before any effect.
-func WithStrategy(name string) MaterializeOption {
-	return func(c *materializeConfig) { c.strategy = name }
+// WithStrategy requests an execution strategy: StrategyAuto (the
+// default), StrategyLocal, StrategyDynamicTasks, StrategyCompiledGraph or
+// StrategyStaticActors. An explicit request of a strategy the plan is not
+// eligible for fails with a *SelectionError before any effect; a value
+// that is no strategy fails with a *DefinitionError of code
+// CodeUnknownStrategy.
+func WithStrategy(s Strategy) MaterializeOption {
+	return func(c *materializeConfig) { c.strategy = s }
 }
 
-// WithReportingPolicy selects progress reporting on Ray: "full" (default),
-// "terminal_only" or "disabled". Local runs are always "disabled".
-func WithReportingPolicy(p string) MaterializeOption {
-	return func(c *materializeConfig) { c.reporting = common.ReportingPolicy(p) }
+// WithReportingPolicy selects the run's progress reporting, on every
+// engine: ReportingPolicyFull (the default: live events, snapshots and the
+// summary), ReportingPolicyTerminalOnly (one terminal summary) or
+// ReportingPolicyDisabled (one terminal summary saying so); anything else
+// fails with a *DefinitionError of code CodeUnknownReportingPolicy. See
+// WithProgress.
+func WithReportingPolicy(p ReportingPolicy) MaterializeOption {
+	return func(c *materializeConfig) { c.reporting = p }
 }
 
 // ForRay materializes for a Ray engine, so "auto" selects dynamic_tasks.
@@ -112,7 +140,7 @@ func Materialize[In, Out any](f Flow[In, Out], opts ...MaterializeOption) (*Mate
 }
 
 func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized, error) {
-	cfg := materializeConfig{strategy: "auto", reporting: common.ReportingPolicyFull, code: defaultCodeContext()}
+	cfg := materializeConfig{strategy: StrategyAuto, reporting: ReportingPolicyFull, code: defaultCodeContext()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -130,7 +158,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
 		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}}
-	terminal, err := mz.visit(root, "0", nil)
+	terminal, err := mz.visit(root, flowgraph.RootID, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +250,7 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 		d := deps
 		for i, c := range n.Children {
 			var err error
-			if d, err = mz.visit(c, id+"."+strconv.Itoa(i), d); err != nil {
+			if d, err = mz.visit(c, flowgraph.ChildID(n.Kind, id, i), d); err != nil {
 				return nil, err
 			}
 		}
@@ -230,7 +258,7 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 	case flowgraph.KindGroup:
 		var terms []string
 		for i, c := range n.Children {
-			t, err := mz.visit(c, id+".g"+strconv.Itoa(i), deps)
+			t, err := mz.visit(c, flowgraph.ChildID(n.Kind, id, i), deps)
 			if err != nil {
 				return nil, err
 			}
@@ -521,7 +549,7 @@ func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]
 	mz.nodes = append(mz.nodes, &plan.DynamicMapNode{ID: id, Operation: "dynamic_map", NodeModel: "task_template",
 		Inputs: inputsFrom(deps, "invocation:arg:0"), Outputs: []string{"result"}, Bounds: bounds, ActorLayout: actorID})
 	mz.addEdges(id, deps)
-	body, err := mz.visit(n.Children[0], id+".m*", []string{id})
+	body, err := mz.visit(n.Children[0], flowgraph.ItemID(id, -1), []string{id})
 	if err != nil {
 		return nil, err
 	}

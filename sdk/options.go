@@ -52,37 +52,27 @@ func WithBootstrap() StepOption {
 			return
 		}
 		n.Step.Bootstrap = true
-		invoke := n.Step.Invoke
-		n.Step.Invoke = func(ctx context.Context, in any) (any, error) {
-			if err := runBootstrap(ctx); err != nil {
-				return nil, err
-			}
-			return invoke(ctx, in)
+		n.Step.Invoke = withBootstrap(n.Step.Invoke)
+		if v := n.Step.Values; v != nil && v.Invoke != nil {
+			c := *v
+			c.Invoke = withBootstrap(v.Invoke)
+			n.Step.Values = &c
 		}
 	}
 }
 
-// WithLabel adds an annotation label to the leaf. Like Ray task names,
-// labels are display metadata and stay outside the plan fingerprint.
-func WithLabel(key, value string) StepOption {
-	return func(n *flowgraph.Node) {
-		m := cloneMap(n.Step.Labels)
-		if m == nil {
-			m = map[string]string{}
+func withBootstrap(invoke func(context.Context, any) (any, error)) func(context.Context, any) (any, error) {
+	return func(ctx context.Context, in any) (any, error) {
+		if err := runBootstrap(ctx); err != nil {
+			return nil, err
 		}
-		m[key] = value
-		n.Step.Labels = m
+		return invoke(ctx, in)
 	}
-}
-
-// Label names the step's node (its display name).
-func Label(name string) StepOption {
-	return func(n *flowgraph.Node) { n.Label = name }
 }
 
 // WithOutputPreview projects a step's successful result into one small
-// JSON value for operators (full-reporting Ray runs only; local runs do
-// not run it). project should be a package-level function.
+// JSON value for operators (full-reporting runs only, on every engine).
+// project should be a package-level function.
 func (f Flow[In, Out]) WithOutputPreview(project func(Out) (any, error)) Flow[In, Out] {
 	n := f.nodeOf().Clone()
 	if n.Kind != flowgraph.KindStep {

@@ -241,9 +241,9 @@ func TestPLAN06SecretFreeIdentity(t *testing.T) {
 	}
 }
 
-func hasRejection(m *Materialized, strategy string, code plan.RejectionCode) bool {
+func hasRejection(m *Materialized, strategy Strategy, code plan.RejectionCode) bool {
 	for _, r := range m.rejections {
-		if r.Strategy == strategy && r.Code == code {
+		if r.Strategy == string(strategy) && r.Code == code {
 			return true
 		}
 	}
@@ -353,10 +353,10 @@ func TestPLAN09RetryPinning(t *testing.T) {
 func TestPLAN10StructuredDiagnostics(t *testing.T) {
 	m := mustMaterialize(t, basicFlow())
 	sel := m.Selection
-	if sel.RequestedPolicy != "auto" || sel.SelectedStrategy != StrategyLocal || sel.ReportingPolicy != "disabled" {
+	if sel.RequestedPolicy != "auto" || sel.SelectedStrategy != string(StrategyLocal) || sel.ReportingPolicy != "disabled" {
 		t.Fatalf("auto selection %+v", sel)
 	}
-	if ray := mustMaterialize(t, basicFlow(), ForRay()); ray.Selection.SelectedStrategy != StrategyDynamicTasks || ray.Selection.ReportingPolicy != "full" {
+	if ray := mustMaterialize(t, basicFlow(), ForRay()); ray.Selection.SelectedStrategy != string(StrategyDynamicTasks) || ray.Selection.ReportingPolicy != "full" {
 		t.Fatalf("auto on Ray %+v", ray.Selection)
 	}
 	for i := 1; i < len(sel.Rejections); i++ {
@@ -374,12 +374,15 @@ func TestPLAN10StructuredDiagnostics(t *testing.T) {
 	if s := many.Selection; len(s.Rejections) != plan.MaxRejections || !s.RejectionsTruncated || s.TotalRejections <= int64(plan.MaxRejections) {
 		t.Fatalf("rejections %d, total %d, truncated %v", len(s.Rejections), s.TotalRejections, s.RejectionsTruncated)
 	}
+	// An unknown strategy or policy has its own code (it was
+	// INVALID_CODE_IDENTITY).
+	var de *DefinitionError
 	_, err := Materialize(basicFlow(), WithStrategy("warp_drive"))
-	if !errors.Is(err, ErrInvalidDefinition) {
+	if !errors.As(err, &de) || de.Code != CodeUnknownStrategy {
 		t.Fatalf("unknown strategy: %v", err)
 	}
 	_, err = Materialize(basicFlow(), WithReportingPolicy("sampled"))
-	if !errors.Is(err, ErrInvalidDefinition) {
+	if !errors.As(err, &de) || de.Code != CodeUnknownReportingPolicy {
 		t.Fatalf("sampled reporting is reader-only: %v", err)
 	}
 }

@@ -6,25 +6,26 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/sdk/redact"
 )
 
 // PreviewAvailability is the status of an output preview.
-type PreviewAvailability string
+type PreviewAvailability = progress.PreviewAvailability
 
 // Preview statuses (CONTRACTS §6.4). Only Available and Redacted carry a value.
 const (
-	PreviewNotRequested    PreviewAvailability = "NOT_REQUESTED"
-	PreviewPending         PreviewAvailability = "PENDING"
-	PreviewAvailable       PreviewAvailability = "AVAILABLE"
-	PreviewRedacted        PreviewAvailability = "REDACTED"
-	PreviewTooLarge        PreviewAvailability = "TOO_LARGE"
-	PreviewUnsupported     PreviewAvailability = "UNSUPPORTED"
-	PreviewFailed          PreviewAvailability = "FAILED"
-	PreviewUnavailable     PreviewAvailability = "UNAVAILABLE"
-	PreviewOmittedByPolicy PreviewAvailability = "OMITTED_BY_POLICY"
+	PreviewNotRequested    = progress.PreviewNotRequested
+	PreviewPending         = progress.PreviewPending
+	PreviewAvailable       = progress.PreviewAvailable
+	PreviewRedacted        = progress.PreviewRedacted
+	PreviewTooLarge        = progress.PreviewTooLarge
+	PreviewUnsupported     = progress.PreviewUnsupported
+	PreviewFailed          = progress.PreviewFailed
+	PreviewUnavailable     = progress.PreviewUnavailable
+	PreviewOmittedByPolicy = progress.PreviewOmittedByPolicy
 )
 
 // Preview profile v1 limits.
@@ -41,11 +42,7 @@ const (
 )
 
 // PreviewEnvelope is the fixed preview envelope, schema version 1.
-type PreviewEnvelope struct {
-	SchemaVersion int                 `json:"schema_version"`
-	Availability  PreviewAvailability `json:"availability"`
-	Value         any                 `json:"value"`
-}
+type PreviewEnvelope = progress.PreviewEnvelope
 
 // previewError classifies a projection that cannot be shown.
 type previewError struct {

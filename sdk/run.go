@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/rayflow/rayflow/engine/local"
+	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -17,21 +21,46 @@ type Engine interface {
 	Name() string
 	// IsRay reports whether the engine runs leaves on Ray.
 	IsRay() bool
-	// Run executes m's graph on input. It is called only after m was
-	// materialized and its strategy selected.
-	Run(ctx context.Context, m *Materialized, input any) (any, error)
+	// Run executes one run. It is called only after the plan was
+	// materialized and its strategy selected, with the run's identity and
+	// its progress handle (see RunSpec).
+	Run(ctx context.Context, spec RunSpec) (any, error)
+}
+
+// RunSpec is one run as an engine receives it: a run is (plan, input,
+// identity, progress).
+type RunSpec struct {
+	// Plan is the materialized plan; the engine executes Plan.Bindings.Root
+	// under Plan.Selection's strategy. Progress already carries the plan's
+	// reporting policy (Plan.ReportingPolicy).
+	Plan *Materialized
+	// Input is the flow's input value.
+	Input any
+	// Identity is the run's identity (valid).
+	Identity RunIdentity
+	// Progress is the run's progress handle, under the plan's reporting
+	// policy: the engine registers nothing itself (Run already registered
+	// the plan's graph), hands every leaf event to it (Ingest, or
+	// Producer for in-process leaves) and reports map fan-out with Map.
+	// sdk.RunPlan finishes it after the engine returns. Never nil.
+	Progress *progress.Run
 }
 
 // RunOption configures Run.
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	engine     Engine
-	requireRay bool
-	sequential bool
-	plan       *Materialized
-	planOpts   []MaterializeOption
-	identity   *RunIdentity
+	engine      Engine
+	requireRay  bool
+	sequential  bool
+	noRoundTrip bool
+	plan        *Materialized
+	planOpts    []MaterializeOption
+	identity    *RunIdentity
+	sink        progress.Sink
+	flushEvery  time.Duration
+	profile     limits.Profile
+	onStart     func(RunIdentity)
 }
 
 // WithEngine runs the flow on e (for example a Ray engine).
@@ -44,6 +73,17 @@ func RequireRay() RunOption { return func(c *runConfig) { c.requireRay = true } 
 // Sequential runs a local flow one leaf at a time, in order (debugging).
 func Sequential() RunOption { return func(c *runConfig) { c.sequential = true } }
 
+// WithoutCodecRoundTrip skips, in a local run, the value codec round trip
+// that makes it predict a Ray run: by default every value crossing a step
+// boundary (the run's input where a step receives it, each step's output,
+// a bound value per call, a fold's accumulator) is encoded and decoded
+// into a fresh value of its declared type, exactly as on Ray, so what the
+// codec cannot carry fails locally too (a *ValueError naming the node) and
+// no step shares mutable state with another. Without it a local run is
+// faster (see engine/local's BenchmarkCodecRoundTrip) but may succeed
+// where Ray fails. Ray runs always encode.
+func WithoutCodecRoundTrip() RunOption { return func(c *runConfig) { c.noRoundTrip = true } }
+
 // WithPlan runs an already materialized plan of the same flow (to record
 // its fingerprint first, for example) instead of materializing again.
 func WithPlan(m *Materialized) RunOption { return func(c *runConfig) { c.plan = m } }
@@ -54,61 +94,139 @@ func WithPlanOptions(opts ...MaterializeOption) RunOption {
 	return func(c *runConfig) { c.planOpts = append(c.planOpts, opts...) }
 }
 
+// WithProgress publishes the run's progress to sink, on every engine and
+// under the plan's reporting policy (WithReportingPolicy): under full, the
+// summary v3, topology and node detail at most once per flush interval
+// (default 1 s, WithProgressInterval) while they change, then once with
+// the terminal state; under terminal_only and disabled, the terminal
+// summary once. A sink error wrapping progress.ErrStaleFence cancels the
+// run, and Run returns that error. Without WithProgress the run still
+// reports (sdk.ReportProgress accepts values under full) but publishes
+// nothing.
+func WithProgress(sink progress.Sink) RunOption { return func(c *runConfig) { c.sink = sink } }
+
+// WithProgressInterval sets the least time between two publications of a
+// running run (d ≤ 0: progress.DefaultFlushInterval, 1 s).
+func WithProgressInterval(d time.Duration) RunOption { return func(c *runConfig) { c.flushEvery = d } }
+
+// WithProgressLimits bounds the run's retained progress state under full
+// reporting: the zero value is limits.ProfileV1; limits.ProfileTerminalV1
+// (512 nodes, 2,048 edges) or any profile that narrows v1 is accepted.
+func WithProgressLimits(p limits.Profile) RunOption { return func(c *runConfig) { c.profile = p } }
+
+// OnRunStart calls f with the run's identity (the one given with
+// WithRunIdentity, else the fresh one Run made) once the plan is
+// materialized and before any leaf runs: the way to learn a fresh run's
+// id, to log it or to find its progress.
+func OnRunStart(f func(RunIdentity)) RunOption { return func(c *runConfig) { c.onStart = f } }
+
 // PanicError is a leaf that panicked.
 type PanicError = flowgraph.PanicError
 
 // Run materializes f (validating it and selecting a strategy before any
 // effect), then runs it on in and returns its result. Without WithEngine
-// it runs in this process with goroutines.
+// it runs in this process with goroutines. Every run has an identity
+// (WithRunIdentity, else NewRunIdentity; see OnRunStart) and reports its
+// progress under the plan's reporting policy (see WithProgress).
 func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOption) (Out, error) {
 	var zero Out
+	if f.node == nil {
+		return zero, &DefinitionError{Path: flowgraph.RootID, Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
+	}
+	out, err := run(ctx, f.node, nil, in, opts)
+	if err != nil {
+		return zero, err
+	}
+	return DecodeResult[Out](out)
+}
+
+// RunPlan runs an already materialized plan on input, as Run does (the
+// same identity, progress and engine options; WithPlan and WithPlanOptions
+// do not apply), and returns the engine's raw result: the Go value from
+// the local engine, an *EncodedResult from the Ray engine (DecodeResult
+// turns either into a typed value). It is for callers that hold a plan
+// and not a typed flow (a durable worker, a job coordinator).
+func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption) (any, error) {
+	if m == nil || m.Bindings == nil || m.Bindings.Root == nil || m.Selection == nil {
+		return nil, errors.New("rayflow: RunPlan: not a materialized plan")
+	}
+	return run(ctx, m.Bindings.Root, m, input, opts)
+}
+
+func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (any, error) {
 	var cfg runConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if f.node == nil {
-		return zero, &DefinitionError{Path: "0", Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
-	}
+	id := NewRunIdentity()
 	if cfg.identity != nil {
 		if err := cfg.identity.Validate(); err != nil {
-			return zero, err
+			return nil, err
 		}
+		id = *cfg.identity
 	}
 	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
-		return zero, ErrRayRequired
+		return nil, ErrRayRequired
 	}
-	m := cfg.plan
+	if m == nil {
+		m = cfg.plan
+	}
 	if m == nil {
 		popts := cfg.planOpts
 		if cfg.engine != nil && cfg.engine.IsRay() {
 			popts = append([]MaterializeOption{ForRay()}, popts...)
 		}
 		var err error
-		if m, err = materialize(f.node, popts); err != nil {
-			return zero, err
+		if m, err = materialize(root, popts); err != nil {
+			return nil, err
 		}
-	} else if m.Bindings == nil || m.Bindings.Root != f.node {
-		return zero, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
+	} else if m.Bindings == nil || m.Bindings.Root != root {
+		return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
-	var (
-		out any
-		err error
-	)
-	switch {
-	case cfg.engine != nil && (!cfg.engine.IsRay() || m.Selection.SelectedStrategy != StrategyLocal):
-		out, err = cfg.engine.Run(ctx, m, in)
-	case m.Selection.SelectedStrategy == StrategyDynamicTasks:
-		return zero, ErrRayRequired
-	default:
-		// Local runs have no progress session, whatever the caller's
-		// context carries.
-		ctx = context.WithValue(ctx, reporterKey{}, nil)
-		out, err = local.Run(ctx, f.node, in, local.Options{Sequential: cfg.sequential})
+	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
+		return nil, err
 	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	prun, err := progress.Start(ctx, progress.RunConfig{
+		Identity: id.record(), Policy: m.ReportingPolicy(), Root: m.Bindings.Root,
+		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
+			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
+		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
+	})
 	if err != nil {
-		return zero, err
+		return nil, fmt.Errorf("rayflow: progress: %w", err)
 	}
-	return DecodeResult[Out](out)
+	if cfg.onStart != nil {
+		cfg.onStart(id)
+	}
+	var out any
+	if cfg.engine != nil {
+		out, err = cfg.engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
+	} else {
+		// The leaves report to the run's progress only, whatever the
+		// caller's context carries.
+		out, err = local.Run(progress.WithReporter(ctx, nil), m.Bindings.Root, in, local.Options{
+			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
+	}
+	ferr := prun.Finish(ctx, err)
+	if stale := prun.Err(); stale != nil {
+		return nil, stale
+	}
+	if err = canceledShape(ctx, err); err != nil {
+		return nil, err
+	}
+	if ferr != nil {
+		slog.Warn("rayflow: the final progress publication failed", "run_id", id.RunID, "err", ferr)
+	}
+	return out, nil
+}
+
+// localPreview runs a step's projector in process (no redaction policy:
+// the default patterns apply, as on Ray).
+func localPreview(p *flowgraph.Preview, result any) progress.PreviewEnvelope {
+	return BuildPreview(p, result, nil)
 }
 
 // bootstrap is the application's worker-start hook (RegisterBootstrap).

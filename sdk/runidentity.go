@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/rayflow/rayflow/gen/common"
 )
 
 // RunIdentity is the 4-field identity of one run (the run identity of the
@@ -63,4 +65,10 @@ func (id RunIdentity) Validate() error {
 // attempt's identity). An invalid identity fails Run before any leaf runs.
 func WithRunIdentity(id RunIdentity) RunOption {
 	return func(c *runConfig) { c.identity = &id }
+}
+
+// record is id as the summary schema's run_identity record.
+func (id RunIdentity) record() common.RunIdentity {
+	return common.RunIdentity{SchemaVersion: 1, TaskExecutionPK: id.TaskExecutionPK, AttemptNumber: id.AttemptNumber,
+		ExecutionGeneration: id.ExecutionGeneration, RunID: id.RunID}
 }

@@ -449,16 +449,25 @@ func Reporter(ctx context.Context, _ int) (bool, error) {
 	return sdk.ReportProgress(ctx, 1, 2, "half way", map[string]any{"rows": 10}), nil
 }
 
-func TestReportProgressIsFalseLocally(t *testing.T) {
+// A local run reports as a Ray run does: ReportProgress is accepted in a
+// step under full, never in map items, never under terminal_only or
+// disabled, never outside a run.
+func TestReportProgressLocally(t *testing.T) {
 	t.Parallel()
-	if got, err := sdk.Run(context.Background(), sdk.Step(Reporter), 0); err != nil || got {
-		t.Fatalf("a local step's ReportProgress = %v, %v; want false", got, err)
+	ctx := context.Background()
+	if got, err := sdk.Run(ctx, sdk.Step(Reporter), 0); err != nil || !got {
+		t.Fatalf("a local step's ReportProgress under full = %v, %v; want true", got, err)
 	}
-	got, err := sdk.Run(context.Background(), sdk.Map(sdk.Step(Reporter)).WithLimits(okLimits), []int{1, 2, 3})
+	for _, pol := range []string{"terminal_only", "disabled"} {
+		if got, err := sdk.Run(ctx, sdk.Step(Reporter), 0, sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil || got {
+			t.Fatalf("a local step's ReportProgress under %s = %v, %v; want false", pol, got, err)
+		}
+	}
+	got, err := sdk.Run(ctx, sdk.Map(sdk.Step(Reporter)).WithLimits(okLimits), []int{1, 2, 3})
 	if err != nil || len(got) != 3 || got[0] || got[1] || got[2] {
 		t.Fatalf("local map items' ReportProgress = %v, %v; want all false", got, err)
 	}
-	if sdk.ReportProgress(context.Background(), 0, 0, "", nil) {
+	if sdk.ReportProgress(ctx, 0, 0, "", nil) {
 		t.Fatal("ReportProgress outside any run returned true")
 	}
 }

@@ -11,13 +11,47 @@ import (
 	"github.com/rayflow/rayflow/gen/plan"
 )
 
+// Strategy is a plan's execution strategy (WithStrategy; the selection's
+// requested and selected strategies).
+type Strategy string
+
 // Execution strategies.
 const (
-	StrategyAuto          = "auto"
-	StrategyLocal         = "local"
-	StrategyDynamicTasks  = "dynamic_tasks"
-	StrategyCompiledGraph = "compiled_graph"
-	StrategyStaticActors  = "static_actors"
+	// StrategyAuto lets materialization choose: StrategyDynamicTasks for a
+	// Ray engine (ForRay), else StrategyLocal.
+	StrategyAuto Strategy = "auto"
+	// StrategyLocal runs in this process (package engine/local).
+	StrategyLocal Strategy = "local"
+	// StrategyDynamicTasks runs each leaf as a Ray task (engine/ray).
+	StrategyDynamicTasks Strategy = "dynamic_tasks"
+	// StrategyCompiledGraph and StrategyStaticActors are the reusable
+	// strategies of the plan contract; no rayflow plan is eligible for them
+	// yet, so requesting one fails with a *SelectionError.
+	StrategyCompiledGraph Strategy = "compiled_graph"
+	StrategyStaticActors  Strategy = "static_actors"
+)
+
+// ReportingPolicy is how a run reports progress (WithReportingPolicy).
+type ReportingPolicy string
+
+// Reporting policies a run can execute. Local runs are always
+// ReportingPolicyDisabled.
+const (
+	// ReportingPolicyFull reports every node event (the default).
+	ReportingPolicyFull ReportingPolicy = "full"
+	// ReportingPolicyTerminalOnly records one terminal summary.
+	ReportingPolicyTerminalOnly ReportingPolicy = "terminal_only"
+	// ReportingPolicyDisabled reports nothing.
+	ReportingPolicyDisabled ReportingPolicy = "disabled"
+)
+
+// Definition codes of materialization options.
+const (
+	// CodeUnknownStrategy is a WithStrategy value that is no Strategy.
+	CodeUnknownStrategy DefinitionCode = "UNKNOWN_STRATEGY"
+	// CodeUnknownReportingPolicy is a WithReportingPolicy value that is no
+	// executable ReportingPolicy.
+	CodeUnknownReportingPolicy DefinitionCode = "UNKNOWN_REPORTING_POLICY"
 )
 
 // ErrStrategyRejected matches a *SelectionError.
@@ -26,7 +60,7 @@ var ErrStrategyRejected = errors.New("rayflow: the requested strategy is not eli
 // SelectionError is an explicitly requested strategy the plan is not
 // eligible for; it is returned before any effect.
 type SelectionError struct {
-	Strategy   string
+	Strategy   Strategy
 	Rejections []plan.Rejection
 }
 
@@ -65,8 +99,8 @@ const (
 func (m *Materialized) collectRejections(mz *materializer) []plan.Rejection {
 	p := m.Plan
 	var rs []plan.Rejection
-	add := func(strategy string, code plan.RejectionCode, path, msg string) {
-		rs = append(rs, plan.Rejection{Strategy: strategy, Code: code, Path: path, Message: msg})
+	add := func(strategy Strategy, code plan.RejectionCode, path, msg string) {
+		rs = append(rs, plan.Rejection{Strategy: string(strategy), Code: code, Path: path, Message: msg})
 	}
 	cg := StrategyCompiledGraph
 	add(cg, plan.RejectionCodeUnsupportedNodeModel, "physical_topology.node_model", msgTasks)
@@ -132,8 +166,8 @@ func hasUnstable(mz *materializer) bool {
 // request of a rejected strategy.
 func (m *Materialized) selectStrategy(cfg *materializeConfig, mz *materializer) error {
 	m.rejections = m.collectRejections(mz)
-	eligible := []string{StrategyDynamicTasks, StrategyLocal}
-	selected := ""
+	eligible := []string{string(StrategyDynamicTasks), string(StrategyLocal)}
+	selected := Strategy("")
 	switch cfg.strategy {
 	case StrategyAuto, "":
 		selected = StrategyLocal
@@ -145,21 +179,25 @@ func (m *Materialized) selectStrategy(cfg *materializeConfig, mz *materializer) 
 	case StrategyCompiledGraph, StrategyStaticActors:
 		var own []plan.Rejection
 		for _, r := range m.rejections {
-			if r.Strategy == cfg.strategy {
+			if r.Strategy == string(cfg.strategy) {
 				own = append(own, r)
 			}
 		}
 		return &SelectionError{Strategy: cfg.strategy, Rejections: own}
 	default:
-		return &DefinitionError{Path: "0", Code: CodeInvalidIdentity, Msg: fmt.Sprintf("unknown strategy %q (auto, local, dynamic_tasks, compiled_graph, static_actors)", cfg.strategy)}
+		return &DefinitionError{Path: "0", Code: CodeUnknownStrategy, Msg: fmt.Sprintf("unknown strategy %q (auto, local, dynamic_tasks, compiled_graph, static_actors)", cfg.strategy)}
 	}
-	reporting := cfg.reporting
-	switch reporting {
-	case common.ReportingPolicyFull, common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled:
+	reporting := common.ReportingPolicy(cfg.reporting)
+	switch cfg.reporting {
+	case ReportingPolicyFull, ReportingPolicyTerminalOnly, ReportingPolicyDisabled:
 	default:
-		return &DefinitionError{Path: "0", Code: CodeInvalidIdentity, Msg: fmt.Sprintf("reporting policy %q is not executable (full, terminal_only, disabled)", reporting)}
+		return &DefinitionError{Path: "0", Code: CodeUnknownReportingPolicy, Msg: fmt.Sprintf("reporting policy %q is not executable (full, terminal_only, disabled)", reporting)}
 	}
+	m.reporting = reporting
 	if selected == StrategyLocal {
+		// The selection format's rule (CONTRACTS §3): the local strategy
+		// records reporting_policy disabled. The in-process engine still
+		// reports under the requested policy (ReportingPolicy).
 		reporting = common.ReportingPolicyDisabled
 	}
 	requested := cfg.strategy
@@ -171,7 +209,7 @@ func (m *Materialized) selectStrategy(cfg *materializeConfig, mz *materializer) 
 		kept = kept[:plan.MaxRejections]
 	}
 	m.Selection = &plan.Selection{PlanSelectionFormat: plan.SelectionFormat, PlanSelectionFormatVersion: 2,
-		RequestedPolicy: requested, SelectedStrategy: selected, ReportingPolicy: reporting,
+		RequestedPolicy: string(requested), SelectedStrategy: string(selected), ReportingPolicy: reporting,
 		EligibleStrategies: eligible, Rejections: kept, TotalRejections: int64(len(m.rejections)),
 		RejectionsTruncated: len(m.rejections) > len(kept)}
 	if err := m.Selection.Validate(); err != nil {

@@ -6,9 +6,9 @@ import (
 	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -62,7 +62,7 @@ func lookupRuntimeEnv(name string) (RuntimeEnv, bool) {
 // returns the first violation as a *DefinitionError naming the node; it
 // runs before any leaf. Run calls it; tools may too.
 func Validate(root *flowgraph.Node) error {
-	return validate(root, "0", false, false)
+	return validate(root, flowgraph.RootID, false, false)
 }
 
 // validate walks n; inMap is true under a dynamic map, inFold under a
@@ -83,6 +83,9 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 		}
 		return fail(CodeNotAStep, "%v", n.Err)
 	}
+	if len(n.Label) > MaxLabelBytes || !utf8.ValidString(n.Label) {
+		return fail(CodeInvalidLabel, "the label must be valid UTF-8 of at most %d bytes (it has %d)", MaxLabelBytes, len(n.Label))
+	}
 	switch n.Kind {
 	case flowgraph.KindStep:
 		return validateStep(n.Step, fail)
@@ -91,10 +94,7 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 			return fail(CodeEmpty, "a %s needs at least one child", n.Kind)
 		}
 		for i, c := range n.Children {
-			cid := id + "." + strconv.Itoa(i)
-			if n.Kind == flowgraph.KindGroup {
-				cid = id + ".g" + strconv.Itoa(i)
-			}
+			cid := flowgraph.ChildID(n.Kind, id, i)
 			if err := validate(c, cid, inMap, inFold); err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 		if err := validateMap(m, id, inMap, fail); err != nil {
 			return err
 		}
-		return validate(n.Children[0], id+".m*", true, m.Fold != nil)
+		return validate(n.Children[0], flowgraph.ItemID(id, -1), true, m.Fold != nil)
 	}
 	return fail(CodeEmpty, "unknown node kind %v", n.Kind)
 }

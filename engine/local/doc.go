@@ -10,7 +10,35 @@
 // to CancelTimeout for them and returns the original error. A fold is a
 // strict input-order left fold with head-of-line backpressure. Result
 // buffers and fold byte limits are Ray-only contracts and are not enforced
-// here; previews are not run and progress reports return false.
+// here.
+//
+// Progress (Options.Progress, the run's progress.Run) is the Ray engine's:
+// a step outside any map reports STARTED, application progress (under the
+// full policy), its output preview (Options.Preview) and COMPLETED or
+// FAILED through a progress.Producer whose Sender is the run itself; a map
+// reports its fan-out counters as items finish and settles when it ends;
+// map items report nothing.
+//
+// Values cross step boundaries through the value codec, as on Ray: the
+// run's input where a step receives it, every step's output, a bound value
+// (afresh for every call) and a fold's accumulator are encoded and decoded
+// into a fresh value of their declared type, so a local run predicts a Ray
+// run (what the codec refuses fails here too, as a
+// *flowgraph.ValueError naming the node, and no two steps share mutable
+// values). Options.NoCodecRoundTrip (sdk.WithoutCodecRoundTrip) skips it
+// for speed; BenchmarkCodecRoundTrip measures the difference.
+//
+// Cancellation is bounded whatever the leaves do. Once the run's context
+// is done, every waiting node stops waiting: a map waits up to its
+// CancelTimeout for its in-flight items, a step or group outside any map
+// up to CancelTimeoutDefault (1 s), and Run returns a
+// *flowgraph.CanceledError (sdk.CanceledError) carrying the context's
+// error and cause — never a value, never a nil error, and never an item's
+// error, since no item is to blame. A leaf that ignores its context and is
+// still running then is abandoned, not awaited: its goroutine runs until
+// the leaf returns and its result is discarded. Leaves that own
+// resources should watch ctx.Done(). (A MapSeq input iterator that blocks
+// is application code the engine cannot abandon.)
 //
 // It is not a durability layer: a failed run is rerun from its entry node.
 package local

@@ -2,15 +2,21 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
+
+// CancelTimeoutDefault is how long a run waits, once cancelled, for leaves
+// that are not inside a map with its own CancelTimeout (sdk's
+// CancelTimeoutDefault).
+const CancelTimeoutDefault = time.Second
 
 // Options tune a local run.
 type Options struct {
@@ -18,44 +24,171 @@ type Options struct {
 	// debugging: groups run their branches in order and every map window
 	// is 1.
 	Sequential bool
+	// Progress is the run's progress handle (nil: no progress).
+	Progress *progress.Run
+	// Preview builds a step's output-preview envelope from its result
+	// (sdk supplies it; nil: every preview is FAILED).
+	Preview func(p *flowgraph.Preview, result any) progress.PreviewEnvelope
+	// NoCodecRoundTrip skips the value codec. By default every value that
+	// crosses a step boundary (the run's input where a step receives it,
+	// every step's output, a bound value per call, a fold's accumulator)
+	// is encoded and decoded into a fresh value of its declared type, as
+	// on Ray, so a local run predicts a Ray run: what the codec drops is
+	// dropped here too and what it refuses fails here too, naming the
+	// node. Skipping it is faster but lets values Ray cannot carry pass.
+	NoCodecRoundTrip bool
 }
 
-// Run executes root on input and returns its result.
+// Run executes root on input and returns its result. Once ctx is done it
+// returns a *flowgraph.CanceledError within the cancel timeout of the
+// running nodes, whatever the leaves do (see the package documentation).
 func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
 	r := &runner{opts: opts}
-	return r.exec(ctx, root, "0", input)
+	out, err := r.exec(ctx, root, flowgraph.RootID, input, frame{grace: CancelTimeoutDefault, external: true})
+	if cerr := flowgraph.Canceled(ctx); cerr != nil {
+		// Never a result nor an item's error after cancellation.
+		return nil, cerr
+	}
+	return out, err
 }
 
 type runner struct {
 	opts Options
 }
 
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
-	if err := ctx.Err(); err != nil {
+// frame is what a node inherits from where it runs.
+type frame struct {
+	// grace bounds the wait for leaves once the context is done: the
+	// enclosing map's CancelTimeout, or CancelTimeoutDefault.
+	grace time.Duration
+	// guarded is true when the node runs on a goroutine that its waiter
+	// abandons on cancellation (a map item, a group branch), so a leaf
+	// may run on it directly.
+	guarded bool
+	// external is true when the node's input comes from outside the
+	// workflow (the run's input, or items of it) rather than from a
+	// step's already round-tripped output.
+	external bool
+}
+
+func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+	if err := flowgraph.Canceled(ctx); err != nil {
 		return nil, err
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:
-		out, err := invoke(ctx, n.Step, in)
-		if err != nil {
-			return nil, &flowgraph.StepError{Node: id, Callable: n.Step.Callable.Name, Err: err}
+		call := func() (any, error) { return r.step(ctx, n.Step, id, in, f.external) }
+		if f.guarded {
+			return call()
 		}
-		return out, nil
+		return await(ctx, f.grace, call)
 	case flowgraph.KindChain:
 		v := in
 		for i, c := range n.Children {
 			var err error
-			if v, err = r.exec(ctx, c, id+"."+strconv.Itoa(i), v); err != nil {
+			if v, err = r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v, f); err != nil {
 				return nil, err
 			}
+			f.external = false // the next child gets a step's output
 		}
 		return v, nil
 	case flowgraph.KindGroup:
-		return r.group(ctx, n, id, in)
+		return r.group(ctx, n, id, in, f)
 	case flowgraph.KindMap:
-		return r.mapNode(ctx, n, id, in)
+		return r.mapNode(ctx, n, id, in, f)
 	}
 	return nil, fmt.Errorf("rayflow: node %s: unknown kind %v", id, n.Kind)
+}
+
+// step runs one leaf call. Unless the codec round trip is off, an external
+// input is passed through the codec into the step's input type, and the
+// result into its output type, as on Ray. The leaf's own error comes back
+// as a *flowgraph.StepError; a value the codec refuses as a
+// *flowgraph.ValueError.
+func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in any, external bool) (any, error) {
+	vals := s.Values
+	if r.opts.NoCodecRoundTrip {
+		vals = nil
+	}
+	invoke := s.Invoke
+	if vals != nil {
+		if external {
+			var err error
+			if in, err = vals.Input(in); err != nil {
+				return nil, &flowgraph.ValueError{Node: id, Value: "input", Type: s.InputType, Err: err}
+			}
+		}
+		if vals.Invoke != nil {
+			invoke = vals.Invoke
+		}
+	}
+	lctx, prod := r.leafStart(ctx, s, id)
+	out, err := protect(func() (any, error) { return invoke(lctx, in) })
+	if err != nil {
+		r.leafEnd(prod, s, nil, err)
+		var ve *flowgraph.ValueError
+		if errors.As(err, &ve) && ve.Node == "" { // the bound value
+			c := *ve
+			c.Node = id
+			return nil, &c
+		}
+		return nil, &flowgraph.StepError{Node: id, Callable: s.Callable.Name, Err: err}
+	}
+	if vals != nil {
+		if out, err = vals.Output(out); err != nil {
+			verr := &flowgraph.ValueError{Node: id, Value: "output", Type: s.OutputType, Err: err}
+			r.leafEnd(prod, s, nil, verr)
+			return nil, verr
+		}
+	}
+	r.leafEnd(prod, s, out, nil)
+	return out, nil
+}
+
+// await runs call on its own goroutine and returns its result, unless ctx
+// is done first: then it waits up to grace for call to return and returns
+// ctx's *flowgraph.CanceledError either way. A call still running after
+// grace is abandoned: its goroutine ends whenever the leaf returns, and
+// its result is discarded.
+func await(ctx context.Context, grace time.Duration, call func() (any, error)) (any, error) {
+	type result struct {
+		v   any
+		err error
+	}
+	ch := make(chan result, 1) // never blocks an abandoned call
+	go func() {
+		v, err := call()
+		ch <- result{v, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.v, res.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+	return nil, flowgraph.Canceled(ctx)
+}
+
+// drainBound is the longest a node waits for its leaves once cancelled:
+// the largest CancelTimeout of the maps it runs (not counting maps inside
+// their items), or 0.
+func drainBound(n *flowgraph.Node) time.Duration {
+	if n.Kind == flowgraph.KindMap {
+		if n.Map.Limits != nil && n.Map.Limits.CancelTimeout > 0 {
+			return n.Map.Limits.CancelTimeout
+		}
+		return CancelTimeoutDefault
+	}
+	var d time.Duration
+	for _, c := range n.Children {
+		d = max(d, drainBound(c))
+	}
+	return d
 }
 
 func collect(n *flowgraph.Node, rs []any) (any, error) {
@@ -66,12 +199,13 @@ func collect(n *flowgraph.Node, rs []any) (any, error) {
 }
 
 // group runs every branch on in, concurrently unless sequential. The first
-// failure cancels the other branches; its error is returned once they end.
-func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
+// failure cancels the other branches; its error is returned once they end,
+// or once the cancel timeout passes (stragglers are abandoned).
+func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	rs := make([]any, len(n.Children))
 	if r.opts.Sequential {
 		for i, c := range n.Children {
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(parent, c, flowgraph.ChildID(n.Kind, id, i), in, f)
 			if err != nil {
 				return nil, err
 			}
@@ -79,26 +213,48 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in any
 		}
 		return collect(n, rs)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	var (
 		wg    sync.WaitGroup
-		once  sync.Once
+		mu    sync.Mutex
 		first error
 	)
+	branch := frame{grace: f.grace, guarded: true, external: f.external}
 	for i, c := range n.Children {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.exec(ctx, c, id+".g"+strconv.Itoa(i), in)
+			v, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), in, branch)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				once.Do(func() { first = err; cancel(err) })
+				if first == nil {
+					first = err
+					cancel(err)
+				}
 				return
 			}
 			rs[i] = v
 		}()
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		t := time.NewTimer(max(f.grace, drainBound(n)))
+		defer t.Stop()
+		select {
+		case <-all:
+		case <-t.C: // stragglers are abandoned
+		}
+	}
+	if err := flowgraph.Canceled(parent); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if first != nil {
 		return nil, first
 	}
@@ -113,7 +269,7 @@ type itemResult struct {
 
 // mapNode runs the map body once per input item within the admission
 // window, collecting results as items finish.
-func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in any) (any, error) {
+func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	m := n.Map
 	items, err := m.Items(in)
 	if err != nil {
@@ -122,6 +278,9 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
 	if m.Limits != nil {
 		maxItems, window, cancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
+	}
+	if cancelTimeout <= 0 {
+		cancelTimeout = CancelTimeoutDefault
 	}
 	if maxItems > 0 && items.Len > maxItems {
 		return nil, &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: items.Len}
@@ -139,27 +298,29 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	body := n.Children[0]
+	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
 	work := make(chan itemResult)
 	done := make(chan itemResult)
 	workers := 0
 	worker := func() {
 		for it := range work {
-			v, err := r.exec(ctx, body, id+".m"+strconv.Itoa(it.index), it.value)
+			v, err := r.exec(ctx, body, flowgraph.ItemID(id, it.index), it.value, item)
 			done <- itemResult{index: it.index, value: v, err: err}
 		}
 	}
 
 	var (
-		results  []any           // plain map: by input index
-		retained = map[int]any{} // fold: finished, not yet incorporated
-		next     int             // fold: next input index to incorporate
-		admitted int             // items read and started
-		open     int             // items holding a window slot
-		running  int             // items whose leaf has not returned
-		failure  error
+		results   []any           // plain map: by input index
+		retained  = map[int]any{} // fold: finished, not yet incorporated
+		next      int             // fold: next input index to incorporate
+		admitted  int             // items read and started
+		completed int             // items finished successfully (progress)
+		open      int             // items holding a window slot
+		running   int             // items whose leaf has not returned
+		failure   error
 	)
 	// The next item is read only when the window has room.
 	pull, stop := iter.Pull(items.Seq)
@@ -198,12 +359,23 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 		if failure != nil || running == 0 {
 			break
 		}
-		res := <-done
+		var res itemResult
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			// The run was cancelled: no item is to blame.
+			failure = flowgraph.Canceled(parent)
+		}
+		if failure != nil {
+			break
+		}
 		running--
 		if res.err != nil {
 			failure = res.err
 			break
 		}
+		completed++
+		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 		if m.Fold == nil {
 			results[res.index] = res.value
 			open--
@@ -218,9 +390,21 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 				break
 			}
 			delete(retained, next)
-			if acc, err = protect(func() (any, error) { return m.Fold.Apply(ctx, acc, v) }); err != nil {
+			prev := acc
+			call := func() (any, error) { return protect(func() (any, error) { return m.Fold.Apply(ctx, prev, v) }) }
+			if acc, err = await(ctx, cancelTimeout, call); err != nil {
+				if _, ok := err.(*flowgraph.CanceledError); ok {
+					failure = err
+					break
+				}
 				failure = &flowgraph.StepError{Node: id + ".reducer", Callable: m.Fold.Reducer.Callable.Name, Err: err}
 				break
+			}
+			if m.Fold.Accumulator != nil && !r.opts.NoCodecRoundTrip {
+				if acc, err = m.Fold.Accumulator(acc); err != nil {
+					failure = &flowgraph.ValueError{Node: id + ".reducer", Value: "accumulator", Type: m.Fold.Reducer.OutputType, Err: err}
+					break
+				}
 			}
 			next++
 			open--
@@ -232,8 +416,13 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 	if failure != nil {
 		cancel(failure)
 		r.drain(done, running, cancelTimeout)
+		if err := flowgraph.Canceled(parent); err != nil {
+			return nil, err
+		}
+		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
 		return nil, failure
 	}
+	r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
 	if m.Fold != nil {
 		return acc, nil
 	}
@@ -244,9 +433,6 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in a
 // failure cancelled them; stragglers are abandoned (their results are
 // discarded by a background receiver so no goroutine blocks forever).
 func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duration) {
-	if timeout <= 0 {
-		timeout = time.Second
-	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for running > 0 {
@@ -262,12 +448,6 @@ func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duratio
 			return
 		}
 	}
-}
-
-// invoke calls a step, turning a panic into a *flowgraph.PanicError so one
-// bad leaf fails the run instead of the process.
-func invoke(ctx context.Context, s *flowgraph.Step, in any) (any, error) {
-	return protect(func() (any, error) { return s.Invoke(ctx, in) })
 }
 
 // protect runs application code (a step, a reducer, an input iterator),

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rayflow/rayflow/sdk"
@@ -169,20 +170,22 @@ func TestMaxItemsLazySequence(t *testing.T) {
 
 func TestLazyAdmissionReadsOnlyWhatTheWindowAdmits(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var read atomic.Int32
-	block := func(ctx context.Context, v int) (int, error) { <-release; return v, nil }
-	f := sdk.MapSeq(sdk.Step(block)).WithLimits(sdk.Limits{MaxConcurrency: 3})
-	done := make(chan error)
-	go func() { _, err := sdk.Run(context.Background(), f, seqOf(100, &read)); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	if n := read.Load(); n != 3 {
-		t.Errorf("with a window of 3 and blocked leaves, %d items were read; want 3", n)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{}) // in the bubble: blocking on it is durable
+		var read atomic.Int32
+		block := func(ctx context.Context, v int) (int, error) { <-release; return v, nil }
+		f := sdk.MapSeq(sdk.Step(block)).WithLimits(sdk.Limits{MaxConcurrency: 3})
+		done := make(chan error)
+		go func() { _, err := sdk.Run(context.Background(), f, seqOf(100, &read)); done <- err }()
+		synctest.Wait() // every goroutine of the run is blocked
+		if n := read.Load(); n != 3 {
+			t.Errorf("with a window of 3 and blocked leaves, %d items were read; want 3", n)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestFirstFailureCancelsAndReturnsOriginalError(t *testing.T) {
@@ -218,15 +221,17 @@ func Stubborn(ctx context.Context, v int) (int, error) {
 func TestCancelTimeoutBoundsTheDrain(t *testing.T) {
 	t.Parallel()
 	f := sdk.Map(sdk.Step(Stubborn)).WithLimits(sdk.Limits{MaxConcurrency: 4, CancelTimeout: 100 * time.Millisecond})
-	start := time.Now()
-	_, err := sdk.Run(context.Background(), f, ints(4))
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("want errBoom, got %v", err)
-	}
-	// Generous margin: this asserts the drain is bounded, not its speed.
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("Run waited %s for uncooperative leaves; CancelTimeout is 100ms", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		_, err := sdk.Run(context.Background(), f, ints(4))
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("want errBoom, got %v", err)
+		}
+		if d := time.Since(start); d != 100*time.Millisecond {
+			t.Fatalf("Run waited %s for uncooperative leaves; CancelTimeout is 100ms", d)
+		}
+		settle()
+	})
 }
 
 // Concat is a non-commutative reducer.
@@ -261,33 +266,35 @@ func TestFoldIsStrictInputOrder(t *testing.T) {
 
 func TestFoldHeadOfLineBackpressure(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	var started atomic.Int32
-	headBlocks := func(ctx context.Context, v int) (string, error) {
-		started.Add(1)
-		if v == 0 {
-			<-release
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{}) // in the bubble: blocking on it is durable
+		var started atomic.Int32
+		headBlocks := func(ctx context.Context, v int) (string, error) {
+			started.Add(1)
+			if v == 0 {
+				<-release
+			}
+			return fmt.Sprint(v), nil
 		}
-		return fmt.Sprint(v), nil
-	}
-	const window = 4
-	f := sdk.Reduce(sdk.Map(sdk.Step(headBlocks)).WithLimits(sdk.Limits{MaxConcurrency: window, MaxItems: 50}),
-		Concat, nil, sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}})
-	done := make(chan error)
-	go func() { _, err := sdk.Run(context.Background(), f, ints(50)); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	// Item 0 holds the head: credits return only when items are folded, so
-	// only window-1 later items may have been admitted.
-	if n := started.Load(); n != window {
-		t.Errorf("%d items started while the head was blocked; want exactly the window, %d", n, window)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := started.Load(); n != 50 {
-		t.Fatalf("%d items ran, want 50", n)
-	}
+		const window = 4
+		f := sdk.Reduce(sdk.Map(sdk.Step(headBlocks)).WithLimits(sdk.Limits{MaxConcurrency: window, MaxItems: 50}),
+			Concat, nil, sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}})
+		done := make(chan error)
+		go func() { _, err := sdk.Run(context.Background(), f, ints(50)); done <- err }()
+		synctest.Wait() // every goroutine of the run is blocked
+		// Item 0 holds the head: credits return only when items are folded,
+		// so only window-1 later items may have been admitted.
+		if n := started.Load(); n != window {
+			t.Errorf("%d items started while the head was blocked; want exactly the window, %d", n, window)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := started.Load(); n != 50 {
+			t.Fatalf("%d items ran, want 50", n)
+		}
+	})
 }
 
 // MutatingReducer mutates its accumulator in place.

@@ -149,10 +149,10 @@ func TestBufferMatchesLocal(t *testing.T) {
 	ctx := context.Background()
 	cr := &countingRuntime{Runtime: testEngine.rt}
 	e := NewWithRuntime(cr, testEngine.exe)
-	e.policy = common.ReportingPolicyDisabled // count payload fetches only, not progress drains
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 12}, 64<<10)
 	in := revItems(12, 20, "", 2000)
-	got, err := Run(ctx, e, f, in)
+	// count payload fetches only, not progress drains
+	got, err := Run(ctx, e, f, in, pol(common.ReportingPolicyDisabled))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,8 +100,8 @@ func TestBenchRayActors(t *testing.T) {
 		}
 		return in
 	}
-	e := policyEngine(common.ReportingPolicyDisabled)               // memory: no progress state
-	if _, err := Run(ctx, e, benchItemMap, ints(200)); err != nil { // warm the workers
+	e, off := testEngine, pol(common.ReportingPolicyDisabled)            // memory: no progress state
+	if _, err := Run(ctx, e, benchItemMap, ints(200), off); err != nil { // warm the workers
 		t.Fatal(err)
 	}
 
@@ -113,14 +113,14 @@ func TestBenchRayActors(t *testing.T) {
 	}
 	rows := []memRow{
 		{"buffered map", func(in []int) error {
-			n, err := Run(ctx, e, benchBuffered, in)
+			n, err := Run(ctx, e, benchBuffered, in, off)
 			if err == nil && n != len(in) {
 				err = fmt.Errorf("buffered %d items, want %d", n, len(in))
 			}
 			return err
 		}},
 		{"fold", func(in []int) error {
-			n, err := Run(ctx, e, benchFold, in)
+			n, err := Run(ctx, e, benchFold, in, off)
 			if err == nil && n != len(in)*(len(in)-1)/2 {
 				err = fmt.Errorf("fold %d", n)
 			}
@@ -152,14 +152,14 @@ func TestBenchRayActors(t *testing.T) {
 	pols := []common.ReportingPolicy{common.ReportingPolicyFull, common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled}
 	fanouts := []struct {
 		name string
-		run  func(e *Engine) error
+		run  func(p sdk.MaterializeOption) error
 	}{
-		{fmt.Sprintf("map %d no-op items, window %d", benchPolicyItems, benchActorWindow), func(e *Engine) error {
-			_, err := Run(ctx, e, benchItemMap, ints(benchPolicyItems))
+		{fmt.Sprintf("map %d no-op items, window %d", benchPolicyItems, benchActorWindow), func(p sdk.MaterializeOption) error {
+			_, err := Run(ctx, testEngine, benchItemMap, ints(benchPolicyItems), p)
 			return err
 		}},
-		{fmt.Sprintf("group of %d no-op steps (graph nodes)", benchGroupSteps), func(e *Engine) error {
-			_, err := Run(ctx, e, benchGroup, 1)
+		{fmt.Sprintf("group of %d no-op steps (graph nodes)", benchGroupSteps), func(p sdk.MaterializeOption) error {
+			_, err := Run(ctx, testEngine, benchGroup, 1, p)
 			return err
 		}},
 	}
@@ -168,9 +168,8 @@ func TestBenchRayActors(t *testing.T) {
 		times := map[common.ReportingPolicy][]time.Duration{}
 		for range rounds {
 			for _, p := range pols {
-				pe := policyEngine(p)
 				start := time.Now()
-				if err := fo.run(pe); err != nil {
+				if err := fo.run(pol(p)); err != nil {
 					t.Fatal(err)
 				}
 				times[p] = append(times[p], time.Since(start))

@@ -82,28 +82,31 @@
 // acknowledgement, kills the actor and passes the payload reference on.
 // Any failure or cancellation kills the actor (discarding its state).
 //
-// Progress (Options.ProgressPolicy): under full (the default) each run has
-// one collector actor on Ray (its handshake is awaited beside the run, so
-// its start overlaps the first leaves; if it fails, the run goes on
-// without live progress and ProgressReport.ActorErr says why) that only
-// buffers bounded encoded events
-// (over 32 KiB or over its buffer: refused, with counters); every graph
-// semantic is Go. The coordinator registers the static graph (steps, and
-// each bounded map as one aggregate node with its counters) in a
-// progress.Collector, drains the actor about every 200 ms into it and kills
-// the actor when the run ends; Engine.Progress returns the bounded
-// snapshot, its ingress diagnostics and the actor's counters. A leaf
+// Progress is per run: sdk.Run hands Engine.Run a sdk.RunSpec whose
+// Progress (a progress.Run) owns the run's identity, the plan's reporting
+// policy, the limits profile, the Collector and the publications to the
+// run's sink (sdk.WithProgress); the graph (steps, and each bounded map as
+// one aggregate node with its counters) is already registered in it, by the
+// same code as for a local run. Two concurrent runs on one engine share
+// nothing. Under full each run has one collector actor on Ray (its
+// handshake is awaited beside the run, so its start overlaps the first
+// leaves; if it fails, the run goes on without live progress) that only
+// buffers bounded encoded events (over 32 KiB or over its buffer: refused,
+// with counters); every graph semantic is Go. The coordinator drains the
+// actor about every 200 ms into the run's progress.Run and kills the actor
+// when the run ends. Every event carries the run's identity
+// (sdk.RunIdentity). A leaf
 // outside a map gets a progress.Producer whose Sender is the actor: the
 // leaf process writes events to its Ray worker, which pushes them to the
 // actor and writes the acknowledgements back; STARTED, COMPLETED and
 // FAILED are sent for every such leaf and sdk.ReportProgress returns true.
 // Map items, terminal_only and disabled get no producer (ReportProgress is
 // false); terminal_only and disabled create no actor and send no progress
-// RPCs, and terminal_only leaves one terminal summary record.
+// RPCs; the run's sink gets one terminal summary.
 //
 // The coordinator registers the plan's edges with its nodes (a chain links
 // every exit of one part to every entry of the next; edges_registered
-// batches of at most 32) and bounds its state with Options.ProgressLimits
+// batches of at most 32) and bounds its state with sdk.WithProgressLimits
 // (v1 by default, limits.ProfileTerminalV1 for terminal-v1, or any profile
 // narrowing v1; over a cap the Collector refuses and counts per its
 // rules). A leaf's STARTED event carries its Ray execution identity (task,

@@ -9,13 +9,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
-	"github.com/rayflow/rayflow/gen/common"
-	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -48,46 +45,20 @@ type Options struct {
 	// relative to that directory ("./app"); the leaf starter restores the
 	// executable bit that Ray's upload drops.
 	RuntimeEnv map[string]any
-	// Progress, when set, receives a bounded map's counters as its items
-	// finish (and once when it ends).
-	Progress func(MapProgress)
-	// ProgressPolicy is the run's reporting policy: full ("", the
-	// default: a collector actor per run, leaf events, Engine.Progress),
-	// terminal_only (no actor, no progress RPCs, one terminal summary) or
-	// disabled (nothing).
-	ProgressPolicy common.ReportingPolicy
-	// ProgressLimits bounds the coordinator's progress state under full
-	// reporting: the zero value is limits.ProfileV1; limits.ProfileTerminalV1
-	// selects the terminal-v1 profile (512 nodes, 2,048 edges, 2 MiB
-	// topology, 1 MiB detail); any profile that narrows v1 is accepted.
-	ProgressLimits limits.Profile
-	// OnSnapshot, when set under full, receives the bounded snapshot after
-	// every drain of the collector actor (about every 200 ms).
-	OnSnapshot func(progress.Snapshot)
 }
 
 // MapProgress is one aggregate progress report of a bounded map.
-type MapProgress struct {
-	Node      string // the map's node id
-	Admitted  int    // items read and submitted
-	Completed int    // items finished successfully
-	InFlight  int    // items holding a window slot
-	Exhausted bool   // the input has no more items
-	Failed    bool   // the map failed
-}
+type MapProgress = progress.MapCounters
 
 // Engine runs materialized plans on Ray. It implements sdk.Engine.
+//
+// Progress is per run: sdk.Run (or sdk.RunPlan) hands each run its own
+// progress.Run in the RunSpec, under the plan's reporting policy; two
+// concurrent runs on one engine never share progress state.
 type Engine struct {
-	rt         Runtime
-	exe        string
-	codec      sdk.Codec
-	progress   func(MapProgress)
-	policy     common.ReportingPolicy
-	limits     limits.Profile
-	onSnapshot func(progress.Snapshot)
-
-	mu   sync.Mutex
-	last *runProgress // the latest run's progress
+	rt    Runtime
+	exe   string
+	codec sdk.Codec
 }
 
 var _ sdk.Engine = (*Engine)(nil)
@@ -111,10 +82,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := NewWithRuntime(b, exe)
-	e.progress = o.Progress
-	e.policy, e.limits, e.onSnapshot = o.ProgressPolicy, o.ProgressLimits, o.OnSnapshot
-	return e, nil
+	return NewWithRuntime(b, exe), nil
 }
 
 // NewWithRuntime makes an engine over any Runtime.
@@ -157,30 +125,36 @@ func (e *Engine) Name() string { return "ray" }
 // IsRay is true.
 func (e *Engine) IsRay() bool { return true }
 
-// Run executes m on input and returns its result as an
-// *sdk.EncodedResult (the final value's codec bytes; sdk.DecodeResult
-// turns it into the flow's output type).
-func (e *Engine) Run(ctx context.Context, m *sdk.Materialized, input any) (any, error) {
+// Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
+// result as an *sdk.EncodedResult (the final value's codec bytes;
+// sdk.DecodeResult turns it into the flow's output type). Leaf events go
+// to spec.Progress, fenced by spec.Identity, under the plan's reporting
+// policy.
+func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (any, error) {
+	m, input := spec.Plan, spec.Input
 	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
-	if err := e.check(m.Bindings.Root, "0"); err != nil {
+	if spec.Progress == nil {
+		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdk.RunPlan)")
+	}
+	if err := e.check(m.Bindings.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
-	rp, err := e.startProgress(ctx, m)
+	rp, err := e.startProgress(ctx, spec.Progress)
 	if err != nil {
 		return nil, err
 	}
 	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
-	v, err := r.exec(ctx, m.Bindings.Root, "0", value{local: true, v: input}, root)
+	v, err := r.exec(ctx, m.Bindings.Root, flowgraph.RootID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
 		// Every leaf has finished (and its events reached the actor)
 		// before the last drain.
 		err = r.await(ctx, v.h, "0")
 	}
-	defer func() { rp.finish(ctx, err) }()
+	defer rp.finish(ctx)
 	if err != nil {
 		// Stop whatever is still running (a failed map has already
 		// cancelled its own items).
@@ -224,13 +198,10 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 		if e.codec.Name() != "json" {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "maps on Ray need the JSON codec"}
 		}
-		return e.check(n.Children[0], id+".m*")
+		return e.check(n.Children[0], flowgraph.ItemID(id, -1))
 	}
 	for i, c := range n.Children {
-		cid := id + "." + strconv.Itoa(i)
-		if n.Kind == flowgraph.KindGroup {
-			cid = id + ".g" + strconv.Itoa(i)
-		}
+		cid := flowgraph.ChildID(n.Kind, id, i)
 		if err := e.check(c, cid); err != nil {
 			return err
 		}
@@ -368,7 +339,7 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in valu
 	case flowgraph.KindChain:
 		v := in
 		for i, c := range n.Children {
-			out, err := r.exec(ctx, c, id+"."+strconv.Itoa(i), v, sc)
+			out, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v, sc)
 			if err != nil {
 				return value{}, err
 			}
@@ -451,7 +422,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bid := id + ".g" + strconv.Itoa(i)
+			bid := flowgraph.ChildID(n.Kind, id, i)
 			v, err := r.exec(ctx, c, bid, in, sc)
 			if err == nil && awaitBranches && !v.local && v.raw == nil {
 				err = r.await(ctx, v.h, bid)

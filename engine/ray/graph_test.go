@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -29,13 +29,11 @@ func edgeList(s *progress.Snapshot) string {
 // The snapshot has the plan's edges and each leaf's real Ray execution
 // identity from its STARTED event.
 func TestProgressGraph(t *testing.T) {
-	e := policyEngine("")
-	got, err := Run(context.Background(), e, diamondFlow, 1)
+	got, pub, err := runPolicy(context.Background(), diamondFlow, 1, "")
 	if err != nil || got != 7 {
 		t.Fatalf("got %d, %v", got, err)
 	}
-	rep, _ := e.Progress()
-	s := rep.Snapshot
+	s := pub.Snapshot
 	if want := "0.0->0.1.g0 0.0->0.1.g1 0.1.g0->0.2 0.1.g1->0.2 "; edgeList(s) != want {
 		t.Errorf("edges %q, want %q", edgeList(s), want)
 	}
@@ -65,13 +63,11 @@ func TestProgressLimits(t *testing.T) {
 	prof.Name, prof.TopologyNodes, prof.TopologyEdges = "narrow-test", 4, 3
 	run := func(f sdk.Flow[int, int]) *progress.Snapshot {
 		t.Helper()
-		e := policyEngine("")
-		e.limits = prof
-		if _, err := Run(context.Background(), e, f, 1); err != nil {
+		_, pub, err := runPolicy(context.Background(), f, 1, "", sdk.WithProgressLimits(prof))
+		if err != nil {
 			t.Fatal(err)
 		}
-		rep, _ := e.Progress()
-		return rep.Snapshot
+		return pub.Snapshot
 	}
 	at := run(chain4Flow)
 	if in := at.Ingress; in.Rejected != 0 || in.RetainedNodes != 4 || in.RetainedEdges != 3 || at.State != "SUCCEEDED" {
@@ -92,15 +88,14 @@ func TestProgressLimits(t *testing.T) {
 	}
 
 	// terminal-v1 is accepted as configured.
-	e := policyEngine("")
-	e.limits = limits.ProfileTerminalV1
-	if _, err := Run(context.Background(), e, chain4Flow, 1); err != nil {
+	_, pub, err := runPolicy(context.Background(), chain4Flow, 1, "", sdk.WithProgressLimits(limits.ProfileTerminalV1))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, _ := e.Progress(); rep.Snapshot.Ingress.RetainedNodes != 4 || rep.Snapshot.Ingress.Rejected != 0 {
-		t.Fatalf("terminal-v1: %+v", rep.Snapshot.Ingress)
+	if in := pub.Snapshot.Ingress; in.RetainedNodes != 4 || in.Rejected != 0 {
+		t.Fatalf("terminal-v1: %+v", in)
 	}
-	if name := e.last.col.Profile().Name; name != "terminal-v1" {
+	if name := pub.Summary.LimitsProfile; name != "terminal-v1" {
 		t.Fatalf("profile %q", name)
 	}
 }

@@ -69,7 +69,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	default:
 		t.Fatal("the bridge process was not reaped")
 	}
-	if _, err := e.Run(ctx, nil, 0); err == nil {
+	if _, err := e.Run(ctx, sdk.RunSpec{}); err == nil {
 		t.Fatal("a closed engine ran")
 	}
 	if _, err := b.Put(ctx, []byte("x")); !errors.Is(err, ErrBridgeClosed) {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 

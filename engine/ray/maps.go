@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -133,7 +132,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			running++
 			open++
 			go func() {
-				node := id + ".m" + strconv.Itoa(idx)
+				node := flowgraph.ItemID(id, idx)
 				v, err := r.exec(ictx, body, node, value{raw: b}, isc)
 				if err == nil {
 					err = r.await(ictx, v.h, node)
@@ -208,12 +207,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	return value{h: h}, nil
 }
 
-func (r *runner) report(p MapProgress) {
-	if r.e.progress != nil {
-		r.e.progress(p)
-	}
-	r.rp.mapProgress(p)
-}
+func (r *runner) report(p MapProgress) { r.rp.mapProgress(p) }
 
 // abort stops the in-flight items after a failure: their goroutines are
 // stopped and drained, every retained physical reference is cancelled

@@ -186,9 +186,9 @@ func TestLargeValueStaysInRay(t *testing.T) {
 	t.Parallel()
 	cr := &countingRuntime{Runtime: testEngine.rt}
 	e := NewWithRuntime(cr, testEngine.exe)
-	e.policy = common.ReportingPolicyDisabled // count payload fetches only, not progress drains
 	const size = 9 << 20
-	got, err := Run(context.Background(), e, bigFlow, size)
+	// count payload fetches only, not progress drains
+	got, err := Run(context.Background(), e, bigFlow, size, pol(common.ReportingPolicyDisabled))
 	if err != nil {
 		t.Fatal(err)
 	}

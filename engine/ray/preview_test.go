@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -59,8 +59,7 @@ func nodeByID(s *progress.Snapshot, id string) *progress.Node {
 // its envelope reaches the snapshot and never changes the leaf's result.
 func TestOutputPreviews(t *testing.T) {
 	ctx := context.Background()
-	e := policyEngine("")
-	got, err := Run(ctx, e, previewFlow, 41)
+	got, pub, err := runPolicy(ctx, previewFlow, 41, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +68,7 @@ func TestOutputPreviews(t *testing.T) {
 			t.Fatalf("result %d = %d: a projector changed a leaf result (%v)", i, v, got)
 		}
 	}
-	rep, _ := e.Progress()
-	s := rep.Snapshot
+	s := pub.Snapshot
 	want := []struct {
 		status detail.PreviewAvailability
 		value  string
@@ -99,12 +97,11 @@ func TestOutputPreviews(t *testing.T) {
 	}
 
 	// A failed leaf never gets a successful preview: UNAVAILABLE.
-	e = policyEngine("")
-	if _, err := Run(ctx, e, previewFailFlow, Job{I: 3, Fail: true}); err == nil {
+	_, pub, err = runPolicy(ctx, previewFailFlow, Job{I: 3, Fail: true}, "")
+	if err == nil {
 		t.Fatal("the failing step succeeded")
 	}
-	rep, _ = e.Progress()
-	if n := nodeByID(rep.Snapshot, "0"); n == nil || n.State != detail.NodeStateFailed || n.OutputPreview == nil ||
+	if n := nodeByID(pub.Snapshot, "0"); n == nil || n.State != detail.NodeStateFailed || n.OutputPreview == nil ||
 		n.OutputPreview.Availability != detail.PreviewAvailabilityUnavailable {
 		t.Fatalf("failed node %+v", n)
 	}
@@ -115,7 +112,7 @@ func TestOutputPreviewPolicies(t *testing.T) {
 	ctx := context.Background()
 	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled, common.ReportingPolicyFull} {
 		path := filepath.Join(t.TempDir(), "probe")
-		got, err := Run(ctx, policyEngine(pol), previewProbeFlow, path)
+		got, _, err := runPolicy(ctx, previewProbeFlow, path, pol)
 		if err != nil || got != path {
 			t.Fatalf("%s: %q, %v", pol, got, err)
 		}

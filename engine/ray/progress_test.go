@@ -2,14 +2,13 @@ package ray
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -39,10 +38,22 @@ func ReportItem(ctx context.Context, r int) (int, error) {
 
 var progressFlow = sdk.Then(sdk.Step(ReportFan), sdk.Map(sdk.Step(ReportItem, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}))
 
-func policyEngine(p common.ReportingPolicy) *Engine {
-	e := NewWithRuntime(testEngine.rt, testEngine.exe)
-	e.policy = p
-	return e
+// pol materializes under reporting policy p ("" is full).
+func pol(p common.ReportingPolicy) sdk.MaterializeOption {
+	if p == "" {
+		p = common.ReportingPolicyFull
+	}
+	return sdk.WithReportingPolicy(sdk.ReportingPolicy(p))
+}
+
+// runPolicy runs f on the shared engine under reporting policy p and
+// returns its result and the run's final publication.
+func runPolicy[In, Out any](ctx context.Context, f sdk.Flow[In, Out], in In, p common.ReportingPolicy, opts ...sdk.RunOption) (Out, *progress.Publication, error) {
+	sink := &progress.Latest{}
+	opts = append([]sdk.RunOption{sdk.WithEngine(testEngine), sdk.WithProgress(sink), sdk.WithPlanOptions(pol(p))}, opts...)
+	out, err := sdk.Run(ctx, f, in, opts...)
+	last, _ := sink.Last()
+	return out, last, err
 }
 
 // progressActors counts the cluster's collector actors (Ray's state API).
@@ -66,19 +77,17 @@ func progressActors(t *testing.T) (all, alive int) {
 func TestProgressFull(t *testing.T) {
 	ctx := context.Background()
 	before, _ := progressActors(t)
-	e := policyEngine("")
-	got, err := Run(ctx, e, progressFlow, 3)
+	got, pub, err := runPolicy(ctx, progressFlow, 3, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || got[0] != 10 {
 		t.Fatalf("got %v: want ReportProgress true in the step and false in map items", got)
 	}
-	rep, ok := e.Progress()
-	if !ok || rep.Snapshot == nil || !rep.Done {
-		t.Fatalf("no progress report: %+v", rep)
+	if pub == nil || pub.Snapshot == nil || !pub.Final {
+		t.Fatalf("no final publication: %+v", pub)
 	}
-	s := rep.Snapshot
+	s := pub.Snapshot
 	var step, m *progress.Node
 	for i := range s.Graph.Nodes {
 		switch n := &s.Graph.Nodes[i]; n.NodeID {
@@ -97,10 +106,13 @@ func TestProgressFull(t *testing.T) {
 	if m.Kind != topology.NodeKindMap || m.Fanout == nil || m.Fanout.CompletedItems != 3 || !m.Fanout.InputExhausted || m.State != detail.NodeStateSucceeded {
 		t.Fatalf("map node %+v (fanout %+v)", m, m.Fanout)
 	}
-	if s.Ingress.Rejected != 0 || rep.Actor.Accepted < 3 || s.Ingress.AcceptedByKind[progress.KindStarted] != 1 {
-		t.Fatalf("ingress %+v, actor %+v", s.Ingress, rep.Actor)
+	if s.Ingress.Rejected != 0 || s.Ingress.AcceptedByKind[progress.KindStarted] != 1 {
+		t.Fatalf("ingress %+v", s.Ingress)
 	}
-	t.Logf("revision %d, ingress accepted %d, actor %+v", s.Revision, s.Ingress.Accepted, rep.Actor)
+	if pub.Summary.State != "SUCCEEDED" || pub.Summary.Detail.Availability != "AVAILABLE" || pub.Summary.NodeCounts.Succeeded != 2 {
+		t.Fatalf("summary %+v", pub.Summary)
+	}
+	t.Logf("revision %d, ingress accepted %d", s.Revision, s.Ingress.Accepted)
 	after, alive := progressActors(t)
 	if after != before+1 {
 		t.Fatalf("%d collector actors before the run, %d after; want one more", before, after)
@@ -121,8 +133,7 @@ func TestProgressPolicies(t *testing.T) {
 	ctx := context.Background()
 	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled} {
 		before, _ := progressActors(t)
-		e := policyEngine(pol)
-		got, err := Run(ctx, e, progressFlow, 2)
+		got, pub, err := runPolicy(ctx, progressFlow, 2, pol)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,16 +143,11 @@ func TestProgressPolicies(t *testing.T) {
 		if after, _ := progressActors(t); after != before {
 			t.Fatalf("%s: %d collector actors before, %d after", pol, before, after)
 		}
-		rep, _ := e.Progress()
-		if rep.Snapshot != nil {
-			t.Fatalf("%s: a snapshot", pol)
+		if pub == nil || pub.Snapshot != nil || pub.Nodes != nil || !pub.Final {
+			t.Fatalf("%s: publication %+v", pol, pub)
 		}
-		if pol == common.ReportingPolicyTerminalOnly {
-			if !strings.Contains(string(rep.Summary), `"reporting_policy":"terminal_only"`) || !strings.Contains(string(rep.Summary), `"SUCCEEDED"`) {
-				t.Fatalf("terminal summary %s", rep.Summary)
-			}
-		} else if rep.Summary != nil {
-			t.Fatalf("disabled: a summary")
+		if s := pub.Summary; s.ReportingPolicy != pol || s.State != "SUCCEEDED" || s.RunIdentity != pub.Identity {
+			t.Fatalf("%s: terminal summary %+v", pol, s)
 		}
 	}
 }

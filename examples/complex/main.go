@@ -33,8 +33,8 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/progress"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -255,6 +255,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&r.FailureItem, "failure-item", 0, "the index of the failing item in -failure-branch")
 	sequential := fs.Bool("sequential", false, "run one leaf at a time, in order (debugging)")
 	rayAddr := fs.String("ray", "", `run on Ray: "local" (a private local cluster) or a cluster address`)
+	progressFile := fs.String("progress", "", "write the run's final progress publication (summary v3, topology, node detail) to this JSON file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -270,14 +271,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *sequential {
 		opts = append(opts, sdk.Sequential())
 	}
+	final := &progress.Latest{}
+	if *progressFile != "" {
+		opts = append(opts, sdk.WithProgress(final))
+	}
 	var (
 		res Result
 		err error
 	)
 	if *rayAddr != "" {
-		res, err = runOnRay(ctx, *rayAddr, r, stderr)
+		res, err = runOnRay(ctx, *rayAddr, r, stderr, final, opts...)
 	} else {
 		res, err = sdk.Run(ctx, Workflow, r, opts...)
+	}
+	if *progressFile != "" {
+		if werr := writeProgress(*progressFile, final); werr != nil {
+			fmt.Fprintf(stderr, "complex: %v\n", werr)
+			return 1
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "complex: workflow failed: %v\n", err)
@@ -292,23 +303,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runOnRay runs the workflow on a Ray cluster ("local": a private one).
-func runOnRay(ctx context.Context, addr string, r Request, stderr io.Writer) (Result, error) {
-	var lastRev int64
-	live := func(s progress.Snapshot) { // live progress (full policy), one line per change
-		if s.Revision == lastRev {
-			return
-		}
-		lastRev = s.Revision
-		fmt.Fprintf(stderr, "progress: revision %d: %d/%d nodes done, %d running, %.0f%%\n",
-			s.Revision, s.CompletedNodes, s.TotalNodes, s.RunningNodes, s.ProgressPercent)
-	}
-	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr, OnSnapshot: live})
+// runOnRay runs the workflow on a Ray cluster ("local": a private one),
+// printing its live progress (full policy) to stderr.
+func runOnRay(ctx context.Context, addr string, r Request, stderr io.Writer, final *progress.Latest, opts ...sdk.RunOption) (Result, error) {
+	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, NumCPUs: 2, Stderr: stderr})
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.Close()
-	return rayengine.Run(ctx, e, Workflow, r)
+	return sdk.Run(ctx, Workflow, r, append(opts, sdk.WithEngine(e), sdk.WithProgress(liveProgress(stderr, final)),
+		sdk.WithProgressInterval(200*time.Millisecond))...)
+}
+
+// liveProgress is a progress sink printing one line per publication: the
+// run's summary v3 counters (and the terminal state at the end); it also
+// hands every publication to keep.
+func liveProgress(w io.Writer, keep progress.Sink) progress.Sink {
+	return progress.SinkFunc(func(ctx context.Context, p *progress.Publication) error {
+		_ = keep.Publish(ctx, p)
+		s := p.Summary
+		fmt.Fprintf(w, "progress: run %s %s: %d/%d nodes done, %d running, %.0f%%\n",
+			p.Identity.RunID, s.State, s.NodeCounts.Succeeded, s.NodeCounts.Discovered, s.NodeCounts.Running, s.ProgressPercent)
+		return nil
+	})
+}
+
+// writeProgress writes the final publication's summary, topology and node
+// detail as JSON.
+func writeProgress(path string, l *progress.Latest) error {
+	p, _ := l.Last()
+	if p == nil || !p.Final {
+		return fmt.Errorf("no final progress publication")
+	}
+	b, err := json.MarshalIndent(struct {
+		Summary any `json:"summary"`
+		Nodes   any `json:"nodes"`
+		Edges   any `json:"edges"`
+		Details any `json:"details"`
+	}{p.Summary, p.Nodes, p.Edges, p.Details}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func main() {

@@ -20,6 +20,7 @@ import (
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -56,11 +57,12 @@ func main() {
 	var e *rayengine.Engine
 	if *rayAddr != "" {
 		var nerr error
-		if e, nerr = rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2, Progress: progressLines()}); nerr != nil {
+		if e, nerr = rayengine.New(ctx, rayengine.Options{Address: *rayAddr, NumCPUs: 2}); nerr != nil {
 			log.Error("ray", "err", nerr)
 			os.Exit(1)
 		}
-		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay())
+		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay(), sdk.WithProgress(progressLines()),
+			sdk.WithProgressInterval(500*time.Millisecond))
 	}
 	res, err := sdk.Run(ctx, workflow.Workflow, *count, opts...)
 	if e != nil {
@@ -76,28 +78,19 @@ func main() {
 	fmt.Println(string(out))
 }
 
-// progressLines prints a bounded map's counters to stderr, at most twice a
-// second and once when the map ends.
-func progressLines() func(rayengine.MapProgress) {
-	var (
-		last  time.Time
-		ended bool
-	)
-	return func(p rayengine.MapProgress) {
-		end := p.Failed || p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted
-		if ended || !end && time.Since(last) < 500*time.Millisecond {
-			return
+// progressLines is a progress sink printing every map node's fan-out
+// counters to stderr, at most twice a second (WithProgressInterval) and
+// once when the run ends.
+func progressLines() progress.Sink {
+	return progress.SinkFunc(func(_ context.Context, p *progress.Publication) error {
+		for _, d := range p.Details {
+			f := d.Fanout
+			if f == nil {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)\n",
+				d.NodeID, d.State, f.CompletedItems, f.InFlightItems, f.SubmittedItems, f.InputExhausted)
 		}
-		ended = end
-		last = time.Now()
-		state := "running"
-		switch {
-		case p.Failed:
-			state = "failed"
-		case end:
-			state = "done"
-		}
-		fmt.Fprintf(os.Stderr, "progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)\n",
-			p.Node, state, p.Completed, p.InFlight, p.Admitted, p.Exhausted)
-	}
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package flowgraph
 import (
 	"context"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,20 @@ type Node struct {
 	// Err is a definition error recorded while building (a bad option);
 	// the materializer reports it with the node's path before any effect.
 	Err error
+}
+
+// DisplayLabel is the node's label in progress views and topology: its
+// Label (sdk's Flow.Named) when set, else a step's function name (the last
+// element of its Go symbol) or the node kind ("map", "chain", "group").
+func (n *Node) DisplayLabel() string {
+	if n.Label != "" {
+		return n.Label
+	}
+	if n.Kind == KindStep && n.Step != nil && n.Step.Callable.Name != "" {
+		name := n.Step.Callable.Name
+		return name[strings.LastIndex(name, ".")+1:]
+	}
+	return n.Kind.String()
 }
 
 // Clone returns a shallow copy of n whose slices may be changed freely.
@@ -93,11 +108,27 @@ type Step struct {
 	RayOptions map[string]any
 	RuntimeEnv string // named profile, "" inherits the outer environment
 	Bootstrap  bool
-	Labels     map[string]string
 	Preview    *Preview
 	// OutputType and InputType name the Go types (for diagnostics and
 	// the binding schema), e.g. "[]int".
 	InputType, OutputType string
+	// Values passes the step's values through the value codec as a
+	// process boundary does; nil for a step built without one.
+	Values *StepValues
+}
+
+// StepValues round-trip a step's values through the value codec: encode,
+// then decode into a fresh value of the declared Go type, exactly as a
+// value crossing to or from a Ray leaf. The local engine uses them so
+// that a local run sees what a Ray run would. Errors are the codec's.
+type StepValues struct {
+	// Input round-trips a value of the step's input type.
+	Input func(any) (any, error)
+	// Output round-trips a value of the step's output type.
+	Output func(any) (any, error)
+	// Invoke is Step.Invoke with the bound value decoded afresh for the
+	// call, as a Ray leaf does; nil when nothing is bound.
+	Invoke func(ctx context.Context, in any) (any, error)
 }
 
 // Resources are per-leaf Ray resource requests. Zero values are unset.
@@ -149,9 +180,12 @@ type ResultBuffer struct {
 
 // Fold is a strict input-order left fold of a map's results.
 type Fold struct {
-	Reducer            Step // Invoke is unused; see Apply
-	Apply              func(ctx context.Context, acc, item any) (any, error)
-	Initial            func() (any, error) // a fresh copy through the value codec
+	Reducer Step // Invoke is unused; see Apply
+	Apply   func(ctx context.Context, acc, item any) (any, error)
+	Initial func() (any, error) // a fresh copy through the value codec
+	// Accumulator round-trips an accumulator through the value codec, as
+	// a Ray fold actor keeps it between calls.
+	Accumulator        func(any) (any, error)
 	MaxSerializedBytes int64
 	Actor              ActorOptions
 }

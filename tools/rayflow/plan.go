@@ -27,7 +27,7 @@ rayflow plan show fanout | python3 -m json.tool
 rayflow plan selection --ray fanout
 rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, with reasons
 `)
-	strategy := fs.String("strategy", sdk.StrategyAuto, "requested strategy: auto, local, dynamic_tasks, compiled_graph, static_actors")
+	strategy := fs.String("strategy", string(sdk.StrategyAuto), "requested strategy: auto, local, dynamic_tasks, compiled_graph, static_actors")
 	reporting := fs.String("reporting", "full", "reporting policy on Ray: full, terminal_only, disabled")
 	ray := fs.Bool("ray", false, "materialize for a Ray engine (auto selects dynamic_tasks)")
 	positional, code := parseWithSubcommands(fs, e, args)
@@ -50,7 +50,7 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 		fmt.Fprintf(e.stderr, "rayflow: no flow named %q (known: %s)\n", name, strings.Join(sdk.RegisteredFlows(), ", "))
 		return exitUsage
 	}
-	opts := []sdk.MaterializeOption{sdk.WithStrategy(*strategy), sdk.WithReportingPolicy(*reporting)}
+	opts := []sdk.MaterializeOption{sdk.WithStrategy(sdk.Strategy(*strategy)), sdk.WithReportingPolicy(sdk.ReportingPolicy(*reporting))}
 	if *ray {
 		opts = append(opts, sdk.ForRay())
 	}

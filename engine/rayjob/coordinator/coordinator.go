@@ -200,7 +200,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		fail(res, "setup", err)
 		return ExitSetup
 	}
-	out, err := e.Run(ctx, m, c.Input)
+	out, err := sdk.RunPlan(ctx, m, c.Input, sdk.WithEngine(e))
 	if cerr := e.Close(); cerr != nil {
 		fmt.Fprintln(stderr, "rayflow coordinator: closing the engine:", cerr)
 	}

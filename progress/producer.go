@@ -12,7 +12,6 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/limits"
-	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/redact"
 )
 
@@ -54,9 +53,9 @@ type ProducerConfig struct {
 	SettleWait time.Duration
 }
 
-// Producer is one leaf invocation's progress session and its
-// sdk.ProgressReporter. A nil *Producer is valid: it reports false and sends
-// nothing. Its methods are safe for concurrent use.
+// Producer is one leaf invocation's progress session and its Reporter
+// (sdk.ProgressReporter). A nil *Producer is valid: it reports false and
+// sends nothing. Its methods are safe for concurrent use.
 type Producer struct {
 	enc        *Encoder
 	nodeID     string
@@ -77,7 +76,7 @@ type Producer struct {
 	lost     int64         // lifecycle and report events the sender refused
 }
 
-var _ sdk.ProgressReporter = (*Producer)(nil)
+var _ Reporter = (*Producer)(nil)
 
 // NewProducer returns the producer of one leaf invocation, or nil (and no
 // error) when the leaf must not report: inside a bounded-map item, under the
@@ -107,15 +106,16 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 }
 
 // Context returns ctx carrying p as the leaf's progress reporter, or ctx
-// unchanged when p is nil (so sdk.ReportProgress returns false).
+// unchanged when p is nil (so Report returns false).
 func Context(ctx context.Context, p *Producer) context.Context {
 	if p == nil {
 		return ctx
 	}
-	return sdk.WithProgressReporter(ctx, p)
+	return WithReporter(ctx, p)
 }
 
-// Report implements sdk.ProgressReporter. It validates and bounds the value
+// Report implements Reporter (sdk.ProgressReporter). It validates and
+// bounds the value
 // (total > 0, 0 ≤ current ≤ total, both finite; message ≤ 2 KiB and
 // redacted, "" meaning none; metrics per NormalizeMetrics), then submits it
 // or replaces the latest-value slot. It returns true when the value entered

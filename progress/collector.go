@@ -176,7 +176,23 @@ func (c *Collector) addMax(total, maxv *int64, d int64) {
 func (c *Collector) Ingest(wire []byte) Outcome {
 	t0, cpu0 := c.now(), c.cpu()
 	out, ev := c.decode(wire)
+	return c.ingest(t0, cpu0, wire, out, ev)
+}
 
+// ingestOwn processes an event this process's Encoder built: wire is its
+// canonical encoding and ev exactly its decoded form, so the strict decode
+// and the canonical check are skipped; the fence, the rules, the limits
+// and the accounting are Ingest's.
+func (c *Collector) ingestOwn(wire []byte, ev event.Event) Outcome {
+	t0, cpu0 := c.now(), c.cpu()
+	if int64(len(wire)) > c.prof.EventWireBytes {
+		return c.ingest(t0, cpu0, wire, reject(kindOf(ev), event.ErrorReasonLimitExceeded, BucketProtocolError,
+			fmt.Errorf("event is %d bytes, more than %d", len(wire), c.prof.EventWireBytes)), nil)
+	}
+	return c.ingest(t0, cpu0, wire, Outcome{Kind: kindOf(ev)}, ev)
+}
+
+func (c *Collector) ingest(t0 time.Time, cpu0 time.Duration, wire []byte, out Outcome, ev event.Event) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ig := &c.ing.Cost.Ingest

@@ -15,7 +15,6 @@ import (
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/topology"
-	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -295,7 +294,7 @@ func TestProducerIntoCollector(t *testing.T) {
 	ctx := Context(context.Background(), p)
 	p.Started(detail.NodeExecution{RayTaskID: str("t")})
 	for i := 1; i <= 100; i++ {
-		sdk.ReportProgress(ctx, float64(i), 200, "rows", map[string]any{"last_row": i, "password": "x"})
+		Report(ctx, float64(i), 200, "rows", map[string]any{"last_row": i, "password": "x"})
 	}
 	waitFor(t, "acks", func() bool { return p.Stats().PendingAcknowledgements == 0 })
 	s := c.Snapshot()

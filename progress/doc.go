@@ -1,13 +1,31 @@
-// Package progress is the Ray-independent half of live workflow progress
+// Package progress is the engine-neutral half of live workflow progress
 // (CONTRACTS §5.1, §6.1–§6.3, §6.5; seed "Application Progress", "Graph and
 // Progress Schema", "Workflow Progress Policy"): every graph semantic is Go.
-// The Ray side only moves bytes: a leaf's Producer hands canonical event
-// envelopes to a Sender (the collector actor's handle, or a fake), the
-// coordinator drains the actor and feeds the bytes to a Collector.
+// It imports no engine and not sdk (sdk imports it: sdk.ProgressReporter,
+// sdk.PreviewEnvelope and sdk.ReportProgress are this package's Reporter,
+// PreviewEnvelope and Report). Engines only move bytes: a leaf's Producer
+// hands canonical event envelopes to a Sender (on Ray the collector actor's
+// handle, in process the run itself, in tests a fake), and the run's
+// Collector ingests them.
+//
+// # Run and Sink (one run)
+//
+// A Run is one run's progress, the same for every engine: its identity
+// (the fence of every event), the plan's reporting policy, the limits
+// profile, the Collector (full policy), the producers of in-process leaves
+// (Producer; the Run is their Sender) and the publications to the run's
+// Sink. Start registers the plan's graph (walking the flowgraph with the
+// node ids of flowgraph.ChildID); the engine hands leaf events to it
+// (Ingest on Ray, Producer in process) and map counters (Map); Finish
+// publishes the terminal state. A Sink (the PostgreSQL progress storage,
+// a live display, Latest in tests) receives Publications: the summary v3,
+// topology and node detail at most once per flush interval while they
+// change, then once with Final set. A sink error wrapping ErrStaleFence
+// stops publication and cancels the run (RunConfig.OnStale).
 //
 // # Producer (in the leaf)
 //
-// A Producer is one leaf invocation's sdk.ProgressReporter. Report validates,
+// A Producer is one leaf invocation's Reporter. Report validates,
 // redacts and bounds a value before anything leaves the leaf (§6.3, §6.5),
 // encodes it as an identity-bound canonical application_progress envelope,
 // and either submits it (no acknowledgement outstanding) or puts it into the
@@ -29,7 +47,8 @@
 // limits.ProfileTerminalV1). It keeps bounded graph state and ingress
 // diagnostics and builds the schema-v2 snapshot (Snapshot); its revision is
 // monotonic within one run identity and restarts on Reset.
-// TerminalSummary builds the bounded summary v3 of a terminal_only run.
+// TerminalSummary builds the bounded summary v3 of a terminal_only run;
+// Run builds the summary v3 of a full run from the Collector's state.
 //
 // # Decisions where the contract is silent
 //

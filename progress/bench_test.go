@@ -8,7 +8,6 @@ import (
 
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/limits"
-	"github.com/rayflow/rayflow/sdk"
 )
 
 // BenchmarkCollectorIngest: events per second through the collector (fence,
@@ -79,7 +78,7 @@ func benchReport(b *testing.B, s Sender, metrics map[string]any) {
 	ctx := Context(context.Background(), p)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		sdk.ReportProgress(ctx, float64(i%100), 100, "Normalizing rows", metrics)
+		Report(ctx, float64(i%100), 100, "Normalizing rows", metrics)
 	}
 }
 
@@ -93,7 +92,7 @@ func BenchmarkProducerReport(b *testing.B) {
 	b.Run("absent", func(b *testing.B) {
 		ctx := Context(context.Background(), nil)
 		for b.Loop() {
-			sdk.ReportProgress(ctx, 1, 2, "x", m)
+			Report(ctx, 1, 2, "x", m)
 		}
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/event"
-	"github.com/rayflow/rayflow/sdk"
 )
 
 func newProducer(t *testing.T, s Sender) *Producer {
@@ -52,11 +51,11 @@ func TestProducerAbsent(t *testing.T) {
 		if p != nil || err != nil {
 			t.Fatalf("NewProducer(%+v) = %v, %v; want nil, nil", cfg, p, err)
 		}
-		if sdk.ReportProgress(Context(context.Background(), p), 1, 2, "", nil) {
+		if Report(Context(context.Background(), p), 1, 2, "", nil) {
 			t.Fatal("ReportProgress returned true without a producer")
 		}
 		// A typed nil installed directly still reports false.
-		if sdk.ReportProgress(sdk.WithProgressReporter(context.Background(), p), 1, 2, "", nil) {
+		if Report(WithReporter(context.Background(), p), 1, 2, "", nil) {
 			t.Fatal("nil *Producer reported true")
 		}
 		p.Started(detail.NodeExecution{})
@@ -80,11 +79,11 @@ func TestProducerRejectsInvalidValues(t *testing.T) {
 	p := newProducer(t, s)
 	ctx := Context(context.Background(), p)
 	for _, v := range [][2]float64{{1, 0}, {-1, 2}, {3, 2}, {math.NaN(), 2}, {1, math.Inf(1)}, {1, math.NaN()}} {
-		if sdk.ReportProgress(ctx, v[0], v[1], "", nil) {
+		if Report(ctx, v[0], v[1], "", nil) {
 			t.Errorf("ReportProgress(%v) = true", v)
 		}
 	}
-	if sdk.ReportProgress(ctx, 1, 2, "", map[string]any{"x": []any{}}) {
+	if Report(ctx, 1, 2, "", map[string]any{"x": []any{}}) {
 		t.Error("nested metrics accepted")
 	}
 	if r := p.Stats(); r.Offered != 0 || s.n() != 0 {
@@ -99,12 +98,12 @@ func TestProducerCoalescing(t *testing.T) {
 	p.Started(detail.NodeExecution{RayTaskID: str("t1")})
 
 	// First value: sent at once (send 1); the ack stays outstanding.
-	if !sdk.ReportProgress(ctx, 1, 10, "one", nil) {
+	if !Report(ctx, 1, 10, "one", nil) {
 		t.Fatal("first report refused")
 	}
 	// While the ack is pending, values replace the one slot: no sends.
 	for i := 2; i <= 5; i++ {
-		if !sdk.ReportProgress(ctx, float64(i), 10, "", map[string]any{"i": i}) {
+		if !Report(ctx, float64(i), 10, "", map[string]any{"i": i}) {
 			t.Fatal("report refused")
 		}
 	}
@@ -127,8 +126,8 @@ func TestProducerCoalescing(t *testing.T) {
 		t.Fatalf("pumped %+v, want the latest value 5", ap.Payload)
 	}
 	// Ack pending again: two more values → one slot, one superseded.
-	sdk.ReportProgress(ctx, 6, 10, "", nil)
-	sdk.ReportProgress(ctx, 7, 10, "", nil)
+	Report(ctx, 6, 10, "", nil)
+	Report(ctx, 7, 10, "", nil)
 	// Leaf exit: one handoff of 7, then COMPLETED, then the report.
 	p.Complete()
 	want := []Kind{KindStarted, KindApplicationProgress, KindStarted, KindApplicationProgress, KindApplicationProgress, KindCompleted, KindProducerReport}
@@ -146,7 +145,7 @@ func TestProducerCoalescing(t *testing.T) {
 	}
 	// After exit: Report refuses, nothing more is sent, late acks do not
 	// change the sealed report.
-	if sdk.ReportProgress(ctx, 8, 10, "", nil) {
+	if Report(ctx, 8, 10, "", nil) {
 		t.Fatal("report after exit accepted")
 	}
 	s.ack(3, nil)
@@ -162,7 +161,7 @@ func TestProducerFastAcksSendEveryValue(t *testing.T) {
 	p := newProducer(t, s)
 	ctx := Context(context.Background(), p)
 	for i := 1; i <= 50; i++ {
-		sdk.ReportProgress(ctx, float64(i), 50, "", nil)
+		Report(ctx, float64(i), 50, "", nil)
 		waitFor(t, "ack", func() bool { return p.Stats().PendingAcknowledgements == 0 })
 	}
 	p.Complete()
@@ -177,11 +176,11 @@ func TestProducerAckOutcomesAndSettle(t *testing.T) {
 	s := &fakeSender{}
 	p, _ := NewProducer(ProducerConfig{Encoder: newEnc(t), NodeID: "a", Sender: s, SettleWait: 5 * time.Second})
 	ctx := Context(context.Background(), p)
-	sdk.ReportProgress(ctx, 1, 3, "", nil) // send 0
-	sdk.ReportProgress(ctx, 2, 3, "", nil) // slot
+	Report(ctx, 1, 3, "", nil) // send 0
+	Report(ctx, 2, 3, "", nil) // slot
 	s.ack(0, ErrActorRejected)
 	waitFor(t, "pump", func() bool { return s.n() == 2 })
-	sdk.ReportProgress(ctx, 3, 3, "", nil) // slot
+	Report(ctx, 3, 3, "", nil) // slot
 	s.ack(1, errors.New("ray: actor died"))
 	waitFor(t, "pump", func() bool { return s.n() == 3 })
 	go func() {
@@ -227,9 +226,9 @@ func TestProducerHandoffOutcomes(t *testing.T) {
 		s := &switchSender{after: 1, err: tc.err}
 		p := newProducer(t, s)
 		ctx := Context(context.Background(), p)
-		sdk.ReportProgress(ctx, 1, 2, "", nil) // sent, ack pending
-		sdk.ReportProgress(ctx, 2, 2, "", nil) // slot
-		p.Complete()                           // the handoff fails
+		Report(ctx, 1, 2, "", nil) // sent, ack pending
+		Report(ctx, 2, 2, "", nil) // slot
+		p.Complete()               // the handoff fails
 		r := p.Stats()
 		if r.TerminalHandoff != tc.want || r.LocallyDropped != 1 || r.Submitted != 1 {
 			t.Fatalf("%v: %+v", tc.err, r)
@@ -242,7 +241,7 @@ func TestProducerHandoffOutcomes(t *testing.T) {
 	// A refused first send drops the value locally and reports false.
 	s := &fakeSender{fail: ErrActorUnavailable}
 	p := newProducer(t, s)
-	if sdk.ReportProgress(Context(context.Background(), p), 1, 2, "", nil) {
+	if Report(Context(context.Background(), p), 1, 2, "", nil) {
 		t.Fatal("dropped value reported true")
 	}
 	if r := p.Stats(); r.Offered != 1 || r.LocallyDropped != 1 {
@@ -254,7 +253,7 @@ func TestProducerBoundsMessageAndLabel(t *testing.T) {
 	s := &fakeSender{instant: true}
 	p, _ := NewProducer(ProducerConfig{Encoder: newEnc(t), NodeID: "a", Label: strings.Repeat("l", 513), Sender: s})
 	ctx := Context(context.Background(), p)
-	sdk.ReportProgress(ctx, 1, 2, strings.Repeat("m", 2049), nil)
+	Report(ctx, 1, 2, strings.Repeat("m", 2049), nil)
 	waitFor(t, "send", func() bool { return s.n() == 1 })
 	ap := s.event(t, 0).(*event.ApplicationProgress)
 	if *ap.Payload.Message != "<omitted:oversized>" || !ap.Truncated {
@@ -268,7 +267,7 @@ func TestProducerBoundsMessageAndLabel(t *testing.T) {
 	// At the caps nothing is truncated.
 	s2 := &fakeSender{instant: true}
 	p2, _ := NewProducer(ProducerConfig{Encoder: newEnc(t), NodeID: "a", Label: strings.Repeat("l", 512), Sender: s2})
-	sdk.ReportProgress(Context(context.Background(), p2), 1, 2, strings.Repeat("m", 2048), nil)
+	Report(Context(context.Background(), p2), 1, 2, strings.Repeat("m", 2048), nil)
 	p2.Complete()
 	if ap := s2.event(t, 0).(*event.ApplicationProgress); ap.Truncated || len(*ap.Payload.Message) != 2048 {
 		t.Fatal("message at the cap was truncated")
@@ -284,7 +283,7 @@ func TestProducerSaturates(t *testing.T) {
 	p.mu.Lock()
 	p.c.Offered = math.MaxInt64
 	p.mu.Unlock()
-	sdk.ReportProgress(Context(context.Background(), p), 1, 2, "", nil)
+	Report(Context(context.Background(), p), 1, 2, "", nil)
 	p.Complete()
 	r := p.Stats()
 	if !r.Saturated || r.Offered != math.MaxInt64 {
@@ -316,7 +315,7 @@ func TestProducerConcurrentReports(t *testing.T) {
 	for g := range 4 {
 		go func() {
 			for i := range 200 {
-				sdk.ReportProgress(ctx, float64(i), 200, "", map[string]any{"g": g})
+				Report(ctx, float64(i), 200, "", map[string]any{"g": g})
 			}
 			wg <- struct{}{}
 		}()

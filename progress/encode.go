@@ -100,10 +100,14 @@ func (e *Encoder) Encode(kind Kind, payload any, truncated bool) ([]byte, error)
 // are written in canonical (code point) order, so the result is exactly
 // canonical.NoFold.Marshal of the gen/event record.
 func (e *Encoder) assemble(kind Kind, p []byte, truncated bool) ([]byte, error) {
+	return e.assembleAt(kind, p, truncated, FormatTimestamp(e.now()))
+}
+
+// assembleAt is assemble with the occurred_at timestamp ts.
+func (e *Encoder) assembleAt(kind Kind, p []byte, truncated bool, ts string) ([]byte, error) {
 	if int64(len(p)) > e.prof.EventPayloadBytes {
 		return nil, fmt.Errorf("%w: %s payload is %d bytes", ErrEventTooLarge, kind, len(p))
 	}
-	ts := FormatTimestamp(e.now())
 	b := make([]byte, 0, len(p)+len(e.ri)+160)
 	b = append(b, `{"encoding":"identity","kind":"`...)
 	b = append(b, kind...)
@@ -257,6 +261,33 @@ func (e *Encoder) MapProgress(nodeID, label string, submitted, completed int64, 
 	var t bool
 	p.Label, t = e.label(label)
 	return e.encodeValid(KindMapProgress, &p, t)
+}
+
+// mapProgressEvent is MapProgress returning the decoded event too, so that
+// the run can ingest its own event without decoding it again (one per
+// finished map item).
+func (e *Encoder) mapProgressEvent(nodeID, label string, submitted, completed int64, inputExhausted bool) ([]byte, *event.MapProgress, error) {
+	if err := e.nodeID(nodeID); err != nil {
+		return nil, nil, err
+	}
+	p := event.MapProgressPayload{NodeID: nodeID, Submitted: submitted, Completed: completed, InputExhausted: inputExhausted}
+	var t bool
+	p.Label, t = e.label(label)
+	if err := p.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("progress: %s payload: %w", KindMapProgress, err)
+	}
+	pb, err := canonical.NoFold.Marshal(&p)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts := FormatTimestamp(e.now())
+	wire, err := e.assembleAt(KindMapProgress, pb, t, ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev := &event.MapProgress{Encoding: "identity", LimitsProfile: "v1", OccurredAt: ts, RunIdentity: e.identity,
+		SchemaVersion: 1, Truncated: t, Kind: string(KindMapProgress), Payload: p}
+	return wire, ev, nil
 }
 
 // OutputPreview encodes a node's preview envelope.
