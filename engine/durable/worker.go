@@ -427,6 +427,12 @@ RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, 
 // generation and run id, and starts them.
 func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	w.stats.claimQueries.Add(1)
+	// A claim is never abandoned half way: were its response lost to a
+	// cancelled context after the UPDATE committed, its tasks would stay
+	// RUNNING with no one running them until the stuck timeout. Tasks a
+	// claim returns after shutdown began are run and drained as usual.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress, w.planPins(ctx))
 	if err != nil {
 		return 0, err
