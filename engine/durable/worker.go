@@ -599,7 +599,9 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 		case <-t.C:
 		}
 		w.stats.heartbeats.Add(1)
-		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.HeartbeatInterval)
+		// A slow heartbeat still counts: bound it by half the stuck timeout,
+		// not by the (possibly tiny) interval.
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), max(w.o.HeartbeatInterval, w.o.StuckTimeout/2))
 		state, err := heartbeatOnce(hctx, w.pool, f)
 		hcancel()
 		switch {
