@@ -21,7 +21,13 @@ export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
 GENSUM = git ls-files -z -co --exclude-standard -- '*.go' '*.cue' | xargs -0 grep -lZ -E '^// Code generated .* DO NOT EDIT\.$$' | xargs -0 -r sha256sum
 
 .PHONY: ray-venv ray-up ray-down bench-ray bench-ray-actors
-.PHONY: help build demo test fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
+.PHONY: help build demo test test-checks test-short fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
+
+# What `make test` checks once its services run (a list of targets).
+TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
+
+# True when the head that `make ray-up` recorded in $(RAY_STATE) is alive.
+RAY_HEAD_ALIVE = { [ -f $(RAY_STATE)/pgid ] && [ -f $(RAY_STATE)/address ] && kill -0 -- -$$(cat $(RAY_STATE)/pgid) 2>/dev/null; }
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -39,8 +45,31 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
 	$(RAYFLOW) plan fingerprint fanout
 
-test: fmt-check vet staticcheck cue-check generate-check gotest pytest ## everything CI checks
-	@echo "make test: all checks passed"
+test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
+	@trap 'exit 130' INT TERM; stop=""; trap 'for s in $$stop; do $(MAKE) --no-print-directory $$s; done' EXIT; \
+	if [ "$(origin RAYFLOW_RAY_ADDRESS)" = environment ] && [ -n "$$RAYFLOW_RAY_ADDRESS" ]; then \
+		addr=$$RAYFLOW_RAY_ADDRESS; echo "make test: using the Ray cluster at RAYFLOW_RAY_ADDRESS=$$addr"; \
+	elif $(RAY_HEAD_ALIVE); then \
+		addr=$$(cat $(RAY_STATE)/address); echo "make test: using the Ray head of make ray-up at $$addr (left running)"; \
+	else \
+		$(MAKE) --no-print-directory ray-up || exit 1; stop="ray-down"; \
+		addr=$$(cat $(RAY_STATE)/address); \
+	fi; \
+	if [ "$(origin RAYFLOW_TEST_DATABASE_URL)" = environment ] && [ -n "$$RAYFLOW_TEST_DATABASE_URL" ]; then \
+		db=$$RAYFLOW_TEST_DATABASE_URL; echo "make test: using the PostgreSQL at RAYFLOW_TEST_DATABASE_URL"; \
+	elif [ -f $(PG_STATE)/data/postmaster.pid ]; then \
+		db=$$(cat $(PG_STATE)/url); echo "make test: using the PostgreSQL of make pg-up at $$db (left running)"; \
+	else \
+		$(MAKE) --no-print-directory pg-up || exit 1; stop="$$stop pg-down"; \
+		db=$$(cat $(PG_STATE)/url); \
+	fi; \
+	RAYFLOW_RAY_ADDRESS=$$addr RAYFLOW_TEST_DATABASE_URL=$$db $(MAKE) --no-print-directory test-checks || exit 1; \
+	echo "make test: all checks passed"
+
+test-checks: $(TEST_CHECKS) ## the checks of make test, against the services already running
+
+test-short: ## go test -short ./...: unit tests only, no Ray and no PostgreSQL needed
+	$(GO) test -short -count=1 ./...
 
 fmt-check: ## gofmt must have nothing to change
 	@out=$$(git ls-files -z -co --exclude-standard -- '*.go' | xargs -0 gofmt -l); \
@@ -151,3 +180,7 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "--- durable result:   $$got"; echo "--- in-process result: $$want"; \
 	[ "$$got" = "$$want" ] || { echo "demo-durable: the results differ"; exit 1; }; \
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
+
+.PHONY: bench-progress
+bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/

@@ -131,6 +131,31 @@
 // (progress.ErrStaleFence) cancels the run. [RunPlan] runs an already
 // materialized plan the same way.
 //
+// # Errors across processes
+//
+// A step's error reaches the caller of a Ray run with its whole chain:
+// every wrapped message, so Error() reads as locally. Register the error
+// types (with [RegisterErrorType]) and the sentinel values (with
+// [RegisterSentinel]) that callers test with errors.As and errors.Is, at
+// package initialization; they come back as themselves at their position
+// in the chain.
+//
+// # Code identity and retry pinning
+//
+// A plan's build revision (definition.build_revision, part of its
+// fingerprint) is, in this order: RAYFLOW_BUILD_REVISION (or GIT_COMMIT,
+// SOURCE_VERSION, K_REVISION) as "environment:<VAR>:<value>", stable
+// across rebuilds; the Go toolchain's VCS stamp of an unmodified checkout
+// as "vcs:<revision>", stable across rebuilds of that commit; otherwise
+// "executable:sha256:<hex>", the digest of the running executable,
+// computed once per process. The digest follows every code change (a
+// changed step body changes the fingerprint) and is stable only for the
+// same bytes: a retry by the same binary, or a byte-identical rebuild,
+// reproduces the fingerprint; any other build does not, so a pinned retry
+// fails closed. Every Ray leaf process checks at its start that its own
+// digest is the plan's and refuses to run otherwise. Reusable strategies
+// treat a digest as unresolved code identity (UNRESOLVED_CODE_IDENTITY).
+//
 // # Dependencies
 //
 // The only executor sdk imports is engine/local (and the engine-neutral

@@ -4,38 +4,41 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
+
+	"github.com/rayflow/rayflow/internal/errwire"
 )
 
-// errorTypes are the error types that cross process boundaries with their
-// value: a leaf process encodes them with the codec, the coordinator
-// decodes them, so errors.As works on a Ray run as it does locally.
-var errorTypes = struct {
-	sync.RWMutex
-	m map[string]reflect.Type
-}{m: map[string]reflect.Type{}}
-
 // RegisterErrorType makes leaf errors of type E (usually a pointer to a
-// struct with exported fields) come back from a Ray leaf as an E, so that
-// errors.As(err, &target) works on the coordinator. Call it at package
-// initialization, like RegisterFlow. Unregistered error types come back
-// with their message and Go type name only.
+// struct with exported fields) come back from a Ray leaf as an E, at their
+// position in the error's chain, so that errors.As(err, &target) works on
+// the coordinator as it does locally. Call it at package initialization,
+// like RegisterFlow. An unregistered error in the chain comes back with
+// its message and Go type name (and errors.Is/As look through it).
 func RegisterErrorType[E error]() {
-	t := reflect.TypeFor[E]()
-	errorTypes.Lock()
-	defer errorTypes.Unlock()
-	errorTypes.m[t.String()] = t
+	errwire.RegisterType(reflect.TypeFor[E]())
+}
+
+// RegisterSentinel makes a sentinel error value (a package-level
+// errors.New, for example) come back from a Ray leaf as itself, at its
+// position in the error's chain, so that errors.Is(err, sentinel) works on
+// the coordinator as it does locally. Call it at package initialization
+// (every process of the binary registers the same sentinels): the wire
+// name is the calling package, the value's type and its message, so two
+// sentinels of one package with the same message cannot both be
+// registered (it panics, as it does for a value that is not comparable).
+func RegisterSentinel(err error) {
+	errwire.RegisterSentinel(err, 1)
 }
 
 // EncodeError finds the first error in err's chain (following Unwrap)
 // whose type is registered and encodes it with codec. It returns the
 // type's name and value, or ok false.
+//
+// Deprecated: engines carry the whole chain (internal/errwire).
 func EncodeError(codec Codec, err error) (typeName string, value []byte, ok bool) {
-	errorTypes.RLock()
-	defer errorTypes.RUnlock()
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		name := reflect.TypeOf(e).String()
-		if _, found := errorTypes.m[name]; !found {
+		if _, found := errwire.LookupType(name); !found {
 			continue
 		}
 		b, mErr := codec.Marshal(e)
@@ -49,24 +52,10 @@ func EncodeError(codec Codec, err error) (typeName string, value []byte, ok bool
 
 // DecodeError decodes a value EncodeError produced into a fresh error of
 // the registered type called typeName.
+//
+// Deprecated: engines carry the whole chain (internal/errwire).
 func DecodeError(codec Codec, typeName string, value []byte) (error, bool) {
-	errorTypes.RLock()
-	t, found := errorTypes.m[typeName]
-	errorTypes.RUnlock()
-	if !found {
-		return nil, false
-	}
-	p := reflect.New(t) // *E
-	if t.Kind() == reflect.Pointer {
-		p.Elem().Set(reflect.New(t.Elem()))
-		if err := codec.Unmarshal(value, p.Elem().Interface()); err != nil {
-			return nil, false
-		}
-	} else if err := codec.Unmarshal(value, p.Interface()); err != nil {
-		return nil, false
-	}
-	e, ok := p.Elem().Interface().(error)
-	return e, ok
+	return errwire.DecodeValue(codec, typeName, value)
 }
 
 // EncodedResult is a workflow result an engine still holds in the codec's

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -31,17 +32,66 @@ var imageDigest = regexp.MustCompile(`^sha256:[0-9a-fA-F]{64}$`)
 type codeContext struct {
 	getenv    func(string) string
 	buildInfo *debug.BuildInfo
+	// executable returns the digest of the binary that runs the leaves
+	// ("sha256:<hex>"), or "" when unknown.
+	executable func() (string, error)
 }
 
 func defaultCodeContext() codeContext {
 	bi, _ := debug.ReadBuildInfo()
-	return codeContext{getenv: os.Getenv, buildInfo: bi}
+	return codeContext{getenv: os.Getenv, buildInfo: bi, executable: buildid.Self}
 }
 
-// buildRevision returns the build revision and whether it is known: from
-// the environment first, else the VCS revision stamped by the Go toolchain
-// (only for an unmodified checkout).
+// Code identity and retry pinning. A plan's definition.build_revision is,
+// in this order:
+//
+//   - "environment:<VAR>:<value>" from RAYFLOW_BUILD_REVISION, GIT_COMMIT,
+//     SOURCE_VERSION or K_REVISION: stable across rebuilds and machines
+//     (the deployer vouches that the value names the code);
+//   - "vcs:<revision>" stamped by the Go toolchain when the binary was
+//     built from an unmodified checkout: stable across rebuilds of that
+//     commit;
+//   - otherwise "executable:sha256:<hex>", the digest of the running
+//     executable (computed once per process): it follows every change of
+//     code (a step body from 2*n to 3*n changes the fingerprint) and is
+//     stable only for the same bytes: a retry run by the same binary (or a
+//     byte-identical rebuild: same source, toolchain, flags and paths, or
+//     -trimpath) reproduces the fingerprint; any other build does not, so
+//     a pinned retry fails closed rather than running different code.
+//     Every Ray leaf process checks at its start that its own digest equals
+//     the plan's and refuses to run otherwise (engine/ray's leaf
+//     handshake). Callable identities stay unstable and reusable
+//     strategies stay rejected (UNRESOLVED_CODE_IDENTITY): a binary digest
+//     is a development identity.
+
+// buildRevision returns the build revision: from the environment first,
+// else the VCS revision stamped by the Go toolchain (only for an
+// unmodified checkout), else the executable's digest (nil if unknown).
 func (c codeContext) buildRevision() (*string, error) {
+	rev, err := c.stableRevision()
+	if rev != nil || err != nil || c.executable == nil {
+		return rev, err
+	}
+	d, err := c.executable()
+	if err != nil || d == "" {
+		return nil, nil // unknown: UNRESOLVED_CODE_IDENTITY, as before
+	}
+	s := buildid.Prefix + d
+	return &s, nil
+}
+
+// executableDigest returns the "sha256:<hex>" digest a plan's build
+// revision names when it is the leaves' executable digest, or "".
+func executableDigest(rev *string) string {
+	if rev == nil || !strings.HasPrefix(*rev, buildid.Prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(*rev, buildid.Prefix)
+}
+
+// stableRevision is the environment or VCS revision, nil when neither is
+// set.
+func (c codeContext) stableRevision() (*string, error) {
 	for _, v := range buildRevisionVars {
 		val := c.getenv(v)
 		if val == "" {
@@ -137,7 +187,7 @@ func (c codeContext) moduleIdentity(pkg string) plan.ModuleIdentity {
 	}
 	id.Packages = &[]plan.ModulePackage{p}
 	if best.Path == bi.Main.Path && best.Sum == "" {
-		rev, _ := c.buildRevision()
+		rev, _ := c.stableRevision()
 		id.Stable = rev != nil
 		return id
 	}

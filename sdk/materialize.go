@@ -58,6 +58,9 @@ func (m *Materialized) ReportingPolicy() common.ReportingPolicy {
 type Bindings struct {
 	Root  *flowgraph.Node
 	Nodes map[string]*flowgraph.Node
+	// RuntimeEnvs are the runtime environment profiles the plan names, as
+	// they were when it was materialized (the Ray engine applies them).
+	RuntimeEnvs map[string]map[string]any
 }
 
 // Summary is the plan summary stored beside a run.
@@ -126,7 +129,7 @@ func WithTrust(t TrustIdentity) MaterializeOption { return func(c *materializeCo
 
 // withCodeContext replaces environment and build information (tests).
 func withCodeContext(getenv func(string) string) MaterializeOption {
-	return func(c *materializeConfig) { c.code.getenv = getenv }
+	return func(c *materializeConfig) { c.code.getenv, c.code.executable = getenv, nil }
 }
 
 // Materialize validates f and builds its effective plan, canonical bytes,
@@ -157,7 +160,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	}
 	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
-		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}}
+		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}, envSpecs: map[string]map[string]any{}}
 	terminal, err := mz.visit(root, flowgraph.RootID, nil)
 	if err != nil {
 		return nil, err
@@ -184,7 +187,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 		return nil, fmt.Errorf("rayflow: materialized plan fails its schema (a rayflow bug): %w", err)
 	}
 	m := &Materialized{Plan: p, Canonical: canon, Fingerprint: canonical.DomainPlan.Sum(canon).String(),
-		DefinitionRevision: p.Definition.Revision, Bindings: &Bindings{Root: root, Nodes: mz.bindings}}
+		DefinitionRevision: p.Definition.Revision, Bindings: &Bindings{Root: root, Nodes: mz.bindings, RuntimeEnvs: mz.envSpecs}}
 	if err := m.selectStrategy(&cfg, mz); err != nil {
 		return nil, err
 	}
@@ -214,6 +217,7 @@ type materializer struct {
 	envPaths     []string // UNRESOLVED_RUNTIME_ENV
 	retryUnsafe  []string
 	bindings     map[string]*flowgraph.Node
+	envSpecs     map[string]map[string]any // profile → spec, for Bindings
 }
 
 func inputsFrom(deps []string, none string) []string {
@@ -305,6 +309,7 @@ func (mz *materializer) environment(id, profile string) (plan.EnvironmentRef, er
 			return plan.EnvironmentRef{}, err
 		}
 		mz.profiles[profile] = ident
+		mz.envSpecs[profile] = cloneMap(spec)
 	}
 	for _, p := range ident.UnresolvedPaths {
 		mz.envPaths = append(mz.envPaths, "environments.by_node."+id+"."+p)

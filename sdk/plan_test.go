@@ -368,7 +368,7 @@ func TestPLAN10StructuredDiagnostics(t *testing.T) {
 	// Over 32 rejections: truncated, with the total kept.
 	var steps []Flow[int, int]
 	for range 40 {
-		steps = append(steps, Step(PlanSquare, WithRayOptions(RayOptions{"placement_group": "pg"})))
+		steps = append(steps, Step(PlanSquare, WithRayOptions(RayOptions{"label_selector": map[string]string{"zone": "a"}})))
 	}
 	many := mustMaterialize(t, Group(steps...))
 	if s := many.Selection; len(s.Rejections) != plan.MaxRejections || !s.RejectionsTruncated || s.TotalRejections <= int64(plan.MaxRejections) {

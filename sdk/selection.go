@@ -113,7 +113,7 @@ func (m *Materialized) collectRejections(mz *materializer) []plan.Rejection {
 	}
 	add(cg, plan.RejectionCodeOwnerLifetimeMismatch, "compatibility.compiled_graph.topology", msgOwner)
 	add(cg, plan.RejectionCodeIncompatiblePlatform, "compatibility.compiled_graph.runtime", msgPlatform)
-	if p.Definition.BuildRevision == nil {
+	if p.Definition.BuildRevision == nil || executableDigest(p.Definition.BuildRevision) != "" {
 		add(cg, plan.RejectionCodeUnresolvedCodeIdentity, "definition.build_revision", msgCode)
 	}
 	for _, path := range p.Environments.Outer.UnresolvedPaths {

@@ -44,10 +44,99 @@ func RegisterRuntimeEnv(name string, env RuntimeEnv) error {
 	if !profileName.MatchString(name) {
 		return fmt.Errorf("rayflow: runtime environment profile name %q must match %s", name, profileName)
 	}
+	if v, ok := env["env_vars"]; ok {
+		if _, ok := stringMap(v); !ok {
+			return fmt.Errorf("rayflow: runtime environment profile %q: env_vars must map names to strings", name)
+		}
+	}
 	runtimeEnvs.Lock()
 	defer runtimeEnvs.Unlock()
 	runtimeEnvs.m[name] = cloneMap(env)
 	return nil
+}
+
+// stringMap converts a map of strings (map[string]string, or
+// map[string]any holding only strings).
+func stringMap(v any) (map[string]string, bool) {
+	switch m := v.(type) {
+	case map[string]string:
+		return m, true
+	case map[string]any:
+		out := make(map[string]string, len(m))
+		for k, x := range m {
+			s, ok := x.(string)
+			if !ok {
+				return nil, false
+			}
+			out[k] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// checkRayOptionValues refuses, at definition time, Ray options that the
+// Ray engine could not apply as written: every option a plan carries is
+// either applied on Ray or refused here, never dropped. It returns "" or
+// why the options are refused.
+func checkRayOptionValues(o map[string]any) string {
+	for _, k := range sortedKeys(o) {
+		v := o[k]
+		switch k {
+		case "placement_group":
+			if v != nil && v != "default" {
+				return "placement_group cannot be given from Go (it is a Ray PlacementGroup handle); reserve resources with custom resources or label_selector instead"
+			}
+		case "placement_group_bundle_index":
+			if f, ok := normalizeNumber(v).(float64); v != nil && (!ok || f != -1) {
+				return "placement_group_bundle_index needs a placement group, which cannot be given from Go"
+			}
+		case "placement_group_capture_child_tasks":
+			if v != nil && v != false {
+				return "placement_group_capture_child_tasks needs a placement group, which cannot be given from Go"
+			}
+		case "_generator_backpressure_num_objects":
+			return "_generator_backpressure_num_objects applies to generator tasks; a rayflow leaf returns one value"
+		case "retry_exceptions":
+			if _, ok := v.(bool); !ok {
+				return "retry_exceptions must be true or false (a list names Python exception classes, which a Go leaf does not raise)"
+			}
+		case "scheduling_strategy":
+			if v != "DEFAULT" && v != "SPREAD" {
+				return fmt.Sprintf("scheduling_strategy must be \"DEFAULT\" or \"SPREAD\" (a strategy object cannot be given from Go; use label_selector), got %v", v)
+			}
+		case "label_selector":
+			if _, ok := stringMap(v); !ok {
+				return "label_selector must map label names to strings"
+			}
+		case "fallback_strategy":
+			list, ok := v.([]map[string]any)
+			if !ok {
+				if anys, isList := v.([]any); isList {
+					ok = true
+					for _, x := range anys {
+						m, isMap := x.(map[string]any)
+						ok = ok && isMap
+						list = append(list, m)
+					}
+				}
+			}
+			if !ok {
+				return "fallback_strategy must be a list of option objects (for example {\"label_selector\": {...}})"
+			}
+			for _, m := range list {
+				for fk, fv := range m {
+					if fk != "label_selector" {
+						return fmt.Sprintf("fallback_strategy: only label_selector entries are supported, got %q", fk)
+					}
+					if _, ok := stringMap(fv); !ok {
+						return "fallback_strategy: label_selector must map label names to strings"
+					}
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // lookupRuntimeEnv returns a registered profile.
@@ -140,6 +229,9 @@ func validateStep(s *flowgraph.Step, fail failFunc) error {
 	}
 	if v, ok := s.RayOptions["num_returns"]; ok && !isOne(v) {
 		return fail(CodeInvalidRayOptions, "num_returns must be 1")
+	}
+	if err := checkRayOptionValues(s.RayOptions); err != "" {
+		return fail(CodeInvalidRayOptions, "%s", err)
 	}
 	if s.RuntimeEnv != "" {
 		if _, ok := lookupRuntimeEnv(s.RuntimeEnv); !ok {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/gen/summary"
 )
 
 // fence identifies one attempt of one task. Every write of an attempt
@@ -54,9 +57,10 @@ const transitionSQL = `WITH old AS (
   FROM rayflow_tasks WHERE ` + fenceWhere + ` FOR UPDATE
 ), arch AS (
   INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, claimed_by,
-    workflow_plan_fingerprint, started_at, finished_at, error_type, error_message, error_traceback, result_data)
+    workflow_plan_fingerprint, started_at, finished_at, error_type, error_message, error_traceback, result_data,
+    workflow_progress_summary_json)
   SELECT id, attempt_number, execution_generation, workflow_run_id, $6, claimed_by, workflow_plan_fingerprint,
-    started_at, now(), $10, $11, $12, $9 FROM old
+    started_at, now(), $10, $11, $12, $9, $15::text FROM old
 )
 UPDATE rayflow_tasks t SET
   state = CASE WHEN $7 THEN 'QUEUED' ELSE $6 END,
@@ -74,7 +78,9 @@ UPDATE rayflow_tasks t SET
     ELSE now() + make_interval(secs => $8) + make_interval(secs => t.queue_timeout_seconds) END,
   error_type = $10, error_message = $11, error_traceback = $12,
   cancellation_status = coalesce($13, t.cancellation_status),
-  cancellation_error = coalesce($14, t.cancellation_error)
+  cancellation_error = coalesce($14, t.cancellation_error),
+  workflow_progress_summary_json = CASE WHEN $7 THEN NULL ELSE $15::text END,
+  progress_summary_revision = CASE WHEN $7 OR $15::text IS NULL THEN NULL ELSE 9223372036854775807 END
 FROM old WHERE t.id = old.id AND t.` + `execution_generation = old.execution_generation AND t.attempt_number = old.attempt_number`
 
 // transition ends the fenced attempt; it returns the rows changed (0 when
@@ -83,12 +89,30 @@ func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
 	args := f.args()
 	args = append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
 		nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
-		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)))
+		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)),
+		terminalSummary(ctx, db, f, o.state))
 	tag, err := db.Exec(ctx, transitionSQL, args...)
 	if err != nil {
 		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// terminalSummary is the progress summary archived with a terminal
+// transition (CONTRACTS §5.7): the run's own terminal summary, or one
+// derived from its last accepted summary; nil when the run published
+// none (or it cannot be read: the transition must still land).
+func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {
+	var last *string
+	if err := db.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...).Scan(&last); err != nil || last == nil {
+		return nil
+	}
+	b, err := progressstore.TerminalEnvelope([]byte(*last), summary.TerminalState(state), time.Now())
+	if err != nil || b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func nullText(s string) *string {

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -91,6 +92,11 @@ type WorkerOptions struct {
 	DrainTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// NoProgressStore turns off the PostgreSQL progress storage
+	// (engine/progressstore), which every in-process attempt publishes to
+	// by default: summary v3 on the task row, and under the full policy
+	// topology and node detail.
+	NoProgressStore bool
 }
 
 func (o *WorkerOptions) defaults() error {
@@ -656,6 +662,13 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 	}
 	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
 	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}
+	if !w.o.NoProgressStore {
+		sink, err := progressstore.NewSink(w.pool, progressstore.Limits{})
+		if err != nil {
+			return nil, &permanent{err}
+		}
+		opts = append(opts, sdk.WithProgress(sink))
+	}
 	if w.o.Engine != nil {
 		opts = append(opts, sdk.WithEngine(w.o.Engine))
 	}

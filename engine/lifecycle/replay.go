@@ -180,11 +180,18 @@ func (h Header) Start() (State, error) {
 // (blank lines are skipped). It writes one canonical JSON line per event,
 // as MarshalOutcome, then the final snapshot as canonical JSON. When the
 // header is refused it writes only {"session_rejection":"CODE"} and returns
-// the *Rejection. Any other error means the file is malformed.
-func Replay(r io.Reader, w io.Writer) error {
+// the *Rejection. Any other error means the file is malformed; every
+// outcome line of the events before the malformed line has been written
+// (and flushed) when Replay returns it.
+func Replay(r io.Reader, w io.Writer) (err error) {
+	bw := bufio.NewWriter(w)
+	defer func() {
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+	}()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxReplayLineBytes)
-	bw := bufio.NewWriter(w)
 	var s State
 	line, started := 0, false
 	for sc.Scan() {
@@ -204,9 +211,6 @@ func Replay(r io.Reader, w io.Writer) error {
 				if errors.As(err, &rej) {
 					out, _ := canonical.NoFold.Marshal(map[string]any{"session_rejection": string(rej.Code)})
 					bw.Write(append(out, '\n'))
-					if ferr := bw.Flush(); ferr != nil {
-						return ferr
-					}
 				}
 				return err
 			}
@@ -237,5 +241,5 @@ func Replay(r io.Reader, w io.Writer) error {
 		return err
 	}
 	bw.Write(append(snap, '\n'))
-	return bw.Flush()
+	return nil
 }

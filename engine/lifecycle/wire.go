@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 
-	schema "github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -199,8 +198,10 @@ func MarshalEvent(ev Event) ([]byte, error) {
 
 // MarshalOutcome returns the canonical JSON outcome line of one event:
 // {"rejection":"CODE"} when rejected, else {"action":null} or
-// {"action":{"declared_outputs":…,"deadline":…,"kind":…,"output_index":…,"token":…}}
-// (the pending_action form of the snapshot).
+// {"action":{"deadline":…,"declared_outputs":…,"invocation_id":…,"kind":…,"output_index":…,"token":…}}:
+// the pending_action form of the snapshot plus the invocation id the
+// action is scoped to (null for session-scoped actions), so the adapter
+// that performs it needs nothing but this line.
 func MarshalOutcome(a *Action, rej *Rejection) ([]byte, error) {
 	if rej != nil {
 		return canonical.NoFold.Marshal(map[string]any{"rejection": string(rej.Code)})
@@ -208,14 +209,16 @@ func MarshalOutcome(a *Action, rej *Rejection) ([]byte, error) {
 	if a == nil {
 		return canonical.NoFold.Marshal(map[string]any{"action": nil})
 	}
-	pa := schema.PendingAction{Token: a.Token, Kind: schema.Action(a.Kind), Deadline: a.Deadline}
+	pa := map[string]any{"token": a.Token, "kind": string(a.Kind), "deadline": a.Deadline,
+		"output_index": nil, "declared_outputs": nil, "invocation_id": nil}
 	if a.OutputIndex != nil {
-		i := int64(*a.OutputIndex)
-		pa.OutputIndex = &i
+		pa["output_index"] = int64(*a.OutputIndex)
 	}
 	if a.DeclaredOutputs != nil {
-		n := int64(*a.DeclaredOutputs)
-		pa.DeclaredOutputs = &n
+		pa["declared_outputs"] = int64(*a.DeclaredOutputs)
 	}
-	return canonical.NoFold.Marshal(map[string]any{"action": &pa})
+	if a.Invocation != nil {
+		pa["invocation_id"] = a.Invocation.InvocationID
+	}
+	return canonical.NoFold.Marshal(map[string]any{"action": pa})
 }

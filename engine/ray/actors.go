@@ -51,8 +51,13 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 		if err != nil {
 			return nil, fmt.Errorf("rayflow: map %s: encoding the initial accumulator: %w", id, err)
 		}
-		spec = ActorSpec{Kind: "fold", Options: actorOptions(m.Fold.Actor), MaxBytes: m.Fold.MaxSerializedBytes,
-			Exe: r.e.exe, Callable: m.Fold.Reducer.Callable.Name, Node: id + ".reducer", Bootstrap: m.Fold.Reducer.Bootstrap,
+		opts := actorOptions(m.Fold.Actor)
+		if env := m.Fold.Reducer.RuntimeEnv; env != "" {
+			// The reducer runs in the actor's leaf process.
+			opts["runtime_env"] = r.envs[env]
+		}
+		spec = ActorSpec{Kind: "fold", Options: opts, MaxBytes: m.Fold.MaxSerializedBytes,
+			Exe: r.e.exe, Callable: m.Fold.Reducer.Callable.Name, Node: id + ".reducer", Digest: r.digest, Bootstrap: m.Fold.Reducer.Bootstrap,
 			Initial: b, MaxRetained: max(0, min(m.Limits.MaxItems-1, m.Limits.MaxConcurrency-1))}
 	default:
 		return nil, nil

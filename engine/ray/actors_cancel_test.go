@@ -88,6 +88,7 @@ func runCancelled(t *testing.T, f sdk.Flow[[]Rev, int], in []Rev, cancelNow func
 // creation; no leaf runs, and cancelling the run ends it promptly (the
 // pending actor is killed).
 func TestBufferActorPendingCancel(t *testing.T) {
+	needRay(t)
 	before := bufferActors(t)
 	log := filepath.Join(t.TempDir(), "leaves")
 	f := sdk.Then(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}).
@@ -129,6 +130,7 @@ func TestBufferActorPendingCancel(t *testing.T) {
 // Cancelling a run whose buffer actor is alive (items running) ends it
 // promptly with context.Canceled and kills the actor.
 func TestBufferActorLiveCancel(t *testing.T) {
+	needRay(t)
 	before := bufferActors(t)
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}, 1<<20)
 	in := revItems(4, 0, "", 0)

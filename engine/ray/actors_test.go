@@ -85,6 +85,7 @@ func revItems(n, stepMS int, log string, pad int) []Rev {
 // Leaves that finish in reverse order are folded in input order by a
 // non-commutative reducer, as locally.
 func TestFoldInputOrder(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "order")
@@ -112,6 +113,7 @@ func TestFoldInputOrder(t *testing.T) {
 // Byte limits: the initial accumulator before any leaf, the accumulator
 // during the fold; a reducer error is a StepError of the reducer.
 func TestFoldLimits(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "leaves")
@@ -145,6 +147,7 @@ func TestFoldLimits(t *testing.T) {
 }
 
 func TestBufferMatchesLocal(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	cr := &countingRuntime{Runtime: testEngine.rt}
@@ -166,6 +169,7 @@ func TestBufferMatchesLocal(t *testing.T) {
 }
 
 func TestBufferOverflow(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}, 3000)
 	_, err := Run(context.Background(), testEngine, f, revItems(6, 0, "", 1000))

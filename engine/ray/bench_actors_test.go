@@ -89,6 +89,7 @@ func kib(b uint64) string { return fmt.Sprintf("%7.0f KiB", float64(b)/1024) }
 // items (window 32), which must stay flat in N; (2) wall time of the same
 // fan-outs under the full, terminal_only and disabled policies.
 func TestBenchRayActors(t *testing.T) {
+	needRay(t)
 	if os.Getenv("RAYFLOW_BENCH") != "1" {
 		t.Skip("a benchmark: run it with make bench-ray-actors (RAYFLOW_BENCH=1)")
 	}

@@ -30,6 +30,7 @@ var benchFlow = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: be
 // window 64 through rayflow and through a native Python Ray driver running
 // the same windowed ray.wait loop, on the same cluster, in one run.
 func TestBenchRay(t *testing.T) {
+	needRay(t)
 	if os.Getenv("RAYFLOW_BENCH") != "1" {
 		t.Skip("a benchmark: run it with make bench-ray (RAYFLOW_BENCH=1)")
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 var bridgeSource []byte
 
 // ProtocolVersion is the bridge protocol version this package speaks.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // RayVersion is the Ray version the bridge requires.
 const RayVersion = "2.60.0"
@@ -48,6 +49,10 @@ type LeafTask struct {
 	Bound    []byte         // encoded bound value, nil when none
 	Arg      Arg            // the input
 	Options  map[string]any // Ray task options
+	// Digest is the plan's executable digest ("sha256:<hex>") that the
+	// leaf process must have, "" when the plan's code identity is a
+	// revision (leaf handshake, PROTOCOL.md).
+	Digest string
 	// Bootstrap runs the worker-start hook (sdk.RegisterBootstrap) once per
 	// leaf process before the step.
 	Bootstrap bool
@@ -112,6 +117,7 @@ type ActorSpec struct {
 	// Fold: the reducer (run in the actor's Go leaf process), the initial
 	// accumulator's encoded bytes and the out-of-order retention bound.
 	Exe, Callable, Node string
+	Digest              string // as LeafTask.Digest
 	Bootstrap           bool
 	Initial             []byte
 	MaxRetained         int
@@ -129,6 +135,12 @@ type BridgeOptions struct {
 	// RuntimeEnv is the job's Ray runtime_env (for example a working_dir
 	// that ships the leaf binary to a remote cluster).
 	RuntimeEnv map[string]any
+	// HealthInterval is how often the coordinator checks that the
+	// cluster's GCS accepts connections (default 1 s); HealthFailures
+	// consecutive failures (default 3) mean the cluster is lost: every call
+	// in flight and every later call fails with a *ClusterLostError.
+	HealthInterval time.Duration
+	HealthFailures int
 }
 
 // Bridge is the Python bridge process and its protocol client.
@@ -140,9 +152,17 @@ type Bridge struct {
 	mu     sync.Mutex
 	nextID int64
 	calls  map[int64]chan *frame
-	dead   error
+	dead   error         // why the bridge is unusable (first failure wins)
+	failed chan struct{} // closed when dead is set
 	done   chan struct{} // closed when the reader ends
 	exited chan struct{} // closed when the process is reaped
+	// private: the bridge started its own local cluster (its processes
+	// are in the bridge's process group).
+	private bool
+	closing bool
+	// remote: a Ray Client connection (ray://), whose GCS and raylet need
+	// not be reachable from here: no health checks.
+	remote bool
 	tail   *tailBuffer
 	Hello  Hello
 	// Handles are chosen here, so creating ops are pipelined (no reply).
@@ -152,6 +172,10 @@ type Bridge struct {
 	watchers   map[Handle][]chan Ready // awaiting
 	// GCSAddress is the connected cluster's address (host:port).
 	GCSAddress string
+	// SessionDir is the Ray session directory of the connected cluster.
+	SessionDir string
+	// RayletAddress is the raylet the bridge drives through (host:port).
+	RayletAddress string
 }
 
 // Hello is the bridge's handshake.
@@ -211,7 +235,12 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		return nil, fmt.Errorf("rayflow: writing the ray bridge: %w", err)
 	}
 	cmd := exec.Command(o.Python, "-u", script)
-	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0", "RAY_IGNORE_UNHANDLED_ERRORS=1", "PYTHONUNBUFFERED=1")
+	// RAY_ENABLE_AUTO_CONNECT=0: a Ray call after ray.shutdown (or after a
+	// lost connection) fails instead of starting a new local cluster.
+	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0", "RAY_IGNORE_UNHANDLED_ERRORS=1", "PYTHONUNBUFFERED=1", "RAY_ENABLE_AUTO_CONNECT=0")
+	// Its own process group: a private cluster's processes (Ray makes the
+	// driver a group leader and starts them in its group) end with it.
+	cmd.SysProcAttr = bridgeProcAttr()
 	if o.Address != "" && o.Address != "local" && os.Getenv("RAY_AUTH_MODE") == "" && authTokenAvailable() {
 		// Ray 2.60 heads started with `ray start` use token authentication;
 		// a driver must opt in to send the token.
@@ -221,7 +250,7 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[Handle]bool{}, readyCache: map[Handle]Ready{}, watchers: map[Handle][]chan Ready{}, done: make(chan struct{}), exited: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[Handle]bool{}, readyCache: map[Handle]Ready{}, watchers: map[Handle][]chan Ready{}, done: make(chan struct{}), exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -278,10 +307,16 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	f, err := b.call(ictx, req)
 	if err == nil {
 		var info struct {
-			GCS string `json:"gcs_address"`
+			GCS     string `json:"gcs_address"`
+			Session string `json:"session_dir"`
+			Raylet  string `json:"raylet_address"`
+			Private bool   `json:"private"`
 		}
 		if err = f.decode(&info); err == nil {
-			b.GCSAddress = info.GCS
+			b.GCSAddress, b.SessionDir, b.RayletAddress = info.GCS, info.Session, info.Raylet
+			b.mu.Lock()
+			b.private = info.Private
+			b.mu.Unlock()
 		}
 	}
 	if err != nil {
@@ -292,7 +327,123 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 		}
 		return nil, &SetupError{Problem: fmt.Sprintf("connecting to %s: %v", where, err), Fix: "start it with make ray-up (or pass the right address)"}
 	}
+	b.remote = strings.Contains(o.Address, "://")
+	if b.GCSAddress != "" && !b.remote {
+		interval, failures := o.HealthInterval, o.HealthFailures
+		if interval <= 0 {
+			interval = time.Second
+		}
+		if failures <= 0 {
+			failures = 3
+		}
+		go b.watchCluster(interval, failures)
+	}
 	return b, nil
+}
+
+// fail makes the bridge unusable with err (the first failure wins): every
+// call in flight and every later call returns it.
+func (b *Bridge) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dead != nil {
+		return
+	}
+	b.dead = err
+	b.calls = nil
+	b.watchers = nil
+	close(b.failed)
+}
+
+// Err returns why the bridge is unusable, or nil while it works.
+func (b *Bridge) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dead
+}
+
+// healthy dials the GCS and the bridge's raylet (a driver cannot work
+// without either).
+func (b *Bridge) healthy(timeout time.Duration) error {
+	if b.remote {
+		return nil
+	}
+	if err := dialTimeout(b.GCSAddress, timeout); err != nil {
+		return fmt.Errorf("the GCS: %w", err)
+	}
+	if b.RayletAddress != "" {
+		if err := dialTimeout(b.RayletAddress, timeout); err != nil {
+			return fmt.Errorf("the raylet: %w", err)
+		}
+	}
+	return nil
+}
+
+// CheckCluster dials the GCS once after a run failed with cause: when it
+// does not answer, the cluster is lost (Ray may report a dead head as a
+// crashed worker first): the bridge fails and the returned
+// *ClusterLostError wraps cause. It returns nil while the GCS answers.
+func (b *Bridge) CheckCluster(cause error) error {
+	if err := b.Err(); err != nil {
+		if errors.Is(err, ErrClusterLost) {
+			return err
+		}
+		return nil
+	}
+	if b.GCSAddress == "" {
+		return nil
+	}
+	if b.healthy(time.Second) == nil {
+		return nil
+	}
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	if closing {
+		return nil
+	}
+	b.fail(&ClusterLostError{Address: b.GCSAddress, Err: cause})
+	go b.kill()
+	return b.Err()
+}
+
+// watchCluster dials the GCS every interval; failures consecutive
+// failures mean the cluster is lost: the bridge fails with a
+// *ClusterLostError and is killed (a driver whose head is gone can block
+// for a minute in Ray before it notices).
+func (b *Bridge) watchCluster(interval time.Duration, failures int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	bad := 0
+	since := time.Time{}
+	for {
+		select {
+		case <-b.failed:
+			return
+		case <-t.C:
+		}
+		err := b.healthy(interval)
+		if err == nil {
+			bad = 0
+			continue
+		}
+		if bad == 0 {
+			since = time.Now()
+		}
+		bad++
+		if bad < failures {
+			continue
+		}
+		b.mu.Lock()
+		closing := b.closing
+		b.mu.Unlock()
+		if closing {
+			return
+		}
+		b.fail(&ClusterLostError{Address: b.GCSAddress, Err: err, For: time.Since(since).Round(time.Millisecond)})
+		b.kill()
+		return
+	}
 }
 
 func (b *Bridge) checkHello(python string) error {
@@ -359,10 +510,14 @@ func (b *Bridge) readLoop(r io.Reader) {
 	case <-time.After(2 * time.Second):
 	}
 	b.mu.Lock()
-	b.dead = &BridgeError{Err: err, Log: b.tail.String()}
-	b.calls = nil
-	b.watchers = nil
+	closing := b.closing
 	b.mu.Unlock()
+	if !closing && b.GCSAddress != "" && b.healthy(time.Second) != nil {
+		// The driver died because its cluster did (a killed raylet ends
+		// its drivers): say so.
+		b.fail(&ClusterLostError{Address: b.GCSAddress, Err: err, Log: b.tail.String()})
+	}
+	b.fail(&BridgeError{Err: err, Log: b.tail.String()})
 	close(b.done)
 	b.kill()
 }
@@ -385,6 +540,8 @@ func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byt
 		return nil, err
 	}
 	select {
+	case <-b.failed:
+		return nil, b.Err()
 	case f := <-ch:
 		var h struct {
 			OK    bool       `json:"ok"`
@@ -400,11 +557,6 @@ func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byt
 			return nil, &BridgeError{Err: fmt.Errorf("%s %s: %s", req["op"], h.Error.Type, h.Error.Message)}
 		}
 		return f, nil
-	case <-b.done:
-		b.mu.Lock()
-		err := b.dead
-		b.mu.Unlock()
-		return nil, err
 	case <-ctx.Done():
 		b.mu.Lock()
 		if b.calls != nil {
@@ -416,6 +568,9 @@ func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byt
 }
 
 func (b *Bridge) send(req map[string]any, sections ...[]byte) error {
+	if err := b.Err(); err != nil {
+		return err
+	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	err := writeFrame(b.w, req, sections...)
@@ -461,7 +616,7 @@ func argSpec(a Arg, sections *[][]byte) map[string]any {
 func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 	var sections [][]byte
 	h := b.newHandle()
-	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node}
+	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node, "digest": t.Digest}
 	if len(t.Options) > 0 {
 		req["options"] = t.Options
 	}
@@ -553,11 +708,8 @@ func (b *Bridge) Await(ctx context.Context, h Handle) (Ready, error) {
 	select {
 	case r := <-ch:
 		return r, nil
-	case <-b.done:
-		b.mu.Lock()
-		err := b.dead
-		b.mu.Unlock()
-		return Ready{}, err
+	case <-b.failed:
+		return Ready{}, b.Err()
 	case <-ctx.Done():
 		b.mu.Lock()
 		if b.watchers != nil {
@@ -645,7 +797,7 @@ func (b *Bridge) CreateActor(ctx context.Context, a ActorSpec) (int64, Handle, e
 	actor := b.nextHandle
 	b.mu.Unlock()
 	req := map[string]any{"op": "actor", "id": 0, "h": ready, "actor": actor, "kind": a.Kind, "options": a.Options,
-		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node,
+		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node, "digest": a.Digest,
 		"bootstrap": a.Bootstrap, "max_retained": a.MaxRetained}
 	var sections [][]byte
 	if a.Kind == "fold" {
@@ -708,30 +860,59 @@ func (b *Bridge) Stats(ctx context.Context) (handles int, err error) {
 	return s.Handles, err
 }
 
-// Close shuts the bridge down (and a private cluster with it) and reaps
-// the process.
-func (b *Bridge) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// Close shuts the bridge down within 30 s (CloseWithin).
+func (b *Bridge) Close() error { return b.CloseWithin(30 * time.Second) }
+
+// CloseWithin shuts the bridge down and reaps it within about timeout: a
+// private cluster is ended with the bridge's process group (SIGKILL: its
+// state is private and discarded, and no Ray process outlives it); a
+// shared cluster's driver is disconnected (ray.shutdown), or killed when
+// that does not finish in time or the cluster is unreachable. Nothing is
+// started: the bridge runs with RAY_ENABLE_AUTO_CONNECT=0.
+func (b *Bridge) CloseWithin(timeout time.Duration) error {
+	b.mu.Lock()
+	b.closing = true
+	dead, private := b.dead, b.private
+	b.mu.Unlock()
+	if dead != nil || private || (b.GCSAddress != "" && b.healthy(min(timeout/2, time.Second)) != nil) {
+		b.fail(ErrBridgeClosed)
+		b.kill()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	_, err := b.call(ctx, map[string]any{"op": "shutdown"})
+	b.fail(ErrBridgeClosed)
 	_ = b.stdin.Close()
 	select {
 	case <-b.exited:
-	case <-time.After(30 * time.Second):
-		b.kill()
+	case <-ctx.Done():
 	}
-	if errors.Is(err, ErrBridgeClosed) {
+	b.kill()
+	if errors.Is(err, ErrBridgeClosed) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
 	}
 	return err
 }
 
+// kill ends the bridge's process group (the bridge and a private
+// cluster's processes) and reaps the bridge.
 func (b *Bridge) kill() {
 	if b.cmd.Process != nil {
+		killGroup(b.cmd.Process.Pid)
 		_ = b.cmd.Process.Kill()
 	}
 	_ = b.stdin.Close()
 	<-b.exited
+}
+
+// dialTimeout connects to addr once within timeout.
+func dialTimeout(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // checkAddress fails fast on a host:port that refuses connections.

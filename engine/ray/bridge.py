@@ -1,15 +1,9 @@
 """rayflow's Ray bridge: the Ray driver that the Go coordinator starts.
 
-Protocol (version 1), on stdin/stdout, one frame per message:
-
-    uint32 big-endian header length | header (UTF-8 JSON) | sections
-
-The header's "sizes" lists the byte length of each raw section that follows
-it. Payloads travel only in sections, never inside JSON. The bridge sends a
-"hello" frame first (protocol, Ray and Python versions, or why Ray cannot be
-imported); every request carries an "id" echoed by its response (id 0: no
-response). stderr carries logs. The bridge owns every ObjectRef in a table and
-hands the coordinator opaque integer handles.
+It speaks the bridge protocol (version PROTOCOL) on stdin/stdout, and its
+task code speaks the leaf-process protocol (version LEAF_PROTOCOL) with the
+Go leaf processes it starts in Ray workers. Both are described in one place,
+engine/ray/PROTOCOL.md; keep that file in step with any change here.
 """
 
 import json
@@ -20,7 +14,7 @@ import threading
 import time
 import traceback
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 # The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
@@ -81,7 +75,13 @@ class LeafError(Exception):
 
 
 class LeafProcessError(Exception):
-    """The leaf's Go process could not be started."""
+    """The leaf's Go process could not start or refused its handshake: args
+    are (info dict,) with kind "leaf_start", a reason, the node and a
+    message naming the fix (for a build mismatch, both digests)."""
+
+
+# The leaf-process protocol version this worker speaks (PROTOCOL.md).
+LEAF_PROTOCOL = 2
 
 
 def _pdeathsig():
@@ -94,12 +94,22 @@ def _pdeathsig():
         pass
 
 
-def _leaf_proc(exe):
+def _start_error(node, reason, message, want="", got=""):
+    return LeafProcessError({"kind": "leaf_start", "node": node, "reason": reason, "message": message,
+                             "want": want, "got": got})
+
+
+def _leaf_proc(exe, digest, node):
+    """The worker's persistent leaf process for exe, started and
+    handshaken (protocol version, binary digest) on first use. A process
+    whose digest is not the plan's is refused, whether it is new or not."""
     import subprocess
 
     procs = sys.__dict__.setdefault("_rayflow_leaf_procs", {})
-    p = procs.get(exe)
-    if p is None or p.poll() is not None:
+    ent = procs.get(exe)
+    if ent is not None and ent[0].poll() is not None:
+        ent = None
+    if ent is None:
         env = dict(os.environ, RAYFLOW_LEAF="1")
         if os.path.exists(exe) and not os.access(exe, os.X_OK):
             # A runtime_env working_dir upload does not keep file modes.
@@ -109,9 +119,38 @@ def _leaf_proc(exe):
                 [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                 preexec_fn=_pdeathsig, bufsize=0)
         except OSError as e:
-            raise LeafProcessError("starting the leaf process %s: %s" % (exe, e))
-        procs[exe] = p
+            raise _start_error(node, "start", "starting the leaf process %s: %s" % (exe, e))
+        try:
+            p.stdin.write(encode_frame({"hello": {"protocol": LEAF_PROTOCOL, "digest": digest}}))
+            rd = _LeafReader(p.stdout.fileno(), deadline=time.monotonic() + 120)
+            (n,) = struct.unpack(">I", rd.read(4))
+            h = json.loads(rd.read(n))
+            for size in h.get("sizes", []):
+                rd.read(size)
+        except (EOFError, BrokenPipeError, OSError, ValueError, TimeoutError) as e:
+            _kill(p)
+            raise _start_error(node, "start", "the leaf binary %s ended or broke its handshake (%s: %s): does its main call "
+                               "ray.ServeLeafIfRequested first, and is it built with this rayflow?" % (exe, type(e).__name__, e))
+        if not h.get("ok") or "hello" not in h:
+            _kill(p)
+            err = h.get("error") or {}
+            raise _start_error(node, err.get("reason", "protocol"), err.get("message") or (
+                "the leaf binary %s does not speak leaf protocol %d" % (exe, LEAF_PROTOCOL)), err.get("want", ""), err.get("got", ""))
+        ent = (p, h["hello"].get("digest", ""))
+        procs[exe] = ent
+    p, own = ent
+    if digest and own != digest:
+        raise _start_error(node, "digest_mismatch", "the leaf binary %s is build %s, the plan was made by build %s "
+                           "(deploy the same binary, or set a build revision)" % (exe, own, digest), digest, own)
     return p
+
+
+def _kill(p):
+    try:
+        p.kill()
+        p.wait(timeout=5)
+    except Exception:
+        pass
 
 
 def _drop_proc(exe, p):
@@ -128,15 +167,18 @@ class _LeafReader:
     select timeout keeps bytecodes running so that an asynchronous
     exception (Ray's cooperative cancellation) is seen promptly."""
 
-    def __init__(self, fd, idle=None):
+    def __init__(self, fd, idle=None, deadline=None):
         self.fd = fd
         self.buf = bytearray()
         self.idle = idle
+        self.deadline = deadline
 
     def read(self, n):
         import select
 
         while len(self.buf) < n:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise TimeoutError("no answer in time")
             r, _, _ = select.select([self.fd], [], [], 0.02 if self.idle else 0.05)
             if self.idle:
                 self.idle()
@@ -202,8 +244,8 @@ def _run_leaf(spec, bound, arg, prog=None):
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None):
-    exe, name, node, boot = spec.split("\x00")
-    p = _leaf_proc(exe)
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
     events = None
     if prog is not None:
@@ -393,6 +435,12 @@ class _ProgressActor:
         return b"".join(out)
 
 
+def _spec(req):
+    """A leaf's spec string: exe, name, node, bootstrap flag, digest."""
+    return "%s\x00%s\x00%s\x00%d\x00%s" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")),
+                                             req.get("digest") or "")
+
+
 def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
@@ -417,6 +465,7 @@ class Bridge:
         self.watched = {}  # payload ref -> (handle, status ref)
         self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
         self.waiter = None
+        self.stopping = False  # set before ray.shutdown: the waiter stops
 
     def add(self, h, payload, status):
         self.table[h] = (payload, status)
@@ -451,7 +500,15 @@ class Bridge:
         self.waiter.start()
         res = ray.cluster_resources()
         gcs = ray.get_runtime_context().gcs_address
-        return {"cluster_resources": res, "ray": RAY_VERSION, "gcs_address": gcs}, []
+        session, raylet = "", ""
+        try:
+            node = ray._private.worker._global_node
+            session = node.get_session_dir_path()
+            raylet = "%s:%d" % (node.node_ip_address, node.node_manager_port)
+        except Exception as e:
+            log("session dir", type(e).__name__, e)
+        return {"cluster_resources": res, "ray": RAY_VERSION, "gcs_address": gcs, "session_dir": session,
+                "raylet_address": raylet, "private": self.started_local}, []
 
     def arg(self, a, sections):
         if "h" in a:
@@ -467,7 +524,7 @@ class Bridge:
             if f is None:
                 f = self.variants[key] = self.leaf.options(**opts)
         bound = sections[req["bound"]] if req.get("bound") is not None else None
-        spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+        spec = _spec(req)
         prog = None
         if req.get("progress"):
             pr = req["progress"]
@@ -499,7 +556,7 @@ class Bridge:
             actor = cls.remote(req["max_items"], req["max_bytes"])
         else:
             cls = ray.remote(_FoldActor).options(**opts)
-            spec = "%s\x00%s\x00%s\x00%d" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")))
+            spec = _spec(req)
             actor = cls.remote(spec, sections[0], req["max_bytes"], req["max_retained"])
         self.actors[req["actor"]] = actor
         ref = actor.ready.remote()
@@ -587,8 +644,10 @@ class Bridge:
     def wait_loop(self):
         while True:
             with self.cond:
-                while not self.waits and not self.watched:
+                while not self.waits and not self.watched and not self.stopping:
                     self.cond.wait()
+                if self.stopping:
+                    return
                 snapshot = list(self.waits)
                 watched = dict(self.watched)
             refs = set(watched)
@@ -608,6 +667,8 @@ class Bridge:
                 if ready and len(reflist) > len(ready):
                     ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
             except Exception as e:
+                if self.stopping:
+                    return
                 log("wait failed:", type(e).__name__, e)
                 time.sleep(0.01)
                 continue
@@ -668,6 +729,8 @@ def error_info(e):
     if type(cause).__name__ == "LeafError" and len(cause.args) == 2:
         info, value = cause.args
         return dict(info, kind="leaf"), value
+    if type(cause).__name__ == "LeafProcessError" and len(cause.args) == 1 and isinstance(cause.args[0], dict):
+        return cause.args[0], b""
     if type(cause).__name__ == "ActorLimitError" and len(cause.args) == 4:
         what, n, limit, msg = cause.args
         return {"kind": "actor_limit", "type": what, "bytes": n, "limit": limit, "message": msg}, b""
@@ -700,6 +763,11 @@ def main():
         op = req.get("op")
         rid = req.get("id", 0)
         if op == "shutdown":
+            with b.cond:
+                b.stopping = True
+                b.cond.notify_all()
+            if b.waiter is not None:
+                b.waiter.join(timeout=2)
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
             if rid:

@@ -32,17 +32,36 @@
 // in-flight items recursively, waits up to CancelTimeout and returns the
 // original error, as the local engine does.
 //
-// Errors: a leaf error comes back as *sdk.StepError wrapping the original
-// error type when that type is registered with sdk.RegisterErrorType,
-// else a *LeafError with its message and Go type name; a leaf panic is an
-// *sdk.PanicError. Setup problems are *SetupError (naming the fix) and
-// come before any submission; the bridge dying fails the run with a
-// *BridgeError.
+// Errors: a leaf error comes back as *sdk.StepError wrapping its whole
+// chain: every link keeps its Error() text, a link whose type is
+// registered with sdk.RegisterErrorType is decoded as that type at its
+// position, a registered sentinel (sdk.RegisterSentinel) as the very value,
+// and any other link is a *LeafError with its message, Go type name and
+// the links it wrapped; so Error(), errors.Is and errors.As answer as they
+// do locally. A leaf panic is an *sdk.PanicError. Setup problems are
+// *SetupError (naming the fix) and come before any submission; the bridge
+// dying fails the run with a *BridgeError; a leaf process of another
+// build is refused with a *LeafStartError (ErrBuildMismatch, naming both
+// digests); a lost cluster is a *ClusterLostError (ErrClusterLost).
 //
 // Results: Engine.Run returns the final value as an *sdk.EncodedResult
-// (the codec's bytes); Run (this package) and sdk.DecodeResult decode it
-// into the flow's output type. sdk.Run needs one change in sdk/run.go to
-// do the same (return sdk.DecodeResult[Out](out) instead of as[Out](out)).
+// (the codec's bytes); Run (this package), sdk.Run and sdk.DecodeResult
+// decode it into the flow's output type.
+//
+// Code identity: each leaf process starts with a versioned handshake
+// (PROTOCOL.md) carrying the plan's executable digest when the plan's
+// code identity is one (no build revision: see sdk's code identity rules);
+// a leaf binary whose own digest differs refuses to run, which also
+// catches a stale binary on a remote cluster.
+//
+// Cluster loss and Close: the coordinator checks the cluster's GCS and
+// the bridge's raylet every second; when they stop answering (about 3 s,
+// or at once when a run fails meanwhile) every run in flight and every
+// later Run fails with a *ClusterLostError and the bridge is ended. Close
+// cancels the runs in flight (they fail with ErrClosed), starts nothing
+// (the bridge runs with RAY_ENABLE_AUTO_CONNECT=0), ends a private
+// cluster with the bridge's process group, so that none of its processes
+// (agents included) outlives it, and returns within Options.CloseTimeout.
 //
 // Binary shipping: on a local cluster every worker starts the binary at
 // its own path (Options.Executable, default os.Executable). On a remote
@@ -125,8 +144,12 @@
 // envelope; the leaf's result is never changed. A failed leaf reports
 // UNAVAILABLE. terminal_only and disabled never run projectors.
 //
-// Not supported yet: previews of map items (they are not graph nodes),
-// per-step runtime environment
-// profiles (also for the reducer), the
-// label_selector, fallback_strategy and placement_group options.
+// Plan fidelity: every Ray option a plan carries is applied (including
+// label_selector and fallback_strategy) or was refused at definition time
+// (placement groups, generator options, retry_exceptions lists, strategy
+// objects: sdk cannot express them from Go); a step's runtime environment
+// profile (and the fold reducer's), as materialized, is the task's (or
+// the fold actor's) runtime_env, so its env_vars reach the leaf process.
+//
+// Not supported yet: previews of map items (they are not graph nodes).
 package ray

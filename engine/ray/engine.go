@@ -9,9 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -45,6 +47,9 @@ type Options struct {
 	// relative to that directory ("./app"); the leaf starter restores the
 	// executable bit that Ray's upload drops.
 	RuntimeEnv map[string]any
+	// CloseTimeout bounds Close: runs in flight are cancelled and the
+	// bridge ended within it (default 1 s).
+	CloseTimeout time.Duration
 }
 
 // MapProgress is one aggregate progress report of a bounded map.
@@ -59,6 +64,9 @@ type Engine struct {
 	rt    Runtime
 	exe   string
 	codec sdk.Codec
+
+	life         runs // runs in flight, for Close
+	closeTimeout time.Duration
 }
 
 var _ sdk.Engine = (*Engine)(nil)
@@ -82,7 +90,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewWithRuntime(b, exe), nil
+	e := NewWithRuntime(b, exe)
+	e.closeTimeout = o.CloseTimeout
+	return e, nil
 }
 
 // NewWithRuntime makes an engine over any Runtime.
@@ -116,9 +126,6 @@ func DefaultPython() string {
 // Runtime returns the engine's runtime (the bridge).
 func (e *Engine) Runtime() Runtime { return e.rt }
 
-// Close shuts down the bridge (and a private cluster).
-func (e *Engine) Close() error { return e.rt.Close() }
-
 // Name is "ray".
 func (e *Engine) Name() string { return "ray" }
 
@@ -129,8 +136,14 @@ func (e *Engine) IsRay() bool { return true }
 // result as an *sdk.EncodedResult (the final value's codec bytes;
 // sdk.DecodeResult turns it into the flow's output type). Leaf events go
 // to spec.Progress, fenced by spec.Identity, under the plan's reporting
-// policy.
-func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (any, error) {
+// policy. A closed engine (ErrClosed), or one whose cluster is lost
+// (ErrClusterLost) or whose bridge is gone, fails at once.
+func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
+	ctx, end, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = end(err) }()
 	m, input := spec.Plan, spec.Input
 	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
@@ -145,7 +158,7 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: m.Bindings.RuntimeEnvs}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, m.Bindings.Root, flowgraph.RootID, value{local: true, v: input}, root)
@@ -175,6 +188,19 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (any, error) {
 		return nil, err
 	}
 	return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+}
+
+// planDigest is the executable digest the plan's code identity names
+// ("" when it is a revision).
+func planDigest(m *sdk.Materialized) string {
+	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil {
+		return ""
+	}
+	rev := *m.Plan.Definition.BuildRevision
+	if !strings.HasPrefix(rev, buildid.Prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(rev, buildid.Prefix)
 }
 
 // check rejects, before any submission, what this engine cannot run.
@@ -298,10 +324,12 @@ func (s *scope) releaseExcept(keep Handle) {
 func (s *scope) releaseAll() { s.releaseExcept(0) }
 
 type runner struct {
-	e     *Engine
-	rp    *runProgress
-	mu    sync.Mutex
-	bound map[*flowgraph.Step][]byte
+	e      *Engine
+	rp     *runProgress
+	digest string                    // the plan's executable digest, checked by every leaf process
+	envs   map[string]map[string]any // runtime environment profiles, as materialized
+	mu     sync.Mutex
+	bound  map[*flowgraph.Step][]byte
 }
 
 // arg turns a value into a task argument.
@@ -376,7 +404,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s), Bootstrap: s.Bootstrap,
+	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s, r.envs), Digest: r.digest, Bootstrap: s.Bootstrap,
 		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
@@ -385,12 +413,13 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 	return value{h: h}, nil
 }
 
-// taskOptions are the leaf's Ray options, without those that have no
-// meaning for a plain task submission here.
-func taskOptions(s *flowgraph.Step) map[string]any {
+// taskOptions are the leaf's Ray options: every option of the plan (the
+// ones Ray cannot take from Go were refused at definition time) and its
+// runtime environment profile, as materialized, as the task's runtime_env.
+func taskOptions(s *flowgraph.Step, envs map[string]map[string]any) map[string]any {
 	o := s.EffectiveRayOptions()
-	for _, k := range []string{"label_selector", "fallback_strategy", "placement_group"} {
-		delete(o, k)
+	if s.RuntimeEnv != "" {
+		o["runtime_env"] = envs[s.RuntimeEnv]
 	}
 	if len(o) == 0 {
 		return nil

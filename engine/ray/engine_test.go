@@ -26,6 +26,7 @@ func runBoth[In, Out any](t *testing.T, f sdk.Flow[In, Out], in In) (ray, local 
 }
 
 func TestChain(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	got, want := runBoth(t, chainFlow, 4)
 	if got != want || got != "n=110" {
@@ -34,6 +35,7 @@ func TestChain(t *testing.T) {
 }
 
 func TestGroup(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	got, want := runBoth(t, groupFlow, 5)
 	if got != want || got != 6+10+12 {
@@ -42,6 +44,7 @@ func TestGroup(t *testing.T) {
 }
 
 func TestChainStepError(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	_, err := Run(ctx, testEngine, sdk.Then(sdk.Step(Double), sdk.Step(Show)), -3)
@@ -56,6 +59,7 @@ func TestChainStepError(t *testing.T) {
 }
 
 func TestMapOrdered(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	f := mapFlow(sdk.Limits{MaxConcurrency: 8, MaxItems: 100})
 	got, want := runBoth(t, f, JobsSpec{N: 40, FailAt: -1, Template: Job{SleepMS: 5}})
@@ -72,6 +76,7 @@ func TestMapOrdered(t *testing.T) {
 }
 
 func TestLeafPanic(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	_, err := Run(context.Background(), testEngine, workFlow, Job{I: 3, Panic: true})
 	var pe *sdk.PanicError
@@ -85,6 +90,7 @@ func TestLeafPanic(t *testing.T) {
 }
 
 func TestBootstrapRunsInLeafProcess(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	got, want := runBoth(t, bootFlow, 0)
 	if !got || !want {
@@ -94,6 +100,7 @@ func TestBootstrapRunsInLeafProcess(t *testing.T) {
 
 // A failing branch cancels a sibling branch's map, as locally.
 func TestGroupFailureCancelsSiblingMap(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	in := JobsSpec{N: 20, FailAt: -1, Template: Job{SleepMS: 2000}}

@@ -3,7 +3,10 @@ package ray
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -30,6 +33,44 @@ func (e *BridgeError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrBridgeClosed) true.
 func (e *BridgeError) Is(target error) bool { return target == ErrBridgeClosed }
 
+// ErrClusterLost is matched by every *ClusterLostError.
+var ErrClusterLost = errors.New("rayflow: ray: the cluster is lost")
+
+// ClusterLostError reports that the Ray cluster's head (its GCS, or the
+// raylet the bridge drives) went away: the coordinator dials both every
+// second and declares the cluster lost after three failed checks (about
+// 3 s), or at once when a run fails while they do not answer; it fails every run in flight and every later call with this
+// error, and ends the bridge. errors.Is(err, ErrClusterLost) and
+// errors.Is(err, ErrBridgeClosed) hold.
+type ClusterLostError struct {
+	Address string        // the GCS address
+	For     time.Duration // how long the GCS had been unreachable
+	Err     error         // the last check's error, or the bridge's end
+	Log     string        // the tail of the bridge's stderr, if relevant
+}
+
+func (e *ClusterLostError) Error() string {
+	s := fmt.Sprintf("rayflow: ray: lost the cluster at %s", e.Address)
+	if e.For > 0 {
+		s += fmt.Sprintf(" (unreachable for %v)", e.For)
+	}
+	if e.Err != nil {
+		s += ": " + strings.TrimPrefix(e.Err.Error(), "rayflow: ")
+	}
+	if e.Log != "" {
+		s += "\n" + e.Log
+	}
+	return s
+}
+
+func (e *ClusterLostError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrClusterLost) and errors.Is(err,
+// ErrBridgeClosed) true.
+func (e *ClusterLostError) Is(target error) bool {
+	return target == ErrClusterLost || target == ErrBridgeClosed
+}
+
 // SetupError is a problem found before anything was submitted: Python
 // without Ray, a Ray version mismatch, an unreachable cluster. Fix names
 // the remedy.
@@ -40,14 +81,38 @@ type SetupError struct {
 
 func (e *SetupError) Error() string { return "rayflow: ray: " + e.Problem + "; " + e.Fix }
 
-// LeafError is a leaf's error whose Go type is not registered with
-// sdk.RegisterErrorType: its message and type name.
-type LeafError struct {
-	Type    string
+// LeafError is a link of a leaf's error chain whose Go type is not
+// registered with sdk.RegisterErrorType (nor a sentinel registered with
+// sdk.RegisterSentinel): its message, its Go type name and the links it
+// wrapped (Unwrap), so errors.Is and errors.As reach the registered errors
+// below it. Error() is the original link's message.
+type LeafError = errwire.Remote
+
+// ErrBuildMismatch is matched by a *LeafStartError whose leaf binary is a
+// different build than the one that made the plan.
+var ErrBuildMismatch = errors.New("rayflow: ray: the leaf binary is a different build than the plan's")
+
+// LeafStartError reports that a leaf process could not start or refused
+// its handshake: a binary that is not a rayflow leaf, a different leaf
+// protocol, or (Reason "digest_mismatch", errors.Is(err,
+// ErrBuildMismatch)) a binary whose digest is not the plan's. Want and Got
+// are the plan's and the leaf binary's digests (or protocol versions).
+type LeafStartError struct {
+	Node    string
+	Reason  string // "start", "protocol", "digest", "digest_mismatch"
+	Want    string
+	Got     string
 	Message string
 }
 
-func (e *LeafError) Error() string { return e.Message }
+func (e *LeafStartError) Error() string {
+	return fmt.Sprintf("rayflow: ray: node %s: leaf process: %s", e.Node, e.Message)
+}
+
+// Is makes errors.Is(err, ErrBuildMismatch) true for a digest mismatch.
+func (e *LeafStartError) Is(target error) bool {
+	return target == ErrBuildMismatch && e.Reason == "digest_mismatch"
+}
 
 // TaskError is a Ray-level failure of a node: a cancelled task, a crashed
 // worker, a lost object or owner, or another Ray exception.
@@ -71,9 +136,13 @@ type errorInfo struct {
 	Message  string `json:"message"`
 	Panic    bool   `json:"panic"`
 	Stack    string `json:"stack"`
-	Typed    bool   `json:"typed"` // value is the codec's encoding of a registered type
-	Bytes    int64  `json:"bytes"` // actor_limit: the prospective size
-	Limit    int64  `json:"limit"` // actor_limit: the limit
+	Typed    bool   `json:"typed"`  // value is the codec's encoding of a registered type (leaf protocol 1)
+	Chain    bool   `json:"chain"`  // value is the error chain (internal/errwire)
+	Reason   string `json:"reason"` // leaf_start
+	Want     string `json:"want"`   // leaf_start
+	Got      string `json:"got"`    // leaf_start
+	Bytes    int64  `json:"bytes"`  // actor_limit: the prospective size
+	Limit    int64  `json:"limit"`  // actor_limit: the limit
 }
 
 // ActorLimitError reports that a result-buffer or fold actor refused a
@@ -104,8 +173,8 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 		switch {
 		case i.Panic:
 			err = &sdk.PanicError{Value: i.Message, Stack: i.Stack}
-		case i.Typed:
-			if e, ok := sdk.DecodeError(codec, i.Type, value); ok {
+		case i.Chain:
+			if e, derr := errwire.Unmarshal(codec, value); derr == nil {
 				err = e
 			}
 		}
@@ -113,6 +182,9 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 			err = &LeafError{Type: i.Type, Message: i.Message}
 		}
 		return &sdk.StepError{Node: i.Node, Callable: i.Callable, Err: err}
+	}
+	if i.Kind == "leaf_start" {
+		return &LeafStartError{Node: i.Node, Reason: i.Reason, Want: i.Want, Got: i.Got, Message: i.Message}
 	}
 	if i.Kind == "actor_limit" {
 		return &ActorLimitError{Node: node, What: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}

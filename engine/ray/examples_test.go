@@ -13,6 +13,7 @@ import (
 // TestExamplesMatchLocal builds examples/fanout and examples/complex and
 // checks that -ray prints exactly the local result (and the same failure).
 func TestExamplesMatchLocal(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	if testAddress == "" {
 		t.Fatal("no cluster address")

@@ -1,6 +1,7 @@
 package ray
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -58,7 +59,8 @@ type frame struct {
 	sections [][]byte
 }
 
-// readFrame reads one frame; v receives the decoded header.
+// readFrame reads one frame (the header stays raw; decode it with
+// frame.decode).
 func readFrame(r io.Reader) (*frame, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
@@ -83,12 +85,41 @@ func readFrame(r io.Reader) (*frame, error) {
 		if s < 0 || s > maxSectionBytes {
 			return nil, fmt.Errorf("frame section of %d bytes", s)
 		}
-		f.sections[i] = make([]byte, s)
-		if _, err := io.ReadFull(r, f.sections[i]); err != nil {
-			return nil, unexpectedEOF(err)
+		sec, err := readSection(r, s)
+		if err != nil {
+			return nil, err
 		}
+		f.sections[i] = sec
 	}
 	return f, nil
+}
+
+// directSectionBytes is the largest section allocated before its bytes
+// arrive.
+const directSectionBytes = 16 << 20
+
+// readSection reads exactly n bytes. Up to directSectionBytes it allocates
+// n at once; beyond, memory grows with the bytes actually read, so a header
+// announcing a huge section on a short stream cannot make the reader
+// allocate it up front.
+func readSection(r io.Reader, n int64) ([]byte, error) {
+	if n <= directSectionBytes {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		return b, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(directSectionBytes)
+	got, err := buf.ReadFrom(io.LimitReader(r, n))
+	if err != nil {
+		return nil, err
+	}
+	if got != n {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return buf.Bytes(), nil
 }
 
 func unexpectedEOF(err error) error {

@@ -29,6 +29,7 @@ func edgeList(s *progress.Snapshot) string {
 // The snapshot has the plan's edges and each leaf's real Ray execution
 // identity from its STARTED event.
 func TestProgressGraph(t *testing.T) {
+	needRay(t)
 	got, pub, err := runPolicy(context.Background(), diamondFlow, 1, "")
 	if err != nil || got != 7 {
 		t.Fatalf("got %d, %v", got, err)
@@ -59,6 +60,7 @@ func TestProgressGraph(t *testing.T) {
 // 3 edges takes a 4-node chain exactly, refuses a fifth node, and refuses
 // the edge batch that would make a fourth edge.
 func TestProgressLimits(t *testing.T) {
+	needRay(t)
 	prof := limits.ProfileV1
 	prof.Name, prof.TopologyNodes, prof.TopologyEdges = "narrow-test", 4, 3
 	run := func(f sdk.Flow[int, int]) *progress.Snapshot {

@@ -18,6 +18,7 @@ import (
 // TestBridgeKilledMidRun kills a second engine's bridge while a map runs:
 // the run fails with a *BridgeError, and no goroutine or process is left.
 func TestBridgeKilledMidRun(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	before := runtime.NumGoroutine()
 	addr := testAddress
@@ -108,6 +109,7 @@ func leafPID(t *testing.T, marker string) int {
 // max_retries 1 Ray retries the leaf (the retry succeeds); with
 // max_retries 0 the run fails cleanly with a worker-crash TaskError.
 func TestLeafProcessKilled(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {

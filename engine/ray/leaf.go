@@ -4,15 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -35,7 +39,7 @@ func ServeLeafIfRequested() {
 		return
 	}
 	in, out := os.Stdin, protocolStdout()
-	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec)
+	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, buildid.Self)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rayflow leaf:", err)
 		os.Exit(1)
@@ -126,11 +130,63 @@ func (p *pipeSender) resolve(seq int64, ok bool, reason string) {
 	}
 }
 
-// serveLeaves runs leaf requests one at a time until in ends. Progress
-// acknowledgements arrive on in while a leaf runs.
-func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Codec) error {
+// LeafProtocolVersion is the version of the leaf-process protocol
+// (PROTOCOL.md) that the handshake carries.
+const LeafProtocolVersion = 2
+
+// leafHello is the handshake's first frame (worker to leaf) and its reply.
+type leafHello struct {
+	Protocol int `json:"protocol"`
+	// Digest: the worker sends the plan's executable digest ("" when the
+	// plan's code identity is a revision); the leaf replies with its own.
+	Digest string `json:"digest"`
+	PID    int    `json:"pid,omitempty"`
+}
+
+// handshake answers the worker's hello: the leaf's protocol version and
+// its own binary digest. A different protocol or, when the plan names
+// one, a different digest is refused with an error naming both, and the
+// process ends.
+func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error {
+	f, err := readFrame(r)
+	if err != nil {
+		return fmt.Errorf("leaf handshake: %w", err)
+	}
+	var h struct {
+		Hello *leafHello `json:"hello"`
+	}
+	if err := f.decode(&h); err != nil || h.Hello == nil {
+		return errors.New("leaf handshake: the first frame is not a hello")
+	}
+	refuse := func(reason, msg string, want, got string) error {
+		_ = w.write(map[string]any{"ok": false, "error": map[string]any{"kind": "leaf_start", "reason": reason,
+			"message": msg, "want": want, "got": got}})
+		return errors.New(msg)
+	}
+	if h.Hello.Protocol != LeafProtocolVersion {
+		return refuse("protocol", fmt.Sprintf("the leaf binary %s speaks leaf protocol %d, the worker %d (rebuild the binary with this rayflow)",
+			os.Args[0], LeafProtocolVersion, h.Hello.Protocol), strconv.Itoa(h.Hello.Protocol), strconv.Itoa(LeafProtocolVersion))
+	}
+	digest, err := own()
+	if err != nil {
+		return refuse("digest", err.Error(), h.Hello.Digest, "")
+	}
+	if want := h.Hello.Digest; want != "" && want != digest {
+		return refuse("digest_mismatch", fmt.Sprintf("the leaf binary %s is build %s, the plan was made by build %s (deploy the same binary, or set a build revision)",
+			os.Args[0], digest, want), want, digest)
+	}
+	return w.write(map[string]any{"ok": true, "hello": leafHello{Protocol: LeafProtocolVersion, Digest: digest, PID: os.Getpid()}})
+}
+
+// serveLeaves answers the handshake, then runs leaf requests one at a
+// time until in ends. Progress acknowledgements arrive on in while a leaf
+// runs.
+func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Codec, own func() (string, error)) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := &leafWriter{w: bufio.NewWriterSize(out, 64<<10)}
+	if err := handshake(r, w, own); err != nil {
+		return err
+	}
 	sender := &pipeSender{w: w, acks: map[int64]chan error{}}
 	reqs := make(chan *frame)
 	var rerr error
@@ -263,9 +319,8 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 	if err == nil {
 		return out, nil, nil
 	}
-	info = &errorInfo{Node: req.Node, Callable: req.Name, Type: fmt.Sprintf("%T", err), Message: err.Error()}
-	if name, v, ok := sdk.EncodeError(codec, err); ok {
-		info.Type, info.Typed, value = name, true, v
-	}
-	return nil, info, value
+	// The whole chain: every link's message and type, registered types'
+	// values and registered sentinels' names (internal/errwire).
+	info = &errorInfo{Node: req.Node, Callable: req.Name, Type: fmt.Sprintf("%T", err), Message: err.Error(), Chain: true}
+	return nil, info, errwire.Marshal(codec, err)
 }

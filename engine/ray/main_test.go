@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +28,21 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
+// needRay skips a test that needs the package's Ray cluster under -short
+// (go test -short needs no Ray and no venv).
+func needRay(tb testing.TB) {
+	tb.Helper()
+	if testEngine == nil {
+		tb.Skip("needs Ray (not under -short)")
+	}
+}
+
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// Unit tests only: a fake runtime, the frame and error codecs.
+		return m.Run()
+	}
 	addr := os.Getenv("RAYFLOW_RAY_ADDRESS")
 	if addr == "" {
 		addr = "local" // a private cluster for this test package

@@ -52,6 +52,7 @@ func peak(t *testing.T, path string) (peak, n int) {
 }
 
 func TestMapWindowRespected(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "leaves")
 	f := mapFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 100})
@@ -72,6 +73,7 @@ func TestMapWindowRespected(t *testing.T) {
 }
 
 func TestMapMaxItems(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "leaves")
@@ -123,6 +125,7 @@ func TestMapMaxItems(t *testing.T) {
 // TestMapFailureCancels is not parallel: it checks that the bridge holds
 // no handle afterwards.
 func TestMapFailureCancels(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	const cancelTimeout = time.Second
 	f := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: cancelTimeout})
@@ -183,6 +186,7 @@ func (c *countingRuntime) Get(ctx context.Context, h Handle) ([]byte, *errorInfo
 func (c *countingRuntime) Close() error { return nil }
 
 func TestLargeValueStaysInRay(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	cr := &countingRuntime{Runtime: testEngine.rt}
 	e := NewWithRuntime(cr, testEngine.exe)
@@ -203,6 +207,7 @@ func TestLargeValueStaysInRay(t *testing.T) {
 // Cancelling the run's context stops a map: the run returns the context's
 // error promptly and its leaves are cancelled.
 func TestMapContextCancelled(t *testing.T) {
+	needRay(t)
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := mapFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 100})

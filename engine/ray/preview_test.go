@@ -58,6 +58,7 @@ func nodeByID(s *progress.Snapshot, id string) *progress.Node {
 // Under full reporting each projector runs beside its leaf after success;
 // its envelope reaches the snapshot and never changes the leaf's result.
 func TestOutputPreviews(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	got, pub, err := runPolicy(ctx, previewFlow, 41, "")
 	if err != nil {
@@ -109,6 +110,7 @@ func TestOutputPreviews(t *testing.T) {
 
 // terminal_only and disabled never run the projector.
 func TestOutputPreviewPolicies(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled, common.ReportingPolicyFull} {
 		path := filepath.Join(t.TempDir(), "probe")

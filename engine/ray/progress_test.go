@@ -75,6 +75,7 @@ func progressActors(t *testing.T) (all, alive int) {
 // lifecycle events and application progress, one aggregate map node whose
 // items report nothing.
 func TestProgressFull(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	before, _ := progressActors(t)
 	got, pub, err := runPolicy(ctx, progressFlow, 3, "")
@@ -130,6 +131,7 @@ func TestProgressFull(t *testing.T) {
 // terminal_only and disabled create no collector actor and ReportProgress
 // returns false; terminal_only yields one terminal summary.
 func TestProgressPolicies(t *testing.T) {
+	needRay(t)
 	ctx := context.Background()
 	for _, pol := range []common.ReportingPolicy{common.ReportingPolicyTerminalOnly, common.ReportingPolicyDisabled} {
 		before, _ := progressActors(t)

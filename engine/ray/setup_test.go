@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -32,7 +33,7 @@ func TestSetupErrors(t *testing.T) {
 	}
 	hello := func(ray string) string {
 		return `import json, struct, sys
-h = json.dumps({"op": "hello", "protocol": 1, "ray": ` + ray + `, "python": "3.11.0", "import_error": "ModuleNotFoundError: No module named 'ray'", "sizes": []}).encode()
+h = json.dumps({"op": "hello", "protocol": ` + strconv.Itoa(ProtocolVersion) + `, "ray": ` + ray + `, "python": "3.11.0", "import_error": "ModuleNotFoundError: No module named 'ray'", "sizes": []}).encode()
 sys.stdout.buffer.write(struct.pack(">I", len(h)) + h)
 sys.stdout.flush()
 sys.stdin.read()
@@ -49,6 +50,14 @@ sys.stdin.read()
 		{"unreachable", DefaultPython(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "make ray-up"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.python == "" {
+				t.Skip("no venv with Ray")
+			}
+			if tc.name == "unreachable" {
+				if _, err := os.Stat(tc.python); err != nil {
+					t.Skipf("no venv with Ray (%v)", err)
+				}
+			}
 			if tc.python == "python3" && exec.Command("python3", "-c", "import ray").Run() == nil {
 				t.Skip("this machine's python3 has ray")
 			}

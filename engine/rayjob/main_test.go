@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // The tests submit Ray Jobs to the dashboard at $RAYFLOW_RAY_DASHBOARD
@@ -32,10 +33,15 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
+// testBuildRevision is the build revision of this process and of the
+// jobs it submits.
+const testBuildRevision = "rayjob-test"
+
 func runTests(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
+	os.Setenv(sdk.EnvBuildRevision, testBuildRevision)
 	python = ray.DefaultPython()
 	if python == "" {
 		fmt.Fprintln(os.Stderr, "engine/rayjob tests need a Python with Ray: make ray-venv")

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -32,15 +35,91 @@ type ManifestOptions struct {
 	// SubmissionID becomes spec.jobId, the idempotent submission id;
 	// default: chosen by KubeRay.
 	SubmissionID string
-	// Workers is the worker group's replica count (default 1).
+	// Workers is the worker group's replica count: 0 means the default,
+	// 1; a negative count is refused.
 	Workers int32
 	// CPU and Memory size every head and worker container (default "1"
-	// and "2Gi").
+	// and "2Gi"); they must be positive quantities.
 	CPU, Memory string
-	// TTLSecondsAfterFinished keeps the cluster after the job (default
-	// 300); the cluster is shut down when the job finishes.
-	TTLSecondsAfterFinished int32
+	// TTLSecondsAfterFinished keeps the cluster that long after the job
+	// (nil: 300; 0 deletes it at once; negative is refused); the cluster
+	// is shut down when the job finishes.
+	TTLSecondsAfterFinished *int32
 }
+
+// MaxNameLength is the longest RayJob name KubeRay accepts: its RayCluster
+// is named after the job plus 6 characters, and every service name derived
+// from that must stay a 63-character DNS label.
+const MaxNameLength = 47
+
+// DefaultTTLSeconds is the TTLSecondsAfterFinished of a nil option.
+const DefaultTTLSeconds = 300
+
+// ErrInvalidManifest matches every refused ManifestOptions:
+// errors.Is(err, ErrInvalidManifest).
+var ErrInvalidManifest = errors.New("invalid RayJob manifest")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidManifest, fmt.Sprintf(format, args...))
+}
+
+// Validate checks o as KubeRay and the Kubernetes API server would, so a
+// manifest is refused here, with the field named, rather than by the
+// cluster: the name is a DNS-1035 label of at most MaxNameLength
+// characters (KubeRay's rule for RayJob names), the namespace a DNS-1123
+// label, the flow a valid label value (it becomes the rayflow.dev/flow
+// label), counts in range and quantities positive. Nothing is rewritten.
+func (o ManifestOptions) Validate() error {
+	switch {
+	case o.Name == "":
+		return invalid("no name")
+	case len(o.Name) > MaxNameLength:
+		return invalid("name %q: longer than %d characters (KubeRay derives the cluster and service names from it)", o.Name, MaxNameLength)
+	case o.Image == "":
+		return invalid("no image")
+	case strings.ContainsFunc(o.Image, unicode.IsSpace):
+		return invalid("image %q: contains white space", o.Image)
+	case o.Executable == "" || o.Executable[0] != '/':
+		return invalid("the executable must be an absolute path in the image")
+	case o.Workers < 0:
+		return invalid("workers %d: must not be negative", o.Workers)
+	case o.TTLSecondsAfterFinished != nil && *o.TTLSecondsAfterFinished < 0:
+		return invalid("ttl %d: must not be negative", *o.TTLSecondsAfterFinished)
+	}
+	if errs := validation.IsDNS1035Label(o.Name); len(errs) > 0 {
+		return invalid("name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return invalid("namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if errs := validation.IsValidLabelValue(o.Flow); len(errs) > 0 || o.Flow == "" {
+		if o.Flow == "" {
+			errs = []string{"no flow"}
+		}
+		return invalid("flow %q (the value of label %s): %s", o.Flow, flowLabel, strings.Join(errs, "; "))
+	}
+	for _, q := range []struct{ what, v string }{{"cpu", o.CPU}, {"memory", o.Memory}} {
+		if q.v == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.v)
+		if err != nil {
+			return invalid("%s %q: %v", q.what, q.v, err)
+		}
+		if v.Sign() <= 0 {
+			return invalid("%s %q: must be positive", q.what, q.v)
+		}
+	}
+	return nil
+}
+
+// The labels every manifest carries.
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	flowLabel      = "rayflow.dev/flow"
+)
 
 // Manifest builds the RayJob: KubeRay creates a RayCluster from
 // RayClusterSpec, submits the entrypoint (Entrypoint: the binary in
@@ -48,20 +127,17 @@ type ManifestOptions struct {
 // request Client.Submit sends) and shuts the cluster down after the job.
 // The result record is in the job's logs (the head's
 // /api/jobs/{jobId}/logs, or `kubectl logs` of the head pod's job log).
+//
+// Options that Validate refuses are an error matching ErrInvalidManifest.
 func Manifest(o ManifestOptions) (*rayv1.RayJob, error) {
-	switch {
-	case o.Name == "":
-		return nil, errors.New("rayflow: ray job manifest: no name")
-	case o.Image == "":
-		return nil, errors.New("rayflow: ray job manifest: no image")
-	case o.Executable == "" || o.Executable[0] != '/':
-		return nil, errors.New("rayflow: ray job manifest: the executable must be an absolute path in the image")
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	ep, err := Entrypoint(o.Executable, o.Flow, o.Input, o.Python, nil)
 	if err != nil {
-		return nil, err
+		return nil, invalid("%s", strings.TrimPrefix(err.Error(), "rayflow: "))
 	}
-	if o.Workers <= 0 {
+	if o.Workers == 0 {
 		o.Workers = 1
 	}
 	if o.CPU == "" {
@@ -70,17 +146,11 @@ func Manifest(o ManifestOptions) (*rayv1.RayJob, error) {
 	if o.Memory == "" {
 		o.Memory = "2Gi"
 	}
-	if o.TTLSecondsAfterFinished <= 0 {
-		o.TTLSecondsAfterFinished = 300
+	ttl := int32(DefaultTTLSeconds)
+	if o.TTLSecondsAfterFinished != nil {
+		ttl = *o.TTLSecondsAfterFinished
 	}
-	cpu, err := resource.ParseQuantity(o.CPU)
-	if err != nil {
-		return nil, fmt.Errorf("rayflow: ray job manifest: cpu %q: %w", o.CPU, err)
-	}
-	mem, err := resource.ParseQuantity(o.Memory)
-	if err != nil {
-		return nil, fmt.Errorf("rayflow: ray job manifest: memory %q: %w", o.Memory, err)
-	}
+	cpu, mem := resource.MustParse(o.CPU), resource.MustParse(o.Memory) // validated
 	res := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
@@ -90,7 +160,7 @@ func Manifest(o ManifestOptions) (*rayv1.RayJob, error) {
 			Name: name, Image: o.Image, Resources: res,
 		}}}}
 	}
-	labels := map[string]string{"app.kubernetes.io/managed-by": "rayflow", "rayflow.dev/flow": o.Flow}
+	labels := map[string]string{managedByLabel: "rayflow", flowLabel: o.Flow}
 	job := &rayv1.RayJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob"},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: labels},
@@ -100,7 +170,7 @@ func Manifest(o ManifestOptions) (*rayv1.RayJob, error) {
 			Metadata:                 map[string]string{"rayflow_flow": o.Flow},
 			SubmissionMode:           rayv1.HTTPMode,
 			ShutdownAfterJobFinishes: true,
-			TTLSecondsAfterFinished:  o.TTLSecondsAfterFinished,
+			TTLSecondsAfterFinished:  ttl,
 			RayClusterSpec: &rayv1.RayClusterSpec{
 				RayVersion: RayVersion,
 				HeadGroupSpec: rayv1.HeadGroupSpec{

@@ -41,7 +41,11 @@ func submitAndWait(t *testing.T, c *rayjob.Client, id, flow, input string) *rayj
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	got, err := c.Submit(ctx, rayjob.Job{SubmissionID: id, Executable: appBinary, Flow: flow,
-		Input: json.RawMessage(input), Python: python, Metadata: map[string]string{"test": t.Name()}})
+		Input: json.RawMessage(input), Python: python, Metadata: map[string]string{"test": t.Name()},
+		// The same build revision as this test process (TestMain), so the
+		// job's plan fingerprint is comparable: without one each binary's
+		// code identity is its own executable digest.
+		Env: map[string]string{sdk.EnvBuildRevision: testBuildRevision}})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

@@ -24,16 +24,17 @@ func (c Codec) Transform(data []byte) ([]byte, error) {
 }
 
 // AppendTransform appends the canonical form of data to dst.
+// The canonical text is written as the input is parsed (no value tree),
+// and every cap is enforced while parsing, so memory stays about the size
+// of the output, and a rejected input costs what the caps allow.
 func (c Codec) AppendTransform(dst, data []byte) ([]byte, error) {
-	n, err := c.decode(data, false)
-	if err != nil {
+	e := encoder{c: &c, buf: dst}
+	if dst == nil {
+		e.buf = make([]byte, 0, min(len(data), 64<<10))
+	}
+	if _, err := c.decode(data, false, &e); err != nil {
 		return dst, err
 	}
-	e := encoder{c: &c, buf: dst}
-	if len(data) > 0 && dst == nil {
-		e.buf = make([]byte, 0, len(data))
-	}
-	e.node(&n)
 	return e.buf, nil
 }
 
@@ -79,7 +80,7 @@ func (c Codec) Encode(w io.Writer, v any) (int64, error) {
 // value as written (no NFC applied) as nil, bool, string, Number, []any or
 // map[string]any. Marshal(Decode(x)) equals Transform(x).
 func (c Codec) Decode(data []byte) (any, error) {
-	n, err := c.decode(data, true)
+	n, err := c.decode(data, true, nil)
 	if err != nil {
 		return nil, err
 	}

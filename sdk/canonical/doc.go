@@ -26,6 +26,17 @@
 // naming one Rule; errors.Is(err, ErrRejected) and errors.Is(err, RuleDepth)
 // both work.
 //
+// Transform parses and writes in one pass: the caps are enforced while
+// parsing and the canonical text is written as the input is read (only an
+// object's members are reordered when it closes), so memory is about the
+// size of the output, and an input far over a cap is rejected after
+// allocating what the caps allow, whatever its size (except that an object
+// over the member cap costs ~40 bytes per member: duplicate_key is a parse
+// error, which wins, so its keys are still checked). Rule precedence is
+// still the seed's parse-then-normalize order (conformance/README.md): once
+// a normalization rule is broken, the rest of the input is only checked for
+// parse errors, which win. Decode builds the value it returns.
+//
 // The package does not validate record schemas (see gen/) and does not
 // decide what is secret; it only makes bytes deterministic.
 package canonical

@@ -17,9 +17,14 @@ func FuzzTransform(f *testing.F) {
 		for _, c := range []Codec{V1, V1Uncapped, NoFold} {
 			out, err := c.Transform(in)
 			if err != nil {
-				var ce *Error
+				var ce, de *Error
 				if !errors.As(err, &ce) {
 					t.Fatalf("%s: untyped error %v", c, err)
+				}
+				// Transform streams its output, Decode builds a tree: the
+				// same rejection either way.
+				if _, derr := c.Decode(in); !errors.As(derr, &de) || *de != *ce {
+					t.Fatalf("%s: Transform rejects with %v, Decode with %v", c, err, derr)
 				}
 				continue
 			}

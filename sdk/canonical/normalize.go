@@ -1,8 +1,6 @@
 package canonical
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -91,94 +89,4 @@ func codePoint(r rune) string {
 		return hex4(r)
 	}
 	return strings.ToUpper(strconv.FormatInt(int64(r), 16))
-}
-
-// normalizer applies a codec's normalization to a decoded tree in document
-// order (the order the seed system's normalizer visits a parsed value),
-// then sorts every object's members by key.
-type normalizer struct {
-	c         *Codec
-	asWritten bool // keep strings as written (Decode); only validate
-	path      []pathSeg
-}
-
-func (z *normalizer) fail(err error) error {
-	e := err.(*Error)
-	e.Path = pointer(z.path)
-	return e
-}
-
-func (z *normalizer) node(n *node) error {
-	switch n.kind {
-	case kindString:
-		if !z.c.normalize {
-			return nil
-		}
-		s, err := z.c.value(n.s, false)
-		if err != nil {
-			return z.fail(err)
-		}
-		if !z.asWritten {
-			n.s = s
-		}
-	case kindArray:
-		if z.c.capped && len(n.arr) > MaxArrayItems {
-			return z.fail(&Error{Rule: RuleArrayItems, Offset: -1, Detail: "array has " + strconv.Itoa(len(n.arr)) + " items, more than " + strconv.Itoa(MaxArrayItems)})
-		}
-		for i := range n.arr {
-			z.path = append(z.path, pathSeg{index: i})
-			if err := z.node(&n.arr[i]); err != nil {
-				return err
-			}
-			z.path = z.path[:len(z.path)-1]
-		}
-	case kindObject:
-		return z.object(n)
-	}
-	return nil
-}
-
-func (z *normalizer) object(n *node) error {
-	if z.c.capped && len(n.obj) > MaxObjectEntries {
-		return z.fail(&Error{Rule: RuleObjectEntries, Offset: -1, Detail: "object has " + strconv.Itoa(len(n.obj)) + " members, more than " + strconv.Itoa(MaxObjectEntries)})
-	}
-	var seen map[string]struct{}
-	for i := range n.obj {
-		m := &n.obj[i]
-		z.path = append(z.path, pathSeg{key: m.raw, index: -1})
-		if z.c.normalize {
-			k, err := z.c.key(m.raw)
-			if err != nil {
-				return z.fail(err)
-			}
-			if i >= smallObject && seen == nil {
-				seen = make(map[string]struct{}, 2*len(n.obj))
-				for j := range i {
-					seen[n.obj[j].key] = struct{}{}
-				}
-			}
-			dup := false
-			if seen != nil {
-				_, dup = seen[k]
-				seen[k] = struct{}{}
-			} else {
-				for j := range i {
-					if n.obj[j].key == k {
-						dup = true
-						break
-					}
-				}
-			}
-			if dup {
-				return z.fail(&Error{Rule: RuleDuplicateKeyNFC, Offset: -1, Detail: "two keys are equal after Unicode normalization: " + strconv.Quote(k)})
-			}
-			m.key = k
-		}
-		if err := z.node(&m.val); err != nil {
-			return err
-		}
-		z.path = z.path[:len(z.path)-1]
-	}
-	slices.SortFunc(n.obj, func(a, b member) int { return cmp.Compare(a.key, b.key) })
-	return nil
 }

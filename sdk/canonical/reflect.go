@@ -310,12 +310,11 @@ func unsupported(t reflect.Type, why string) encFunc {
 }
 
 func encodeRawMessage(e *encoder, v reflect.Value, _ int) error {
-	n, err := e.c.decode(v.Bytes(), false)
-	if err != nil {
+	if _, err := e.c.decode(v.Bytes(), false, e); err != nil {
 		err.(*Error).Path = pointer(e.path) + err.(*Error).Path
 		return err
 	}
-	e.node(&n)
+	e.maybeFlush()
 	return nil
 }
 

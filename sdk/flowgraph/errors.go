@@ -3,6 +3,7 @@ package flowgraph
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // StepError wraps an error returned by application code with the node it
@@ -13,8 +14,11 @@ type StepError struct {
 	Err      error
 }
 
+// Error is "rayflow: step <node> (<callable>): <the error>", with the
+// error's own "rayflow: " prefix (a panic, a decoding failure) dropped so
+// the message has one prefix.
 func (e *StepError) Error() string {
-	return fmt.Sprintf("rayflow: step %s (%s): %v", e.Node, e.Callable, e.Err)
+	return fmt.Sprintf("rayflow: step %s (%s): %s", e.Node, e.Callable, strings.TrimPrefix(e.Err.Error(), "rayflow: "))
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

@@ -8,13 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/rayflow/rayflow/conformance"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// maxInputDefault bounds what canon and fingerprint read from stdin.
+// maxInputDefault bounds what canon and fingerprint read.
 const maxInputDefault = 64 << 20
 
 func init() {
@@ -31,23 +32,89 @@ func codecFor(noFold bool) canonical.Codec {
 	return canonical.V1
 }
 
-func readInput(e env, limit int64) ([]byte, int) {
-	b, err := io.ReadAll(io.LimitReader(e.stdin, limit+1))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: reading stdin: %v\n", err)
-		return nil, exitError
+// readInput reads the input named by args: stdin when there is none or
+// it is "-", else the file. More than one argument, or a negative limit,
+// is a usage error; an input over limit bytes is an error.
+func readInput(e env, args []string, limit int64) ([]byte, int) {
+	if limit < 0 {
+		errorLine(e, "--max-input %d: must not be negative", limit)
+		return nil, exitUsage
 	}
-	if int64(len(b)) > limit {
-		fmt.Fprintf(e.stderr, "rayflow: stdin is larger than --max-input %d bytes\n", limit)
+	if len(args) > 1 {
+		errorLine(e, "one input at most (a FILE, or - or nothing for stdin), got %q", args)
+		return nil, exitUsage
+	}
+	r, name := e.stdin, "stdin"
+	if len(args) == 1 && args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			errorLine(e, "%v", err)
+			return nil, exitError
+		}
+		defer f.Close()
+		r, name = f, args[0]
+	}
+	b, err := readAtMost(r, limit)
+	switch {
+	case errors.Is(err, errTooLarge):
+		errorLine(e, "%s is larger than --max-input %d bytes", name, limit)
+		return nil, exitError
+	case err != nil:
+		errorLine(e, "reading %s: %v", name, err)
 		return nil, exitError
 	}
 	return b, -1
 }
 
-// canonicalStdin reads stdin and canonicalizes it, or returns the exit
+var errTooLarge = errors.New("input over the limit")
+
+// readAtMost reads r to its end, or fails with errTooLarge once it has
+// more than limit bytes (any limit up to math.MaxInt64).
+// A regular file (or stdin redirected from one) is read into a buffer of
+// its size, so the input costs its size once.
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < limit {
+			b = make([]byte, 0, st.Size()+1)
+		}
+	}
+	lr := &io.LimitedReader{R: r, N: limit}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if lr.N > 0 {
+		return b, nil
+	}
+	var probe [1]byte
+	for {
+		n, err := r.Read(probe[:])
+		if n > 0 {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// canonicalInput reads the input and canonicalizes it, or returns the exit
 // status of the failure (after printing the protocol's rejection line).
-func canonicalStdin(e env, limit int64, noFold bool) ([]byte, int) {
-	in, code := readInput(e, limit)
+func canonicalInput(e env, args []string, limit int64, noFold bool) ([]byte, int) {
+	in, code := readInput(e, args, limit)
 	if code >= 0 {
 		return nil, code
 	}
@@ -69,13 +136,15 @@ func rejected(e env, err error) int {
 		fmt.Fprintf(e.stderr, "rejected: %s: %s\n", string(ce.Rule), strings.ReplaceAll(detail, "\n", " "))
 		return exitRejected
 	}
-	fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+	errorLine(e, "%v", err)
 	return exitError
 }
 
 func cmdCanon(_ context.Context, e env, args []string) int {
-	fs := newFlags(e, "canon", "canon [--no-fold] < input.json", `echo '{"b":1.0,"a":"e\u0301"}' | rayflow canon
+	fs := newFlags(e, "canon", "canon [--no-fold] [--max-input BYTES] [FILE|-]\n\n"+
+		"Prints the canonical form of the JSON text in FILE (default: stdin).", `echo '{"b":1.0,"a":"e\u0301"}' | rayflow canon
     {"a":"é","b":1}
+rayflow canon plan.json
 echo '{"progress_percent":100.0}' | rayflow canon --no-fold
     {"progress_percent":100.0}
 echo '{"a":NaN}' | rayflow canon    # exit 3
@@ -83,10 +152,11 @@ echo '{"a":NaN}' | rayflow canon    # exit 3
 `)
 	noFold := fs.Bool("no-fold", false, "use the summary/progress codec: no NFC, caps or float folding")
 	maxInput := fs.Int64("max-input", maxInputDefault, "largest accepted input in bytes")
-	if code := parse(fs, e, args); code >= 0 {
+	files, code := parseWithSubcommands(fs, e, args)
+	if code >= 0 {
 		return code
 	}
-	out, code := canonicalStdin(e, *maxInput, *noFold)
+	out, code := canonicalInput(e, files, *maxInput, *noFold)
 	if code >= 0 {
 		return code
 	}
@@ -101,26 +171,27 @@ func cmdFingerprint(_ context.Context, e env, args []string) int {
 	for i, d := range canonical.Domains {
 		domains[i] = "  " + string(d)
 	}
-	fs := newFlags(e, "fingerprint", "fingerprint [--domain NAME] [--no-fold] [--bare] < input.json\n\n"+
+	fs := newFlags(e, "fingerprint", "fingerprint [--domain NAME] [--no-fold] [--bare] [--max-input BYTES] [FILE|-]\n\n"+
 		"Prints sha256:<hex> of the ASCII domain NAME, one NUL byte and the canonical bytes.\nrayflow domains:\n"+
 		strings.Join(domains, "\n")+"\n", `echo '{"plan_format":"rayflow.workflow-plan","plan_format_version":1}' | rayflow fingerprint
     sha256:0f4ed160732e241bc2262a1ae601c45846e9e8e2ee1d6f894ef448265d1042a0
-rayflow fingerprint --domain rayflow.workflow-definition-v1 < definition.json
+rayflow fingerprint --domain rayflow.workflow-definition-v1 definition.json
 rayflow fingerprint --domain rayflow:workflow-progress:topology-page:v1 --no-fold --bare < page.json
 `)
 	domain := fs.String("domain", string(canonical.DomainPlan), "digest domain (printable ASCII)")
 	noFold := fs.Bool("no-fold", false, "canonicalize with the summary/progress codec")
 	bare := fs.Bool("bare", false, "print the 64 hex digits without the sha256: prefix")
 	maxInput := fs.Int64("max-input", maxInputDefault, "largest accepted input in bytes")
-	if code := parse(fs, e, args); code >= 0 {
+	files, code := parseWithSubcommands(fs, e, args)
+	if code >= 0 {
 		return code
 	}
 	d := canonical.Domain(*domain)
 	if err := d.Validate(); err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: --domain: %v\n", err)
+		errorLine(e, "--domain: %v", err)
 		return exitUsage
 	}
-	out, code := canonicalStdin(e, *maxInput, *noFold)
+	out, code := canonicalInput(e, files, *maxInput, *noFold)
 	if code >= 0 {
 		return code
 	}
@@ -142,18 +213,21 @@ func cmdNumbers(_ context.Context, e env, args []string) int {
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
+	if code := noArgs(fs, e); code >= 0 {
+		return code
+	}
 	if *count < 0 {
-		fmt.Fprintln(e.stderr, "rayflow: --count must not be negative")
+		errorLine(e, "--count must not be negative")
 		return exitUsage
 	}
 	f, err := conformance.LoadNumbers()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		errorLine(e, "%v", err)
 		return exitError
 	}
 	sum, n, err := f.HashLines(*count, codecFor(*noFold))
 	if err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		errorLine(e, "%v", err)
 		return exitError
 	}
 	fmt.Fprintf(e.stdout, "%s %d\n", sum, n)
@@ -180,6 +254,9 @@ func cmdBatch(_ context.Context, e env, args []string) int {
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
+	if code := noArgs(fs, e); code >= 0 {
+		return code
+	}
 	sc := bufio.NewScanner(e.stdin)
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	out := bufio.NewWriter(e.stdout)
@@ -187,13 +264,15 @@ func cmdBatch(_ context.Context, e env, args []string) int {
 	for line := 1; sc.Scan(); line++ {
 		var req batchRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			fmt.Fprintf(e.stderr, "rayflow: batch line %d: %v\n", line, err)
-			return exitUsage
+			out.Flush()
+			errorLine(e, "batch line %d: %v", line, err)
+			return exitError
 		}
 		in, err := hex.DecodeString(req.InputHex)
 		if err != nil || (req.Mode != conformance.ModeFold && req.Mode != conformance.ModeNoFold) {
-			fmt.Fprintf(e.stderr, "rayflow: batch line %d: want a mode of fold|no-fold and hex input\n", line)
-			return exitUsage
+			out.Flush()
+			errorLine(e, "batch line %d: want a mode of fold|no-fold and hex input", line)
+			return exitError
 		}
 		var ans batchAnswer
 		canon, err := conformance.Codec(req.Mode).Transform(in)
@@ -202,7 +281,8 @@ func cmdBatch(_ context.Context, e env, args []string) int {
 		case errors.As(err, &ce):
 			ans.Rejection = string(ce.Rule)
 		case err != nil:
-			fmt.Fprintf(e.stderr, "rayflow: batch line %d: %v\n", line, err)
+			out.Flush()
+			errorLine(e, "batch line %d: %v", line, err)
 			return exitError
 		default:
 			h := hex.EncodeToString(canon)
@@ -213,7 +293,8 @@ func cmdBatch(_ context.Context, e env, args []string) int {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: reading stdin: %v\n", err)
+		out.Flush()
+		errorLine(e, "reading stdin: %v", err)
 		return exitError
 	}
 	if err := out.Flush(); err != nil {

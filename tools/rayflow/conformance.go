@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"runtime"
 
@@ -34,11 +33,15 @@ rayflow conformance run --impl ./bin/rayflow --numbers 1000000
 		fs.Usage()
 		return exitUsage
 	}
+	if *numbers < 0 || *parallel < 1 {
+		errorLine(e, "--numbers must not be negative and --parallel must be positive")
+		return exitUsage
+	}
 	opts := conformance.Options{MaxNumberLines: *numbers, Parallel: *parallel}
 	if *match != "" {
 		re, err := regexp.Compile(*match)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "rayflow: --run: %v\n", err)
+			errorLine(e, "--run: %v", err)
 			return exitUsage
 		}
 		opts.Match = re.MatchString
@@ -49,7 +52,7 @@ rayflow conformance run --impl ./bin/rayflow --numbers 1000000
 	}
 	rep, err := conformance.Run(ctx, im, opts)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		errorLine(e, "%v", err)
 		return exitError
 	}
 	rep.Write(e.stdout)

@@ -35,17 +35,20 @@ Input (one JSON object per line; blank lines are skipped):
   with the protocol's code, not by the parser.
 
 Output, one line per event:
-  {"action":{"deadline":10.0,"declared_outputs":1,"kind":"ADMIT","output_index":null,"token":"cg-lifecycle-v1:3:ADMIT"}}
+  {"action":{"deadline":10.0,"declared_outputs":1,"invocation_id":"inv-1","kind":"ADMIT","output_index":null,"token":"cg-lifecycle-v1:3:ADMIT"}}
+                                           accepted; perform this action (invocation_id
+                                           is null for session-scoped actions)
   {"action":null}                          accepted, no action issued
   {"rejection":"STALE_ACTION_TOKEN"}       refused; the state is unchanged
-then the final snapshot. A refused header (capacity other than
+then the final snapshot. A malformed line stops the replay after every
+outcome line before it has been printed (exit 1). A refused header (capacity other than
 1/1/1/1/1/0, protocol version other than 1, invalid identity, deadlines or
 snapshot) prints only {"session_rejection":"CODE"} and exits 3.
 conformance/lifecycle/README.md documents the format in full.`
 
 func cmdLifecycle(_ context.Context, e env, args []string) int {
 	fs := newFlags(e, "lifecycle", "lifecycle replay FILE\n\n"+lifecycleHelp, `rayflow lifecycle replay conformance/lifecycle/scenarios/cmd_happy_single_output.jsonl
-    {"action":{"deadline":100.0,"declared_outputs":null,"kind":"VALIDATE","output_index":null,"token":"cg-lifecycle-v1:1:VALIDATE"}}
+    {"action":{"deadline":100.0,"declared_outputs":null,"invocation_id":null,"kind":"VALIDATE","output_index":null,"token":"cg-lifecycle-v1:1:VALIDATE"}}
     {"action":null}
     …
     {"capacity":{…},"cleanup_diagnostics":[],…,"session_state":"READY","strategy_fallback_allowed":false}
@@ -63,7 +66,7 @@ rayflow lifecycle replay - < scenario.jsonl      # read stdin
 	if name := fs.Arg(1); name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			errorLine(e, "%v", err)
 			return exitError
 		}
 		defer f.Close()
@@ -78,6 +81,6 @@ rayflow lifecycle replay - < scenario.jsonl      # read stdin
 		fmt.Fprintf(e.stderr, "rejected: %s: %s\n", string(rej.Code), rej.Message)
 		return exitRejected
 	}
-	fmt.Fprintf(e.stderr, "rayflow: lifecycle replay: %v\n", err)
+	errorLine(e, "lifecycle replay: %v", err)
 	return exitError
 }

@@ -15,12 +15,13 @@ import (
 	"syscall"
 )
 
-// Exit statuses shared by every command.
+// Exit statuses shared by every command: one status per kind of outcome,
+// whatever the command.
 const (
 	exitOK       = 0
-	exitError    = 1 // I/O or internal failure
-	exitUsage    = 2 // bad command line
-	exitRejected = 3 // the input was rejected by a contract rule
+	exitError    = 1 // I/O or internal failure, malformed input file, a failed job or check
+	exitUsage    = 2 // bad command line: unknown command or flag, bad flag value, wrong arguments
+	exitRejected = 3 // the input was rejected by a contract rule ("rejected: …" on stderr)
 )
 
 type env struct {
@@ -49,9 +50,12 @@ func main() {
 func run(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run(ctx, e, []string{"--help"})
+			c, ok := commands[args[1]]
+			if !ok || len(args) > 2 {
+				errorLine(e, "help takes one command name, got %q (run 'rayflow help')", args[1:])
+				return exitUsage
 			}
+			return c.run(ctx, e, []string{"--help"})
 		}
 		usage(e.stdout)
 		if len(args) == 0 {
@@ -61,7 +65,7 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "rayflow: unknown command %q (run 'rayflow help')\n", args[0])
+		errorLine(e, "unknown command %q (run 'rayflow help')", args[0])
 		return exitUsage
 	}
 	return c.run(ctx, e, args[1:])
@@ -84,7 +88,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Run 'rayflow <command> --help' for a command's flags and examples.
-Exit status: 0 ok, 1 error, 2 usage, 3 input rejected by a contract rule.
+Exit status (every command): 0 ok, 1 error, 2 usage, 3 input rejected by a
+contract rule.
 `)
 }
 
@@ -134,6 +139,31 @@ func parseWithSubcommands(fs *flag.FlagSet, e env, args []string) ([]string, int
 		words = append(words, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// errorLine prints one error line on stderr with exactly one "rayflow: "
+// prefix: errors of packages that name rayflow themselves are not
+// prefixed twice, and a multi-line message is joined into one line.
+func errorLine(e env, format string, args ...any) {
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	for {
+		m := strings.TrimPrefix(msg, "rayflow: ")
+		m = strings.ReplaceAll(m, ": rayflow: ", ": ")
+		if m == msg {
+			break
+		}
+		msg = m
+	}
+	fmt.Fprintln(e.stderr, "rayflow: "+msg)
+}
+
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(fs *flag.FlagSet, e env) int {
+	if fs.NArg() == 0 {
+		return -1
+	}
+	errorLine(e, "%s takes no arguments, got %q", fs.Name(), fs.Args())
+	return exitUsage
 }
 
 func indent(s string) string {

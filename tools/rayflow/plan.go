@@ -34,7 +34,11 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 	if code >= 0 {
 		return code
 	}
-	if len(positional) == 1 && positional[0] == "list" {
+	if len(positional) > 0 && positional[0] == "list" {
+		if len(positional) != 1 {
+			errorLine(e, "plan list takes no flow")
+			return exitUsage
+		}
 		for _, n := range sdk.RegisteredFlows() {
 			fmt.Fprintln(e.stdout, n)
 		}
@@ -47,7 +51,7 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 	verb, name := positional[0], positional[1]
 	root, ok := sdk.LookupFlow(name)
 	if !ok {
-		fmt.Fprintf(e.stderr, "rayflow: no flow named %q (known: %s)\n", name, strings.Join(sdk.RegisteredFlows(), ", "))
+		errorLine(e, "no flow named %q (known: %s)", name, strings.Join(sdk.RegisteredFlows(), ", "))
 		return exitUsage
 	}
 	opts := []sdk.MaterializeOption{sdk.WithStrategy(sdk.Strategy(*strategy)), sdk.WithReportingPolicy(sdk.ReportingPolicy(*reporting))}
@@ -63,7 +67,12 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 			}
 			return exitRejected
 		}
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		var de *sdk.DefinitionError
+		if errors.As(err, &de) {
+			fmt.Fprintf(e.stderr, "rejected: %s: node %s: %s\n", de.Code, de.Path, strings.ReplaceAll(de.Msg, "\n", " "))
+			return exitRejected
+		}
+		errorLine(e, "%v", err)
 		if errors.Is(err, sdk.ErrInvalidDefinition) {
 			return exitRejected
 		}
@@ -84,7 +93,7 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 		return exitUsage
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		errorLine(e, "%v", err)
 		return exitError
 	}
 	fmt.Fprintln(e.stdout, string(out))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -60,10 +61,10 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 	name := fs.String("name", "", "manifest: the RayJob's name (required)")
 	namespace := fs.String("namespace", "", "manifest: the RayJob's namespace")
 	image := fs.String("image", "", "manifest: the image with the binary and ray[default]=="+rayjob.RayVersion+" (required)")
-	workers := fs.Int("workers", 1, "manifest: worker replicas")
+	workers := fs.Int64("workers", 1, "manifest: worker replicas (1 to 2147483647)")
 	cpu := fs.String("cpu", "1", "manifest: CPU of each head and worker container")
 	memory := fs.String("memory", "2Gi", "manifest: memory of each head and worker container")
-	ttl := fs.Int("ttl", 300, "manifest: seconds to keep the cluster after the job")
+	ttl := fs.Int64("ttl", rayjob.DefaultTTLSeconds, "manifest: seconds to keep the cluster after the job (0 to 2147483647)")
 	asJSON := fs.Bool("json", false, "manifest: JSON instead of YAML")
 	words, code := parseWithSubcommands(fs, e, args)
 	if code >= 0 {
@@ -75,16 +76,32 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 	}
 	verb, arg := words[0], words[1]
 	fail := func(err error) int {
-		fmt.Fprintln(e.stderr, err) // rayjob's errors name rayflow
+		errorLine(e, "%v", err)
 		return exitError
 	}
+	if *poll <= 0 {
+		errorLine(e, "--poll %v: must be positive", *poll)
+		return exitUsage
+	}
 	if verb == "manifest" {
+		if *workers < 1 || *workers > math.MaxInt32 {
+			errorLine(e, "--workers %d: must be between 1 and %d", *workers, math.MaxInt32)
+			return exitUsage
+		}
+		if *ttl < 0 || *ttl > math.MaxInt32 {
+			errorLine(e, "--ttl %d: must be between 0 and %d", *ttl, math.MaxInt32)
+			return exitUsage
+		}
+		w, t := int32(*workers), int32(*ttl)
 		job, err := rayjob.Manifest(rayjob.ManifestOptions{Name: *name, Namespace: *namespace, Image: *image,
 			Executable: *exe, Flow: arg, Input: json.RawMessage(*input), Python: *python, SubmissionID: *id,
-			Workers: int32(*workers), CPU: *cpu, Memory: *memory, TTLSecondsAfterFinished: int32(*ttl)})
-		if err != nil {
-			fmt.Fprintln(e.stderr, err)
+			Workers: w, CPU: *cpu, Memory: *memory, TTLSecondsAfterFinished: &t})
+		if errors.Is(err, rayjob.ErrInvalidManifest) {
+			errorLine(e, "%v", err)
 			return exitUsage
+		}
+		if err != nil {
+			return fail(err)
 		}
 		out, err := rayjob.RenderManifest(job, *asJSON)
 		if err != nil {
@@ -118,7 +135,7 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 			return fail(err)
 		}
 		if !res.OK {
-			fmt.Fprintln(e.stderr, res.Error.Error())
+			errorLine(e, "%v", res.Error)
 			return exitError
 		}
 		fmt.Fprintln(e.stdout, string(res.Output))
@@ -127,14 +144,14 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 	switch verb {
 	case "submit":
 		if *input == "" || *exe == "" {
-			fmt.Fprintln(e.stderr, "rayflow: rayjob submit needs --exe and --input")
+			errorLine(e, "rayjob submit needs --exe and --input")
 			return exitUsage
 		}
 		got, err := c.Submit(ctx, rayjob.Job{SubmissionID: *id, Executable: *exe, Flow: arg,
 			Input: json.RawMessage(*input), Python: *python})
 		switch {
 		case errors.Is(err, rayjob.ErrAlreadySubmitted):
-			fmt.Fprintf(e.stderr, "rayflow: %s: already submitted\n", got)
+			errorLine(e, "%s: already submitted", got)
 		case err != nil:
 			return fail(err)
 		}

@@ -18,11 +18,13 @@ import (
 	"github.com/rayflow/rayflow/gen/rt"
 )
 
-// Exit codes.
+// Exit codes, the rayflow CLI's: 1 is an error, 2 a bad command line, 3
+// an input rejected by a contract rule.
 const (
 	ExitOK      = 0 // every record is valid
-	ExitInvalid = 1 // at least one record is invalid
-	ExitUsage   = 2 // bad arguments or unreadable file
+	ExitError   = 1 // a file could not be read
+	ExitUsage   = 2 // bad arguments
+	ExitInvalid = 3 // at least one record is invalid
 )
 
 // usage prints the synopsis, flags and examples of the command.
@@ -35,8 +37,8 @@ strict decoders (no CUE at run time). Each file holds one record. Prints
 "FILE: ok" or one line "FILE: PATH: CODE: message" per error (PATH is a JSON
 pointer, "/" for the record itself).
 
-Exit status: 0 every record is valid, 1 a record is invalid, 2 usage error or
-unreadable file.
+Exit status: 0 every record is valid, 1 a file could not be read, 2 usage
+error, 3 a record is invalid.
 
 Flags:
 `)
@@ -79,19 +81,19 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	s, ok := registry.Lookup(*def)
 	if !ok {
-		fmt.Fprintf(stderr, "validate: unknown schema %q; known: %s\n", *def, strings.Join(registry.Names(), ", "))
+		fmt.Fprintf(stderr, "rayflow: validate: unknown schema %q; known: %s\n", *def, strings.Join(registry.Names(), ", "))
 		return ExitUsage
 	}
 	code := ExitOK
 	for _, name := range fs.Args() {
 		if err := ctx.Err(); err != nil {
-			fmt.Fprintln(stderr, "validate:", err)
-			return ExitUsage
+			fmt.Fprintln(stderr, "rayflow: validate:", err)
+			return ExitError
 		}
 		data, err := os.ReadFile(name)
 		if err != nil {
-			fmt.Fprintln(stderr, "validate:", err)
-			return ExitUsage
+			fmt.Fprintln(stderr, "rayflow: validate:", err)
+			return ExitError
 		}
 		_, err = s.Decode(data)
 		if err == nil {

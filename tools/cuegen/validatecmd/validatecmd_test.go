@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 		{"invalid", []string{"--schema", "LifecycleSnapshot", valid, invalid}, ExitInvalid, invalid + ": /capacity/queue_capacity: CONST: must be 0\n"},
 		{"unknown schema", []string{"--schema", "Nope", valid}, ExitUsage, ""},
 		{"no files", []string{"--schema", "LifecycleSnapshot"}, ExitUsage, ""},
-		{"missing file", []string{"--schema", "LifecycleSnapshot", "nope.json"}, ExitUsage, ""},
+		{"missing file", []string{"--schema", "LifecycleSnapshot", "nope.json"}, ExitError, ""},
 		{"list", []string{"-list"}, ExitOK, "LifecycleSnapshot\n"},
 		{"help", []string{"--help"}, ExitOK, "Examples:\n  rayflow validate --schema Plan plan.json\n"},
 		{"help short", []string{"-h"}, ExitOK, "Usage: rayflow validate --schema DEF FILE...\n"},

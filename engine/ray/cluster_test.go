@@ -1,0 +1,455 @@
+package ray
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// freePort returns a TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// privateHead is a Ray head this test starts (and kills); never the
+// shared one.
+type privateHead struct {
+	addr string
+	pgid int
+	dir  string
+}
+
+// startPrivateHead starts a head (twice at most: on a loaded machine Ray
+// can time out registering its raylet).
+func startPrivateHead(t *testing.T) *privateHead {
+	t.Helper()
+	var log string
+	for range 2 {
+		h, l := tryStartHead(t)
+		if h != nil {
+			return h
+		}
+		log = l
+	}
+	t.Fatalf("the private head did not start:\n%s", log)
+	return nil
+}
+
+func tryStartHead(t *testing.T) (*privateHead, string) {
+	t.Helper()
+	py := DefaultPython()
+	rayBin := filepath.Join(filepath.Dir(py), "ray")
+	dir, err := os.MkdirTemp("/tmp", "rfh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	args := []string{"start", "--head", "--block", "--node-ip-address=127.0.0.1", "--port=" + strconv.Itoa(port),
+		"--num-cpus=1", "--object-store-memory=100000000", "--include-dashboard=false", "--disable-usage-stats",
+		"--temp-dir=" + dir}
+	for _, flag := range []string{"--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port"} {
+		args = append(args, flag+"="+strconv.Itoa(freePort(t)))
+	}
+	var log syncBuffer
+	cmd := exec.Command(rayBin, args...)
+	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &privateHead{addr: "127.0.0.1:" + strconv.Itoa(port), pgid: cmd.Process.Pid, dir: dir}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	cleanup := func() {
+		h.kill()
+		<-exited
+		// Whatever of this head is left (it should be nothing).
+		for _, pid := range procsMentioning(dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		os.RemoveAll(dir)
+	}
+	for end := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if strings.Contains(log.String(), "Ray runtime started") {
+			t.Cleanup(cleanup)
+			return h, ""
+		}
+		select {
+		case <-exited:
+			cleanup()
+			return nil, log.String()
+		default:
+		}
+		if time.Now().After(end) {
+			cleanup()
+			return nil, log.String()
+		}
+	}
+}
+
+// kill SIGKILLs the head's whole session (GCS, raylet, agents, workers).
+func (h *privateHead) kill() {
+	_ = syscall.Kill(-h.pgid, syscall.SIGKILL)
+	for _, pid := range procsMentioning(h.dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// procsMentioning lists the processes whose command line contains s.
+func procsMentioning(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && strings.Contains(string(st), ") Z ") {
+			continue // a zombie: dead, not yet reaped
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// procNames are the processes' short names (the script for an
+// interpreter).
+func procNames(pids []int) string {
+	var names []string
+	for _, p := range pids {
+		c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		args := strings.Split(string(c), "\x00")
+		name := filepath.Base(args[0])
+		if strings.HasPrefix(name, "python") && len(args) > 1 {
+			for _, a := range args[1:] {
+				if strings.HasSuffix(a, ".py") {
+					name = filepath.Base(a)
+					break
+				}
+			}
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, " ")
+}
+
+// descendants returns root and every process below it, and every process
+// in root's process group.
+func descendants(root int) []int {
+	parent := map[int]int{}
+	group := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		group[pid], _ = strconv.Atoi(f[2])
+	}
+	var out []int
+	for pid := range parent {
+		in := group[pid] == root
+		for p := pid; !in && p > 1; p = parent[p] {
+			in = p == root
+		}
+		if in {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(st), ") Z ")
+}
+
+// waitGone waits up to d for every pid to end.
+func waitGone(pids []int, d time.Duration) []int {
+	for end := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(end) {
+			return left
+		}
+	}
+}
+
+func cmdlines(pids []int) string {
+	var b strings.Builder
+	for _, p := range pids {
+		c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		fmt.Fprintf(&b, "%d %s\n", p, bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
+	}
+	return b.String()
+}
+
+// killProc SIGKILLs the head's processes whose command line contains
+// what (e.g. "gcs_server", "/raylet").
+func (h *privateHead) killProc(t *testing.T, what string) {
+	t.Helper()
+	n := 0
+	for _, pid := range procsMentioning(h.dir) {
+		c, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if exe, _, _ := bytes.Cut(c, []byte{0}); bytes.Contains(exe, []byte(what)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no %s process of the private head", what)
+	}
+}
+
+// Losing the head mid-run (the whole head, its GCS or its raylet) is
+// detected within seconds as ErrClusterLost; later Runs fail at once;
+// Close is prompt.
+func TestClusterLost(t *testing.T) {
+	needRay(t)
+	for _, tc := range []struct {
+		name string
+		kill func(t *testing.T, h *privateHead)
+	}{
+		{"head", func(_ *testing.T, h *privateHead) { h.kill() }},
+		{"gcs", func(t *testing.T, h *privateHead) { h.killProc(t, "gcs_server") }},
+		{"raylet", func(t *testing.T, h *privateHead) { h.killProc(t, "/raylet") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testClusterLost(t, tc.kill) })
+	}
+}
+
+func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
+	head := startPrivateHead(t)
+	ctx := context.Background()
+	e, err := New(ctx, Options{Address: head.addr, Stderr: logWriter(), CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "pid")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		errc <- err
+	}()
+	leaf := leafPID(t, marker)
+	killed := time.Now()
+	kill(t, head)
+	select {
+	case err = <-errc:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not fail within 20s of losing the head")
+	}
+	took := time.Since(killed)
+	if !errors.Is(err, ErrClusterLost) {
+		t.Fatalf("want ErrClusterLost, got %v", err)
+	}
+	var cl *ClusterLostError
+	if !errors.As(err, &cl) || !strings.HasSuffix(cl.Address, head.addr[strings.LastIndex(head.addr, ":"):]) {
+		t.Fatalf("want a *ClusterLostError for %s, got %#v", head.addr, err)
+	}
+	t.Logf("failed %v after the head was killed: %v", took.Round(time.Millisecond), strings.SplitN(err.Error(), "\n", 2)[0])
+	if took > 10*time.Second {
+		t.Errorf("cluster loss took %v to detect, want a few seconds", took)
+	}
+	start := time.Now()
+	if _, err := Run(ctx, e, chainFlow, 1); !errors.Is(err, ErrClusterLost) || time.Since(start) > time.Second {
+		t.Fatalf("a later run: %v after %v, want ErrClusterLost at once", err, time.Since(start))
+	}
+	start = time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with a dead head", d)
+	} else {
+		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
+	}
+	head.kill()
+	if left := waitGone([]int{leaf}, 10*time.Second); len(left) > 0 {
+		t.Fatalf("the leaf process outlived its cluster:\n%s", cmdlines(left))
+	}
+}
+
+// Close right after the head died (before the loss is detected) ends
+// within its timeout.
+func TestCloseWithDeadHead(t *testing.T) {
+	needRay(t)
+	head := startPrivateHead(t)
+	e, err := New(context.Background(), Options{Address: head.addr, Stderr: logWriter(), CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.kill()
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with a dead head", d)
+	} else {
+		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
+	}
+	if _, err := Run(context.Background(), e, chainFlow, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a run after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Close during a run on a private cluster cancels the run, starts no
+// second Ray session, ends within its timeout, and leaves no process of
+// the cluster behind.
+func TestCloseDuringRunPrivateCluster(t *testing.T) {
+	needRay(t)
+	ctx := context.Background()
+	var log syncBuffer
+	e, err := New(ctx, Options{Address: "local", NumCPUs: 1, ObjectStoreMemory: 100 << 20, Stderr: &log, CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.Runtime().(*Bridge)
+	session := filepath.Base(b.SessionDir)
+	if !strings.HasPrefix(session, "session_") {
+		t.Fatalf("session dir %q", b.SessionDir)
+	}
+	marker := filepath.Join(t.TempDir(), "pid")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		errc <- err
+	}()
+	leaf := leafPID(t, marker)
+	procs := append(procsMentioning(session), leaf)
+	procs = append(procs, descendants(b.PID())...) // the bridge, Ray's services, agents, workers
+	slices.Sort(procs)
+	procs = slices.Compact(procs)
+	if len(procs) < 4 {
+		t.Fatalf("only %d processes of the private cluster found:\n%s", len(procs), cmdlines(procs))
+	}
+	t.Logf("%d processes of the private cluster before Close: %s", len(procs), procNames(procs))
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("Close took %v, want about its 1s timeout", d)
+	} else {
+		t.Logf("Close took %v", d.Round(time.Millisecond))
+	}
+	select {
+	case err = <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end within 5s of Close")
+	}
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("want ErrClosed, got %v", err)
+	}
+	if left := waitGone(procs, 5*time.Second); len(left) > 0 {
+		t.Fatalf("processes of the private cluster outlived Close:\n%s", cmdlines(left))
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := strings.Count(log.String(), "Started a local Ray instance"); n != 1 {
+		t.Fatalf("%d local Ray sessions started, want 1:\n%s", n, log.String())
+	}
+}
+
+// Close during a run on a cluster the engine only connects to cancels the
+// run, starts no local Ray session, ends within its timeout, and leaves
+// the cluster running.
+func TestCloseDuringRunConnectedCluster(t *testing.T) {
+	needRay(t)
+	head := startPrivateHead(t)
+	ctx := context.Background()
+	var log syncBuffer
+	e, err := New(ctx, Options{Address: head.addr, Stderr: &log, CloseTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "pid")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		errc <- err
+	}()
+	leaf := leafPID(t, marker)
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("Close took %v, want about its 1s timeout", d)
+	} else {
+		t.Logf("Close took %v", d.Round(time.Millisecond))
+	}
+	select {
+	case err = <-errc:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end within 5s of Close")
+	}
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("want ErrClosed, got %v", err)
+	}
+	// The run's task is gone with the driver; the cluster is not.
+	if left := waitGone([]int{leaf}, 20*time.Second); len(left) > 0 {
+		t.Fatalf("the run's leaf outlived Close:\n%s", cmdlines(left))
+	}
+	if err := dialTimeout(head.addr, time.Second); err != nil {
+		t.Fatalf("the cluster is gone after Close: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if strings.Contains(log.String(), "Started a local Ray instance") {
+		t.Fatalf("Close started a local Ray session:\n%s", log.String())
+	}
+}

@@ -1,0 +1,250 @@
+package ray
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// fakeRuntime is a Runtime in this process for go test -short: leaves run
+// through the leaf side of the leaf protocol (runLeaf: registered steps
+// on encoded bytes, errors as chains), values stay encoded, failures
+// propagate to dependents as Ray propagates them. It has no actors.
+type fakeRuntime struct {
+	mu     sync.Mutex
+	next   Handle
+	vals   map[Handle]*fakeVal
+	tasks  []LeafTask
+	actors []ActorSpec
+	closed bool
+}
+
+type fakeVal struct {
+	once   sync.Once
+	done   chan struct{}
+	data   []byte
+	err    *errorInfo
+	ev     []byte
+	cancel context.CancelFunc
+}
+
+func (v *fakeVal) finish(data []byte, err *errorInfo, ev []byte) {
+	v.once.Do(func() { v.data, v.err, v.ev = data, err, ev; close(v.done) })
+}
+
+var errFakeClosed = errors.New("fake runtime closed")
+
+func newFakeEngine() (*Engine, *fakeRuntime) {
+	rt := &fakeRuntime{vals: map[Handle]*fakeVal{}}
+	e := NewWithRuntime(rt, "/fake/leaf")
+	return e, rt
+}
+
+func (f *fakeRuntime) newVal() (Handle, *fakeVal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, nil, errFakeClosed
+	}
+	f.next++
+	v := &fakeVal{done: make(chan struct{})}
+	f.vals[f.next] = v
+	return f.next, v, nil
+}
+
+func (f *fakeRuntime) val(h Handle) *fakeVal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.vals[h]
+}
+
+// ref holds an argument at submission, as a Ray task holds a reference
+// to its arguments (the coordinator may release its handle at once).
+type ref struct {
+	bytes []byte
+	v     *fakeVal
+}
+
+func (f *fakeRuntime) ref(a Arg) ref {
+	if a.Handle == 0 {
+		return ref{bytes: a.Bytes}
+	}
+	return ref{v: f.val(a.Handle)}
+}
+
+// arg resolves an argument: its bytes, or the failure of the task that
+// should have produced it.
+func (f *fakeRuntime) arg(ctx context.Context, r ref) ([]byte, *errorInfo, []byte) {
+	if r.v == nil {
+		if r.bytes == nil {
+			return nil, &errorInfo{Kind: "object_lost", Message: "released before use"}, nil
+		}
+		return r.bytes, nil, nil
+	}
+	v := r.v
+	select {
+	case <-v.done:
+		return v.data, v.err, v.ev
+	case <-ctx.Done():
+		return nil, &errorInfo{Kind: "cancelled", Message: "cancelled"}, nil
+	}
+}
+
+func (f *fakeRuntime) Put(_ context.Context, data []byte) (Handle, error) {
+	h, v, err := f.newVal()
+	if err == nil {
+		v.finish(data, nil, nil)
+	}
+	return h, err
+}
+
+func (f *fakeRuntime) Submit(_ context.Context, t LeafTask) (Handle, error) {
+	h, v, err := f.newVal()
+	if err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	f.tasks = append(f.tasks, t)
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	arg := f.ref(t.Arg)
+	go func() {
+		in, info, ev := f.arg(ctx, arg)
+		if info == nil {
+			var out []byte
+			out, info, ev = runLeaf(ctx, sdk.DefaultCodec, leafRequest{Name: t.Callable, Node: t.Node, Bound: t.Bound != nil, Bootstrap: t.Bootstrap}, t.Bound, in)
+			if info == nil {
+				v.finish(out, nil, nil)
+				return
+			}
+			info.Kind = "leaf" // as the worker marks it
+		}
+		v.finish(nil, info, ev)
+	}()
+	return h, nil
+}
+
+func (f *fakeRuntime) Collect(_ context.Context, args []Arg) (Handle, error) {
+	h, v, err := f.newVal()
+	if err != nil {
+		return 0, err
+	}
+	refs := make([]ref, len(args))
+	for i, a := range args {
+		refs[i] = f.ref(a)
+	}
+	go func() {
+		parts := make([][]byte, len(args))
+		for i, a := range refs {
+			b, info, ev := f.arg(context.Background(), a)
+			if info != nil {
+				v.finish(nil, info, ev)
+				return
+			}
+			parts[i] = b
+		}
+		v.finish(append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'), nil, nil)
+	}()
+	return h, nil
+}
+
+func (f *fakeRuntime) Await(ctx context.Context, h Handle) (Ready, error) {
+	v := f.val(h)
+	if v == nil {
+		return Ready{}, errors.New("fake: unknown handle")
+	}
+	select {
+	case <-v.done:
+		return Ready{Handle: h, Err: v.err, Value: v.ev}, nil
+	case <-ctx.Done():
+		return Ready{}, ctx.Err()
+	}
+}
+
+func (f *fakeRuntime) Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var out []Ready
+		for _, h := range hs {
+			if v := f.val(h); v != nil {
+				select {
+				case <-v.done:
+					out = append(out, Ready{Handle: h, Err: v.err, Value: v.ev})
+				default:
+				}
+			}
+		}
+		if (all && len(out) == len(hs)) || (!all && len(out) > 0) || time.Now().After(deadline) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func (f *fakeRuntime) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error) {
+	r, err := f.Await(ctx, h)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if r.Err != nil {
+		return nil, r.Err, r.Value, nil
+	}
+	return f.val(h).data, nil, nil, nil
+}
+
+func (f *fakeRuntime) Cancel(_ context.Context, hs []Handle) error {
+	for _, h := range hs {
+		if v := f.val(h); v != nil {
+			if v.cancel != nil {
+				v.cancel()
+			}
+			v.finish(nil, &errorInfo{Kind: "cancelled", Message: "task cancelled"}, nil)
+		}
+	}
+	return nil
+}
+
+func (f *fakeRuntime) Release(hs []Handle) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range hs {
+		delete(f.vals, h)
+	}
+}
+
+// CreateActor records the spec and refuses: the fake has no actors.
+func (f *fakeRuntime) CreateActor(_ context.Context, a ActorSpec) (int64, Handle, error) {
+	f.mu.Lock()
+	f.actors = append(f.actors, a)
+	f.mu.Unlock()
+	return 0, 0, errors.New("fake runtime: no actors")
+}
+
+func (f *fakeRuntime) CallActor(context.Context, int64, string, []any) (Handle, error) {
+	return 0, errors.New("fake runtime: no actors")
+}
+
+func (f *fakeRuntime) KillActor(int64) {}
+
+func (f *fakeRuntime) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return nil
+}
+
+// submitted returns the recorded leaf submissions.
+func (f *fakeRuntime) submitted() []LeafTask {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]LeafTask(nil), f.tasks...)
+}

@@ -1,0 +1,158 @@
+package ray
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	t.Parallel()
+	big := bytes.Repeat([]byte{0xab}, 64<<10+1)              // over the single-write threshold
+	huge := bytes.Repeat([]byte{0xcd}, directSectionBytes+1) // read growing, not reserved
+	for _, tc := range []struct {
+		name     string
+		header   map[string]any
+		sections [][]byte
+	}{
+		{"no sections", map[string]any{"op": "stats", "id": 3}, nil},
+		{"empty section", map[string]any{"op": "put", "h": 1}, [][]byte{{}}},
+		{"binary sections", map[string]any{"op": "submit"}, [][]byte{{0, 1, 2, 0xff}, []byte(`{"not":"json`)}},
+		{"large section", map[string]any{"op": "put"}, [][]byte{big, {1}}},
+		{"sections at and over the direct read cap", map[string]any{"op": "put"}, [][]byte{huge[:directSectionBytes], huge}},
+		{"unicode header", map[string]any{"message": "caf\u00e9 \u2603"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			if err := writeFrame(&buf, tc.header, tc.sections...); err != nil {
+				t.Fatal(err)
+			}
+			f, err := readFrame(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.Len() != 0 {
+				t.Fatalf("%d bytes left after the frame", buf.Len())
+			}
+			var h map[string]any
+			if err := f.decode(&h); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				if k == "sizes" {
+					continue
+				}
+				if got, ok := h[k]; !ok || (k != "id" && k != "h" && got != v) {
+					t.Fatalf("header %s: got %v, want %v", k, got, v)
+				}
+			}
+			if len(f.sections) != len(tc.sections) {
+				t.Fatalf("%d sections, want %d", len(f.sections), len(tc.sections))
+			}
+			for i := range tc.sections {
+				if !bytes.Equal(f.section(i), tc.sections[i]) {
+					t.Fatalf("section %d differs", i)
+				}
+			}
+			if f.section(-1) != nil || f.section(len(tc.sections)) != nil {
+				t.Fatal("an out-of-range section is not nil")
+			}
+		})
+	}
+}
+
+// frameBytes is a raw frame with the given header text and trailing bytes.
+func frameBytes(header string, rest ...byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(header)))
+	return append(append(b, header...), rest...)
+}
+
+func TestReadFrameRejects(t *testing.T) {
+	t.Parallel()
+	atCap := make([]byte, 4)
+	binary.BigEndian.PutUint32(atCap, maxHeaderBytes+1)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string // "" for io.EOF
+		eof  error
+	}{
+		{"empty stream", nil, "", io.EOF},
+		{"short length", []byte{0, 0}, "", io.ErrUnexpectedEOF},
+		{"header over the cap", atCap, "exceeds", nil},
+		{"short header", frameBytes(`{"sizes":[]}`)[:8], "", io.ErrUnexpectedEOF},
+		{"header not json", frameBytes(`{"sizes":`), "frame header", nil},
+		{"sizes not numbers", frameBytes(`{"sizes":["a"]}`), "frame header", nil},
+		{"negative size", frameBytes(`{"sizes":[-1]}`), "frame section of -1 bytes", nil},
+		{"size over the cap", frameBytes(`{"sizes":[17179869185]}`), "frame section of 17179869185 bytes", nil},
+		{"short section", frameBytes(`{"sizes":[4]}`, 1, 2), "", io.ErrUnexpectedEOF},
+		{"short huge section", frameBytes(`{"sizes":[17179869184]}`, 1, 2), "", io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := readFrame(bytes.NewReader(tc.in))
+			switch {
+			case err == nil:
+				t.Fatal("accepted")
+			case tc.eof != nil && !errors.Is(err, tc.eof):
+				t.Fatalf("got %v, want %v", err, tc.eof)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("got %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The header cap is exact: a header of maxHeaderBytes is read.
+func TestReadFrameHeaderAtCap(t *testing.T) {
+	t.Parallel()
+	h := `{"sizes":[],"pad":"` + strings.Repeat("x", maxHeaderBytes-len(`{"sizes":[],"pad":""}`)) + `"}`
+	if len(h) != maxHeaderBytes {
+		t.Fatalf("header is %d bytes", len(h))
+	}
+	if _, err := readFrame(bytes.NewReader(frameBytes(h))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzReadFrame: any byte stream either decodes into a frame that
+// re-encodes to a frame with the same sections, or fails; never a panic,
+// and memory is bounded by the input (sections are read, not reserved).
+func FuzzReadFrame(f *testing.F) {
+	var buf bytes.Buffer
+	_ = writeFrame(&buf, map[string]any{"op": "put", "h": 1}, []byte("abc"), nil)
+	f.Add(buf.Bytes())
+	f.Add(frameBytes(`{"sizes":[2]}`, 'h', 'i'))
+	f.Add(frameBytes(`{"sizes":[17179869184]}`))
+	f.Add(frameBytes(`{"id":1,"ok":true}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		fr, err := readFrame(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		var h map[string]any
+		if err := fr.decode(&h); err != nil {
+			t.Fatalf("a decoded frame's header does not decode: %v", err)
+		}
+		var out bytes.Buffer
+		if err := writeFrame(&out, h, fr.sections...); err != nil {
+			return // e.g. a number JSON cannot re-encode
+		}
+		again, err := readFrame(&out)
+		if err != nil {
+			t.Fatalf("re-encoded frame: %v", err)
+		}
+		if len(again.sections) != len(fr.sections) {
+			t.Fatal("section count changed")
+		}
+		for i := range fr.sections {
+			if !bytes.Equal(again.sections[i], fr.sections[i]) {
+				t.Fatalf("section %d changed", i)
+			}
+		}
+	})
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package ray
+
+import "syscall"
+
+func bridgeProcAttr() *syscall.SysProcAttr { return nil }
+
+func killGroup(int) {}

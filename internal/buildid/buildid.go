@@ -1,0 +1,54 @@
+// Package buildid is the digest of the running executable, the code
+// identity of a build that has no revision (no VCS stamp, no build
+// revision variable): Go builds are reproducible, so the bytes of the
+// binary identify its code.
+package buildid
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// Prefix starts a build revision that is an executable digest.
+const Prefix = "executable:"
+
+var self struct {
+	once   sync.Once
+	digest string
+	err    error
+}
+
+// Self returns "sha256:<hex>" of this process's executable, computed once
+// per process. On Linux it reads /proc/self/exe, the running image even
+// if its file was replaced since the process started.
+func Self() (string, error) {
+	self.once.Do(func() {
+		path := "/proc/self/exe"
+		if _, err := os.Stat(path); err != nil {
+			if path, err = os.Executable(); err != nil {
+				self.err = fmt.Errorf("rayflow: the executable's digest: %w", err)
+				return
+			}
+		}
+		self.digest, self.err = File(path)
+	})
+	return self.digest, self.err
+}
+
+// File returns "sha256:<hex>" of the file at path.
+func File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("rayflow: the executable's digest: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("rayflow: the executable's digest: %w", err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}

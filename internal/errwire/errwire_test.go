@@ -1,0 +1,187 @@
+package errwire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+type codeErr struct {
+	Code int `json:"code"`
+}
+
+func (e *codeErr) Error() string { return fmt.Sprintf("code %d", e.Code) }
+
+type jsonCodec struct{}
+
+func (jsonCodec) Marshal(v any) ([]byte, error)   { return json.Marshal(v) }
+func (jsonCodec) Unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+var (
+	errNegative = errors.New("negative")
+	errOther    = errors.New("negative") // same message, not registered
+)
+
+func init() {
+	RegisterType(reflect.TypeFor[*codeErr]())
+	RegisterSentinel(errNegative, 0)
+}
+
+func roundTrip(t *testing.T, err error) error {
+	t.Helper()
+	got, derr := Unmarshal(jsonCodec{}, Marshal(jsonCodec{}, err))
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	return got
+}
+
+// messages lists every link's Error() text in pre-order.
+func messages(err error) []string {
+	out := []string{err.Error()}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if k := u.Unwrap(); k != nil {
+			out = append(out, messages(k)...)
+		}
+	case interface{ Unwrap() []error }:
+		for _, k := range u.Unwrap() {
+			out = append(out, messages(k)...)
+		}
+	}
+	return out
+}
+
+func TestChainRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"typed wrapped", fmt.Errorf("calling billing for item %d: %w", 2, &codeErr{429})},
+		{"typed alone", &codeErr{500}},
+		{"sentinel wrapped twice", fmt.Errorf("outer: %w", fmt.Errorf("inner %d: %w", 3, errNegative))},
+		{"joined", errors.Join(errNegative, &codeErr{1}, errors.New("plain"))},
+		{"multi %w", fmt.Errorf("a %w b %w", errNegative, &codeErr{7})},
+		{"plain", errors.New("just text")},
+		{"stdlib sentinel unregistered", fmt.Errorf("reading: %w", io.EOF)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := roundTrip(t, tc.err)
+			if got.Error() != tc.err.Error() {
+				t.Fatalf("Error() %q, want %q", got, tc.err)
+			}
+			if !reflect.DeepEqual(messages(tc.err)[0], messages(got)[0]) {
+				t.Fatal("messages differ")
+			}
+			if want, have := errors.Is(tc.err, errNegative), errors.Is(got, errNegative); want != have {
+				t.Fatalf("errors.Is(ErrNegative): local %v, decoded %v", want, have)
+			}
+			if errors.Is(got, errOther) {
+				t.Fatal("an unregistered sentinel with the same message matched")
+			}
+			var lw, gw *codeErr
+			if want, have := errors.As(tc.err, &lw), errors.As(got, &gw); want != have || (want && *lw != *gw) {
+				t.Fatalf("errors.As(*codeErr): local %v %v, decoded %v %v", want, lw, have, gw)
+			}
+		})
+	}
+	// A typed error alone comes back as itself, not a wrapper.
+	if _, ok := roundTrip(t, &codeErr{3}).(*codeErr); !ok {
+		t.Fatal("a lone typed error is wrapped")
+	}
+	// An unregistered link is a *Remote with its type name.
+	var r *Remote
+	if got := roundTrip(t, fmt.Errorf("x: %w", io.EOF)); !errors.As(got, &r) || r.Type != "*fmt.wrapError" {
+		t.Fatalf("want a *Remote *fmt.wrapError, got %#v", got)
+	}
+}
+
+func TestChainBounds(t *testing.T) {
+	t.Parallel()
+	// MaxLinks links are kept; one more is dropped (and counted).
+	deep := func(n int) error {
+		err := error(&codeErr{0})
+		for i := 1; i < n; i++ {
+			err = fmt.Errorf("l%d: %w", i, err)
+		}
+		return err
+	}
+	if c := Encode(jsonCodec{}, deep(MaxLinks)); len(c.Links) != MaxLinks || c.Dropped != 0 {
+		t.Fatalf("at the cap: %d links, %d dropped", len(c.Links), c.Dropped)
+	}
+	c := Encode(jsonCodec{}, deep(MaxLinks+1))
+	if len(c.Links) != MaxLinks || c.Dropped != 1 {
+		t.Fatalf("one over: %d links, %d dropped", len(c.Links), c.Dropped)
+	}
+	got, err := Decode(jsonCodec{}, c)
+	if err != nil || got.Error() != deep(MaxLinks+1).Error() {
+		t.Fatalf("the top message must survive: %v %v", got, err)
+	}
+	// A message of MaxMessageBytes is kept; one byte more is cut.
+	at := strings.Repeat("é", MaxMessageBytes/2)
+	if got := roundTrip(t, errors.New(at)); got.Error() != at {
+		t.Fatal("a message at the cap was changed")
+	}
+	over := roundTrip(t, errors.New(at+"x")).Error()
+	if len(over) > MaxMessageBytes || !strings.HasSuffix(over, truncMarker) || !strings.HasPrefix(over, "éé") {
+		t.Fatalf("one over the cap: %d bytes", len(over))
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []string{
+		`{"v":2,"links":[{"message":"x"}]}`,
+		`{"v":1,"links":[]}`,
+		`{"v":1,"links":[{"message":"x","wraps":[0]}]}`,
+		`{"v":1,"links":[{"message":"x","wraps":[5]}]}`,
+		`{"v":1,"links":[{"message":"x","wraps":[1]},{"message":"y","wraps":[0]}]}`,
+		`not json`,
+	} {
+		if _, err := Unmarshal(jsonCodec{}, []byte(tc)); err == nil {
+			t.Errorf("%s: accepted", tc)
+		}
+	}
+}
+
+type sliceErr []string
+
+func (e sliceErr) Error() string { return strings.Join(e, ",") }
+
+func TestRegisterSentinel(t *testing.T) {
+	t.Parallel()
+	RegisterSentinel(errNegative, 0) // again: no-op
+	mustPanic := func(name string, f func()) {
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s: no panic", name)
+			}
+		}()
+		f()
+	}
+	mustPanic("same name, other value", func() { RegisterSentinel(errOther, 0) })
+	mustPanic("nil", func() { RegisterSentinel(nil, 0) })
+	mustPanic("not comparable", func() { RegisterSentinel(sliceErr{"a"}, 0) })
+}
+
+func FuzzUnmarshal(f *testing.F) {
+	f.Add(Marshal(jsonCodec{}, fmt.Errorf("a: %w", &codeErr{1})))
+	f.Add(Marshal(jsonCodec{}, errors.Join(errNegative, errors.New("b"))))
+	f.Add([]byte(`{"v":1,"links":[{"message":"x","type":"*errwire.codeErr","value":"bnVsbA=="}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err, derr := Unmarshal(jsonCodec{}, data)
+		if derr != nil {
+			return
+		}
+		_ = err.Error()
+		errors.Is(err, errNegative)
+		var c *codeErr
+		errors.As(err, &c)
+	})
+}
