@@ -15,6 +15,7 @@ CREATE TABLE rayflow_tasks (
     workflow_run_id              uuid,
     workflow_plan_fingerprint    text CHECK (char_length(workflow_plan_fingerprint) <= 71),
     workflow_plan_pinned_attempt integer CHECK (workflow_plan_pinned_attempt >= 1),
+    workflow_plan_json           text CHECK (octet_length(workflow_plan_json) <= 65536),
     workflow_plan_selection      text CHECK (octet_length(workflow_plan_selection) <= 65536),
     input_json                   text NOT NULL CHECK (octet_length(input_json) <= 1048576),
     result_data                  text CHECK (octet_length(result_data) <= 1048576),
@@ -54,15 +55,6 @@ CREATE INDEX rayflow_tasks_running ON rayflow_tasks (last_heartbeat_at) WHERE st
 CREATE INDEX rayflow_tasks_queue_deadline ON rayflow_tasks (queue_deadline_at) WHERE state = 'QUEUED';
 -- Listing by state.
 CREATE INDEX rayflow_tasks_state ON rayflow_tasks (state, id);
-
--- rayflow_plans: each pinned plan's canonical JSON, stored once per fingerprint
--- (a plan is immutable and named by its fingerprint); tasks refer to it by
--- workflow_plan_fingerprint.
-CREATE TABLE rayflow_plans (
-    fingerprint text PRIMARY KEY CHECK (char_length(fingerprint) <= 71),
-    plan_json   text NOT NULL CHECK (octet_length(plan_json) <= 65536),
-    created_at  timestamptz NOT NULL DEFAULT now()
-);
 
 -- rayflow_task_attempts: every terminal attempt, copied before the task row is reset.
 CREATE TABLE rayflow_task_attempts (
