@@ -67,8 +67,14 @@ func TestAuthorizationFirst(t *testing.T) {
 	const absent = "00000000-0000-4000-8000-000000000000"
 	reads := map[string]func(principal, task string) error{
 		"summary": func(p, id string) error { _, err := svc.Summary(ctx, p, id, 0); return err },
-		"nodes":   func(p, id string) error { _, err := svc.TopologyNodes(ctx, p, sread.PageRequest{TaskID: id}); return err },
-		"edges":   func(p, id string) error { _, err := svc.TopologyEdges(ctx, p, sread.PageRequest{TaskID: id}); return err },
+		"nodes": func(p, id string) error {
+			_, err := svc.TopologyNodes(ctx, p, sread.PageRequest{TaskID: id})
+			return err
+		},
+		"edges": func(p, id string) error {
+			_, err := svc.TopologyEdges(ctx, p, sread.PageRequest{TaskID: id})
+			return err
+		},
 		"details": func(p, id string) error { _, err := svc.NodeDetails(ctx, p, sread.PageRequest{TaskID: id}); return err },
 		"node":    func(p, id string) error { _, err := svc.Node(ctx, p, id, 0, "n000000"); return err },
 	}
