@@ -2,6 +2,7 @@ package read_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/sdk/canonical"
+	"github.com/rayflow/rayflow/serve/internal/fixture"
 	sread "github.com/rayflow/rayflow/serve/read"
 )
 
@@ -23,20 +25,20 @@ func wantCode(t *testing.T, what string, err error, code read.ErrorCode) {
 	}
 }
 
-func setup(t *testing.T, n int) (*sread.Service, *pgxpool.Pool, string, *chain) {
+func setup(t *testing.T, n int) (*sread.Service, *pgxpool.Pool, string, *fixture.Chain) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := newDB(t)
-	taskID, id := newTask(t, pool, "chain")
-	c := newChain(id, n)
+	pool := fixture.NewDB(t)
+	taskID, id := fixture.NewTask(t, pool, "chain")
+	c := fixture.NewChain(id, n)
 	for i := range n {
 		if i%3 == 0 {
-			c.states[i] = detail.NodeStateSucceeded
+			c.States[i] = detail.NodeStateSucceeded
 		}
 	}
-	c.publish(t, pool, c.pub(true, false))
+	c.Publish(t, pool, c.Pub(true, false))
 	svc := newService(t, pool)
 	return svc, pool, taskID, c
 }
@@ -49,7 +51,7 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Availability != summary.DetailAvailabilityAvailable || !got.Complete || got.Summary == nil ||
-		got.Summary.NodeCounts.Succeeded != 4 || *got.Publication.SummaryRevision != c.rev || got.RunIdentity.RunID != c.id.RunID {
+		got.Summary.NodeCounts.Succeeded != 4 || *got.Publication.SummaryRevision != c.Rev || got.RunIdentity.RunID != c.ID.RunID {
 		t.Errorf("summary = %+v", got)
 	}
 	if got.Summary.Storage.Kind != "database" {
@@ -119,7 +121,7 @@ func TestWalkCollections(t *testing.T) {
 			}
 			cur = *p.NextCursor
 		}
-		if len(ids) != 600 || !slices.IsSorted(ids) || ids[0] != nodeID(0) || ids[599] != nodeID(599) {
+		if len(ids) != 600 || !slices.IsSorted(ids) || ids[0] != fixture.NodeID(0) || ids[599] != fixture.NodeID(599) {
 			t.Errorf("limit %d: %d node ids over %d pages", limit, len(ids), pages)
 		}
 	}
@@ -184,8 +186,8 @@ func TestLimitsAndArguments(t *testing.T) {
 func TestSingleNode(t *testing.T) {
 	svc, _, taskID, _ := setup(t, 5)
 	ctx := context.Background()
-	n, err := svc.Node(ctx, "all", taskID, 0, nodeID(3))
-	if err != nil || !n.Found || n.Item == nil || n.Item.NodeID != nodeID(3) {
+	n, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(3))
+	if err != nil || !n.Found || n.Item == nil || n.Item.NodeID != fixture.NodeID(3) {
 		t.Fatalf("node = %+v, %v", n, err)
 	}
 	n, err = svc.Node(ctx, "all", taskID, 0, "nope")
@@ -208,9 +210,9 @@ func TestCursorBinding(t *testing.T) {
 	}
 	dcur := *d.NextCursor
 	// Another task of the same principal.
-	other, oid := newTask(t, pool, "chain")
-	oc := newChain(oid, 300)
-	oc.publish(t, pool, oc.pub(true, false))
+	other, oid := fixture.NewTask(t, pool, "chain")
+	oc := fixture.NewChain(oid, 300)
+	oc.Publish(t, pool, oc.Pub(true, false))
 
 	_, err = svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 51, Cursor: cur})
 	wantCode(t, "other limit", err, read.ErrorCodeCursorMismatch)
@@ -224,21 +226,25 @@ func TestCursorBinding(t *testing.T) {
 	wantCode(t, "other filter", err, read.ErrorCodeCursorMismatch)
 	_, err = svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: dcur})
 	wantCode(t, "filter dropped", err, read.ErrorCodeCursorMismatch)
-	_, err = svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur[:len(cur)-1] + "A"})
-	wantCode(t, "tampered", err, read.ErrorCodeInvalidCursor)
+	for _, i := range []int{0, len(cur) / 2, len(cur) - 1} {
+		b := []byte(cur)
+		b[i] ^= 1 // any changed byte must be refused
+		_, err = svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: string(b)})
+		wantCode(t, fmt.Sprintf("tampered at %d", i), err, read.ErrorCodeInvalidCursor)
+	}
 
 	// A new detail revision retires the detail cursor, not the topology one.
-	c.states[1] = detail.NodeStateRunning
-	c.publish(t, pool, c.pub(false, false))
+	c.States[1] = detail.NodeStateRunning
+	c.Publish(t, pool, c.Pub(false, false))
 	d2, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, State: "PENDING", Cursor: dcur})
 	if err != nil || d2.Availability != summary.DetailAvailabilityExpired || len(d2.Items) != 0 || d2.NextCursor != nil || d2.Complete {
 		t.Errorf("stale detail cursor: %+v, %v", d2, err)
 	}
-	if p2, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur}); err != nil || len(p2.Items) != 50 || p2.Items[0].NodeID != nodeID(50) {
+	if p2, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur}); err != nil || len(p2.Items) != 50 || p2.Items[0].NodeID != fixture.NodeID(50) {
 		t.Errorf("topology cursor after a detail-only publication: %v", err)
 	}
 	// A new topology version retires the topology cursor.
-	c.publish(t, pool, c.pub(true, false))
+	c.Publish(t, pool, c.Pub(true, false))
 	p3, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur})
 	if err != nil || p3.Availability != summary.DetailAvailabilityExpired || len(p3.Items) != 0 {
 		t.Errorf("stale topology cursor: %+v, %v", p3, err)
@@ -249,7 +255,7 @@ func TestFinalPageCounts(t *testing.T) {
 	svc, pool, taskID, c := setup(t, 30)
 	ctx := context.Background()
 	// One detail row lost: the final page sees fewer than retained.
-	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, nodeID(7)); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, fixture.NodeID(7)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID})
@@ -266,15 +272,15 @@ func TestFinalPageCounts(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	svc, pool, taskID, c := setup(t, 20)
 	ctx := context.Background()
-	for i := range c.states {
-		c.states[i] = detail.NodeStateSucceeded
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
 	}
-	c.publish(t, pool, c.pub(false, true))
+	c.Publish(t, pool, c.Pub(false, true))
 	if n, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID}); err != nil || n.Availability != summary.DetailAvailabilityAvailable || len(n.Items) != 20 {
 		t.Fatalf("before expiry: %+v, %v", n, err)
 	}
 	// Past detail_expires_at and after cleanup deleted the run: EXPIRED, no error.
-	svc.Now = func() time.Time { return t0.Add(8 * 24 * time.Hour) }
+	svc.Now = func() time.Time { return fixture.T0.Add(8 * 24 * time.Hour) }
 	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_runs`); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +300,7 @@ func TestExpiry(t *testing.T) {
 			return p.Availability, nil
 		},
 		"node": func() (summary.DetailAvailability, error) {
-			p, err := svc.Node(ctx, "all", taskID, 0, nodeID(1))
+			p, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(1))
 			if err != nil {
 				return "", err
 			}
@@ -314,14 +320,14 @@ func TestResponseCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := newDB(t)
-	taskID, id := newTask(t, pool, "chain")
-	c := newChain(id, 300)
-	c.message = strings.Repeat("m", 2000)
-	for i := range c.states {
-		c.states[i] = detail.NodeStateRunning
+	pool := fixture.NewDB(t)
+	taskID, id := fixture.NewTask(t, pool, "chain")
+	c := fixture.NewChain(id, 300)
+	c.Message = strings.Repeat("m", 2000)
+	for i := range c.States {
+		c.States[i] = detail.NodeStateRunning
 	}
-	c.publish(t, pool, c.pub(true, false))
+	c.Publish(t, pool, c.Pub(true, false))
 	svc := newService(t, pool)
 	ctx := context.Background()
 	total, pages := 0, 0
