@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,7 +105,7 @@ func lazyServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pool, testTokens(t), k, nil)
+	s, err := New(pool, testTokens(t), k, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,3 +152,5 @@ func TestLivezReadyzWithoutDatabase(t *testing.T) {
 		}
 	}
 }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
