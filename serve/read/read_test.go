@@ -357,3 +357,76 @@ func TestResponseCap(t *testing.T) {
 		t.Errorf("%d records over %d pages", total, pages)
 	}
 }
+
+// TestArchivedAttempt: attempt_number selects the archived attempt's
+// summary and its run's pages, while the current attempt has none yet.
+func TestArchivedAttempt(t *testing.T) {
+	svc, pool, taskID, c := setup(t, 12)
+	ctx := context.Background()
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
+	}
+	c.Publish(t, pool, c.Pub(false, true))
+	// Archive attempt 1 with its terminal summary and start attempt 2, as a retry does.
+	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, finished_at, workflow_progress_summary_json)
+ SELECT id, attempt_number, execution_generation, workflow_run_id, 'SUCCEEDED', now(), workflow_progress_summary_json FROM rayflow_tasks WHERE task_id = $1`, taskID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE rayflow_tasks SET attempt_number = 2, execution_generation = 1, workflow_run_id = gen_random_uuid(),
+ workflow_progress_summary_json = NULL, progress_summary_revision = NULL WHERE task_id = $1`, taskID); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := svc.Summary(ctx, "all", taskID, 0)
+	if err != nil || cur.Availability != summary.DetailAvailabilityNotReported || cur.Summary != nil || cur.RunIdentity.AttemptNumber != 2 {
+		t.Fatalf("current attempt: %+v, %v", cur, err)
+	}
+	old, err := svc.Summary(ctx, "all", taskID, 1)
+	if err != nil || old.Summary == nil || old.RunIdentity.AttemptNumber != 1 || old.Summary.State != summary.StateSucceeded {
+		t.Fatalf("attempt 1: %+v, %v", old, err)
+	}
+	p, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Attempt: 1, Limit: 5})
+	if err != nil || len(p.Items) != 5 || p.NextCursor == nil {
+		t.Fatalf("attempt 1 nodes: %+v, %v", p, err)
+	}
+	// The cursor of attempt 1 is not one of the current attempt's.
+	_, err = svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Limit: 5, Cursor: *p.NextCursor})
+	wantCode(t, "attempt-1 cursor on the current attempt", err, read.ErrorCodeCursorMismatch)
+	p2, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Attempt: 1, Limit: 5, Cursor: *p.NextCursor})
+	if err != nil || len(p2.Items) != 5 || p2.Items[0].NodeID != fixture.NodeID(5) {
+		t.Fatalf("attempt 1 page 2: %+v, %v", p2, err)
+	}
+	cn, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID})
+	if err != nil || len(cn.Items) != 0 || cn.Availability != summary.DetailAvailabilityNotReported {
+		t.Fatalf("current nodes: %+v, %v", cn, err)
+	}
+}
+
+// TestOversizeRecordRefused: a stored record over 1 MiB is refused before
+// it is loaded (the schema forbids it, so the test lifts the constraint).
+func TestOversizeRecordRefused(t *testing.T) {
+	svc, pool, taskID, _ := setup(t, 3)
+	ctx := context.Background()
+	for _, q := range []string{
+		`ALTER TABLE rayflow_progress_nodes DROP CONSTRAINT rayflow_progress_nodes_check, DROP CONSTRAINT rayflow_progress_nodes_check1`,
+		`UPDATE rayflow_progress_nodes SET payload = repeat(' ', 1048577) || payload, encoded_bytes = 1, decoded_bytes = 1 WHERE node_id = 'n000001'`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Refused by size before loading (the message names the cap), not by
+	// the decoder after loading.
+	_, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(1))
+	wantCode(t, "single node over 1 MiB", err, read.ErrorCodeCorrupt)
+	if err == nil || !strings.Contains(err.Error(), "over 1048576") {
+		t.Errorf("single node: %v", err)
+	}
+	_, err = svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID})
+	wantCode(t, "details with a row over 1 MiB", err, read.ErrorCodeCorrupt)
+	if err == nil || !strings.Contains(err.Error(), "over 1048576") {
+		t.Errorf("details: %v", err)
+	}
+	if n, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(0)); err != nil || !n.Found {
+		t.Errorf("a normal row: %+v, %v", n, err)
+	}
+}
