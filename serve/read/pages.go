@@ -134,6 +134,29 @@ func (f *fitter) admit(item any, first bool) (bool, error) {
 	return true, nil
 }
 
+// fitPrefix returns how many leading items fit: one measurement of the
+// whole list in the common case, item by item only when it does not fit.
+func fitPrefix[T any](f *fitter, items []T) (int, error) {
+	if len(items) == 0 {
+		return 0, nil
+	}
+	n, err := canonical.ASCIISize(items, true)
+	if err != nil {
+		return 0, fmt.Errorf("read: measuring items: %w", err)
+	}
+	if f.size+n-2 <= read.MaxResponseBytes { // the empty page already counts "[]"
+		f.size += n - 2
+		return len(items), nil
+	}
+	for i, it := range items {
+		ok, err := f.admit(it, i == 0)
+		if err != nil || !ok {
+			return i, err
+		}
+	}
+	return len(items), nil
+}
+
 // finalCount checks, at a collection's last page, the records returned in
 // all against the retained counter.
 func finalCount(seen, retained int64, what string) error {
@@ -192,11 +215,12 @@ func loadPage(ctx context.Context, q pgx.Tx, manifestID, coll string, index int6
 }
 
 // walk collects up to limit topology records from position st on, within
-// the response and decoded-record caps. It returns the records and the
+// the response and decoded-record caps. It returns the records, the
 // position after them, and whether the collection has more.
 func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pages int64, st pageState, limit int,
 	f *fitter, decode func([]byte) ([]T, error), after func(T, any) bool) ([]T, pageState, bool, error) {
 	var items []T
+	var posAfter []pageState // the position after each item
 	var loaded int64
 	for st.pageIndex < pages && len(items) < limit {
 		payload, err := loadPage(ctx, q, m.id, coll, st.pageIndex)
@@ -214,34 +238,32 @@ func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pag
 		if st.offset >= int64(len(recs)) {
 			return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s page %d has %d records, cursor offset %d", coll, st.pageIndex, len(recs), st.offset)
 		}
-		full := false
-		for ; st.offset < int64(len(recs)) && len(items) < limit; st.offset++ {
+		for page := st.pageIndex; st.pageIndex == page && len(items) < limit; {
 			r := recs[st.offset]
 			if st.after != nil && !after(r, st.after) {
 				return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s records out of order at page %d", coll, st.pageIndex)
 			}
-			ok, err := f.admit(r, len(items) == 0)
-			if err != nil {
-				return nil, st, false, err
-			}
-			if !ok {
-				full = true
-				break
-			}
 			items = append(items, r)
 			st.after = r
-		}
-		if st.offset == int64(len(recs)) {
-			st.pageIndex, st.offset = st.pageIndex+1, 0
-		}
-		if full {
-			if len(items) == 0 {
-				return nil, st, false, errorf(read.ErrorCodeCorrupt, "one %s record does not fit a response", coll)
+			st.offset++
+			if st.offset == int64(len(recs)) {
+				st.pageIndex, st.offset = st.pageIndex+1, 0
 			}
-			break
+			posAfter = append(posAfter, st)
 		}
 	}
-	return items, st, st.pageIndex < pages, nil
+	k, err := fitPrefix(f, items)
+	if err != nil {
+		return nil, st, false, err
+	}
+	if k == 0 && len(items) > 0 {
+		return nil, st, false, errorf(read.ErrorCodeCorrupt, "one %s record does not fit a response", coll)
+	}
+	if k == 0 {
+		return nil, st, st.pageIndex < pages, nil
+	}
+	st = posAfter[k-1]
+	return items[:k], st, st.pageIndex < pages, nil
 }
 
 func (s *Service) pagePrelude(ctx context.Context, tx pgx.Tx, principal string, req PageRequest, coll read.Collection, filters [][]string) (*target, int, read.Cursor, bool, error) {
@@ -491,7 +513,8 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 		}
 		more := len(rs) > limit
 		var loaded int64
-		var lastKey string
+		var cand []detail.NodeDetail
+		var keys []string
 		for i, r := range rs {
 			if i == limit {
 				break
@@ -500,7 +523,7 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 				return errorf(read.ErrorCodeCorrupt, "node detail %q is %d bytes, over %d", r.id, r.size, MaxRecordBytes)
 			}
 			loaded += int64(r.size)
-			if loaded > MaxRecordBytes {
+			if loaded > MaxRecordBytes && i > 0 {
 				more = true
 				break
 			}
@@ -508,19 +531,23 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 			if err != nil || d.NodeID != r.id || nodeKey(r.id) != r.key {
 				return errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", r.id)
 			}
-			ok, err := f.admit(d, i == 0)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				if i == 0 {
-					return errorf(read.ErrorCodeCorrupt, "one node detail does not fit a response")
-				}
-				more = true
-				break
-			}
-			out.Items = append(out.Items, *d)
-			lastKey = r.key
+			cand = append(cand, *d)
+			keys = append(keys, r.key)
+		}
+		k, err := fitPrefix(f, cand)
+		if err != nil {
+			return err
+		}
+		if k == 0 && len(cand) > 0 {
+			return errorf(read.ErrorCodeCorrupt, "one node detail does not fit a response")
+		}
+		if k < len(cand) {
+			more = true
+		}
+		out.Items = append(out.Items, cand[:k]...)
+		lastKey := ""
+		if k > 0 {
+			lastKey = keys[k-1]
 		}
 		out.ReturnedCount = int64(len(out.Items))
 		seen += out.ReturnedCount
