@@ -184,10 +184,38 @@ func TestTaskEndpoints(t *testing.T) {
 	if code != 200 || body["returned_count"] != float64(2) {
 		t.Errorf("admin's list: %d %v", code, body)
 	}
-	for target, want := range map[string]int{"/api/tasks?limit=101": 400, "/api/tasks?cursor=!!": 400, "/api/tasks?cursor=MA": 400, "/api/tasks?state=NOPE": 400} {
-		if code, body := e.do(t, "admin", "GET", target); code != want {
-			t.Errorf("%s: %d %v", target, code, body)
+	counts, _ := body["counts"].(map[string]any)
+	if counts["RUNNING"] != float64(2) || counts["QUEUED"] != float64(0) || len(counts) != 8 {
+		t.Errorf("admin's counts: %v", counts)
+	}
+	// Signed cursors: one page of one, then the next; bound to principal, filters and limit.
+	code, body = e.do(t, "admin", "GET", "/api/tasks?limit=1")
+	if code != 200 || body["returned_count"] != float64(1) || body["has_more"] != true || body["next_cursor"] == nil {
+		t.Fatalf("admin's first page: %d %v", code, body)
+	}
+	first := body["items"].([]any)[0].(map[string]any)["task_id"]
+	cur := url.QueryEscape(body["next_cursor"].(string))
+	code, body = e.do(t, "admin", "GET", "/api/tasks?limit=1&cursor="+cur)
+	if code != 200 || body["returned_count"] != float64(1) || body["has_more"] != false || body["next_cursor"] != nil ||
+		body["items"].([]any)[0].(map[string]any)["task_id"] == first {
+		t.Errorf("admin's second page: %d %v", code, body)
+	}
+	for target, want := range map[string]string{
+		"/api/tasks?limit=101":                          "INVALID_ARGUMENT",
+		"/api/tasks?limit=0":                            "INVALID_ARGUMENT",
+		"/api/tasks?state=NOPE":                         "INVALID_ARGUMENT",
+		"/api/tasks?cursor=!!":                          "INVALID_CURSOR",
+		"/api/tasks?cursor=MA.MA":                       "INVALID_CURSOR",
+		"/api/tasks?limit=1&cursor=" + cur + "A":        "INVALID_CURSOR",
+		"/api/tasks?limit=2&cursor=" + cur:              "CURSOR_MISMATCH",
+		"/api/tasks?limit=1&state=QUEUED&cursor=" + cur: "CURSOR_MISMATCH",
+	} {
+		if code, body := e.do(t, "admin", "GET", target); body["code"] != want {
+			t.Errorf("%s: %d %v, want %s", target, code, body, want)
 		}
+	}
+	if code, body := e.do(t, "chain", "GET", "/api/tasks?limit=1&cursor="+cur); code != 409 {
+		t.Errorf("another principal's cursor: %d %v", code, body)
 	}
 	code, body = e.do(t, "chain", "POST", "/api/tasks/"+e.taskID+"/retry")
 	if code != 409 || body["outcome"] != "NOT_RETRYABLE" {

@@ -37,6 +37,7 @@ type Server struct {
 	pool   *pgxpool.Pool
 	tokens *Tokens
 	reads  *read.Service
+	keys   *read.Keys
 	client *durable.Client
 	log    *slog.Logger
 	mux    *http.ServeMux
@@ -60,7 +61,7 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: pool, tokens: tokens, reads: svc, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux()}
+	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux()}
 	for _, rt := range s.Routes() {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}

@@ -3,8 +3,11 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
@@ -117,16 +120,32 @@ func (s *Server) taskStatus(w http.ResponseWriter, r *http.Request, principal st
 	writeJSON(w, http.StatusOK, status(t, true))
 }
 
-// TaskList is one page of the executions list.
+// TaskList is one page of the executions list with the counts by state
+// of every task the principal may see.
 type TaskList struct {
-	Items         []TaskStatus `json:"items"`
-	ReturnedCount int          `json:"returned_count"`
-	NextCursor    *string      `json:"next_cursor"`
+	Items         []TaskStatus          `json:"items"`
+	ReturnedCount int                   `json:"returned_count"`
+	HasMore       bool                  `json:"has_more"`
+	NextCursor    *string               `json:"next_cursor"`
+	Counts        map[durable.State]int `json:"counts"`
 }
 
-// listTasks lists the tasks of the principal's flows, newest first. The
-// page is filtered after the keyset read, so it may hold fewer items than
-// the limit while a next cursor remains.
+// listCursor is the signed payload of an executions-list cursor: the
+// keyset position and every filter it was issued for, and the principal.
+type listCursor struct {
+	V         int      `json:"v"`
+	Principal string   `json:"principal"`
+	State     string   `json:"state"`
+	Queue     string   `json:"queue"`
+	Limit     int64    `json:"limit"`
+	Flows     []string `json:"flows"`
+	After     string   `json:"after"`
+}
+
+const listCursorPurpose = "rayflow.executions.cursor.v1"
+
+// listTasks lists the tasks of the principal's flows, newest first, with
+// signed cursors bound to the principal, the filters and the limit.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal string) {
 	flows := s.tokens.Flows(principal)
 	if len(flows) == 0 {
@@ -146,29 +165,131 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal str
 		return
 	}
 	q := r.URL.Query()
-	p, err := s.client.List(r.Context(), durable.ListOptions{State: durable.State(q.Get("state")), Queue: q.Get("queue"), Limit: int(limit), Cursor: q.Get("cursor")})
-	if errors.Is(err, durable.ErrBadCursor) {
-		s.fail(w, r, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
+	state, queue := q.Get("state"), q.Get("queue")
+	if state != "" && !durable.State(state).Valid() {
+		s.fail(w, r, invalid("unknown state %q", state))
 		return
 	}
-	if errors.Is(err, durable.ErrInvalidOption) {
-		s.fail(w, r, invalid("%v", err))
+	if len(queue) > durable.MaxQueueNameLen {
+		s.fail(w, r, invalid("queue name over %d bytes", durable.MaxQueueNameLen))
 		return
 	}
+	want := listCursor{V: 1, Principal: principal, State: state, Queue: queue, Limit: limit, Flows: flows}
+	if tok := q.Get("cursor"); tok != "" {
+		payload, _, err := s.keys.Unseal(listCursorPurpose, tok)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		var c listCursor
+		if err := json.Unmarshal(payload, &c); err != nil || c.V != 1 || c.After == "" {
+			s.fail(w, r, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
+			return
+		}
+		after := c.After
+		c.After = ""
+		if !reflect.DeepEqual(c, want) {
+			s.fail(w, r, &read.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, filter or limit"})
+			return
+		}
+		want.After = after
+	}
+	all := slices.Contains(flows, "*")
+	var flowArg []string
+	if !all {
+		flowArg = flows
+	}
+	before := int64(math.MaxInt64)
+	if want.After != "" {
+		if before, err = strconv.ParseInt(want.After, 10, 64); err != nil {
+			s.fail(w, r, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
+			return
+		}
+	}
+	// Only the bounded columns of a list item; an error message over the
+	// inline bound is not loaded at all.
+	rows, err := s.pool.Query(r.Context(), `SELECT id, task_id::text, flow_name, queue_name, state, attempt_number, max_attempts,
+ execution_generation, enqueued_at, started_at, finished_at, coalesce(cancellation_status, ''),
+ CASE WHEN octet_length(error_message) <= $6 THEN error_message END, octet_length(error_message)
+ FROM rayflow_tasks
+ WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3) AND ($4::text[] IS NULL OR flow_name = ANY($4))
+ ORDER BY id DESC LIMIT $5`, before, state, queue, flowArg, limit+1, ErrorMaxBytes)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := TaskList{Items: []TaskStatus{}}
-	all := slices.Contains(flows, "*")
-	for _, t := range p.Tasks {
-		if all || slices.Contains(flows, t.Flow) {
-			out.Items = append(out.Items, status(t, false))
+	var tasks []*durable.Task
+	var errOmitted []bool
+	for rows.Next() {
+		var t durable.Task
+		var msg *string
+		var msgLen *int32
+		if err := rows.Scan(&t.PK, &t.ID, &t.Flow, &t.Queue, &t.State, &t.Attempt, &t.MaxAttempts, &t.Generation,
+			&t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.CancellationStatus, &msg, &msgLen); err != nil {
+			rows.Close()
+			s.fail(w, r, err)
+			return
 		}
+		if msg != nil {
+			t.ErrorMessage = *msg
+		}
+		tasks = append(tasks, &t)
+		errOmitted = append(errOmitted, msg == nil && msgLen != nil) // over the bound: not loaded
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := TaskList{Items: []TaskStatus{}, Counts: map[durable.State]int{}}
+	if len(tasks) > int(limit) {
+		tasks, out.HasMore = tasks[:limit], true
+	}
+	for i, t := range tasks {
+		st := status(t, false)
+		if errOmitted[i] {
+			st.ErrorOmission = ptr(omitErrorOverLimit)
+		}
+		out.Items = append(out.Items, st)
 	}
 	out.ReturnedCount = len(out.Items)
-	if p.Next != "" {
-		out.NextCursor = &p.Next
+	if out.HasMore {
+		want.After = strconv.FormatInt(tasks[len(tasks)-1].PK, 10)
+		payload, err := json.Marshal(want)
+		if err == nil {
+			var tok string
+			if tok, err = s.keys.Seal(listCursorPurpose, payload); err == nil {
+				out.NextCursor = &tok
+			}
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	for _, st := range durable.States {
+		out.Counts[st] = 0
+	}
+	crows, err := s.pool.Query(r.Context(), `SELECT state, count(*) FROM rayflow_tasks
+ WHERE ($1::text[] IS NULL OR flow_name = ANY($1)) GROUP BY state`, flowArg)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for crows.Next() {
+		var st string
+		var n int
+		if err := crows.Scan(&st, &n); err != nil {
+			crows.Close()
+			s.fail(w, r, err)
+			return
+		}
+		out.Counts[durable.State(st)] = n
+	}
+	crows.Close()
+	if err := crows.Err(); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/read"
@@ -74,49 +75,34 @@ func runTag(key []byte, id common.RunIdentity) string {
 // Strict: one token text per payload and signature.
 var b64 = base64.RawURLEncoding.Strict()
 
-// sign encodes a cursor payload into an opaque token: base64url(payload)
-// "." base64url(HMAC). The owner and run tags must already be set with
-// the signing key (the first).
-func (k *Keys) sign(c read.Cursor) (string, error) {
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", fmt.Errorf("read: encoding cursor: %w", err)
-	}
+// Seal signs payload for purpose (a salt naming what the token is) into an
+// opaque token: base64url(payload) "." base64url(HMAC), at most 2 KiB.
+func (k *Keys) Seal(purpose string, payload []byte) (string, error) {
 	p := b64.EncodeToString(payload)
-	tok := p + "." + b64.EncodeToString(mac(k.keys[0], saltCursor, []byte(p)))
+	tok := p + "." + b64.EncodeToString(mac(k.keys[0], purpose, []byte(p)))
 	if len(tok) > read.MaxCursorBytes {
-		return "", fmt.Errorf("read: cursor is %d bytes, over %d", len(tok), read.MaxCursorBytes)
+		return "", fmt.Errorf("read: token is %d bytes, over %d", len(tok), read.MaxCursorBytes)
 	}
 	return tok, nil
 }
 
-// open verifies a token with every key and decodes its payload; it
-// returns the key that verified it (to recompute the owner and run tags).
-// Every failure is INVALID_CURSOR.
-func (k *Keys) open(tok string) (read.Cursor, []byte, error) {
+// Unseal verifies a token of purpose under every key and returns its
+// payload and the key that verified it. Every failure is INVALID_CURSOR.
+func (k *Keys) Unseal(purpose, tok string) ([]byte, []byte, error) {
 	if len(tok) > read.MaxCursorBytes {
 		return nil, nil, errorf(read.ErrorCodeInvalidCursor, "cursor is %d bytes, over %d", len(tok), read.MaxCursorBytes)
 	}
-	dot := -1
-	for i := 0; i < len(tok); i++ {
-		if tok[i] == '.' {
-			if dot >= 0 {
-				dot = -1
-				break
-			}
-			dot = i
-		}
-	}
-	if dot < 0 {
+	p, sigText, ok := strings.Cut(tok, ".")
+	if !ok || strings.Contains(sigText, ".") {
 		return nil, nil, errorf(read.ErrorCodeInvalidCursor, "malformed cursor")
 	}
-	sig, err := b64.DecodeString(tok[dot+1:])
+	sig, err := b64.DecodeString(sigText)
 	if err != nil || len(sig) != sha256.Size {
 		return nil, nil, errorf(read.ErrorCodeInvalidCursor, "malformed cursor signature")
 	}
 	var key []byte
 	for _, kk := range k.keys {
-		if hmac.Equal(sig, mac(kk, saltCursor, []byte(tok[:dot]))) {
+		if hmac.Equal(sig, mac(kk, purpose, []byte(p))) {
 			key = kk
 			break
 		}
@@ -124,9 +110,29 @@ func (k *Keys) open(tok string) (read.Cursor, []byte, error) {
 	if key == nil {
 		return nil, nil, errorf(read.ErrorCodeInvalidCursor, "cursor signature does not verify")
 	}
-	payload, err := b64.DecodeString(tok[:dot])
+	payload, err := b64.DecodeString(p)
 	if err != nil {
 		return nil, nil, errorf(read.ErrorCodeInvalidCursor, "malformed cursor payload")
+	}
+	return payload, key, nil
+}
+
+// sign encodes a progress cursor payload into a token. The owner and run
+// tags must already be set with the signing key (the first).
+func (k *Keys) sign(c read.Cursor) (string, error) {
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("read: encoding cursor: %w", err)
+	}
+	return k.Seal(saltCursor, payload)
+}
+
+// open verifies a progress cursor and decodes its payload; it returns the
+// key that verified it (to recompute the owner and run tags).
+func (k *Keys) open(tok string) (read.Cursor, []byte, error) {
+	payload, key, err := k.Unseal(saltCursor, tok)
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := read.DecodeCursor(payload)
 	if err != nil {
