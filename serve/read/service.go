@@ -103,12 +103,15 @@ func (s *Service) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
+// Querier is what Authorize looks the task up through (a pool or a transaction).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // Authorize resolves taskID and asks the authorizer; a denied principal
 // gets ACCESS_DENIED whether or not the task exists, an allowed one
 // NOT_FOUND for an unknown task. It returns the task's primary key.
-func (s *Service) Authorize(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, principal, taskID string, action Action) (int64, error) {
+func (s *Service) Authorize(ctx context.Context, q Querier, principal, taskID string, action Action) (int64, error) {
 	task := Task{ID: taskID}
 	var pk int64
 	if taskIDRe.MatchString(taskID) {
