@@ -430,3 +430,27 @@ func TestOversizeRecordRefused(t *testing.T) {
 		t.Errorf("a normal row: %+v, %v", n, err)
 	}
 }
+
+// TestNotReported: a queued task (no run id, no summary) reads as
+// NOT_REPORTED with the nil run id and empty pages.
+func TestNotReported(t *testing.T) {
+	svc, pool, _, _ := setup(t, 1)
+	ctx := context.Background()
+	var taskID string
+	if err := pool.QueryRow(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json) VALUES (gen_random_uuid(), 'chain', '{}') RETURNING task_id::text`).Scan(&taskID); err != nil {
+		t.Fatal(err)
+	}
+	s, err := svc.Summary(ctx, "all", taskID, 0)
+	if err != nil || s.Availability != summary.DetailAvailabilityNotReported || s.Summary != nil || s.SourceSchemaVersion != nil ||
+		s.RunIdentity.RunID != "00000000-0000-0000-0000-000000000000" || s.Publication.SummaryRevision != nil {
+		t.Fatalf("summary: %+v, %v", s, err)
+	}
+	p, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, State: "RUNNING"})
+	if err != nil || len(p.Items) != 0 || p.NextCursor != nil || p.Availability != summary.DetailAvailabilityNotReported {
+		t.Fatalf("details: %+v, %v", p, err)
+	}
+	n, err := svc.Node(ctx, "all", taskID, 0, "x")
+	if err != nil || n.Found {
+		t.Fatalf("node: %+v, %v", n, err)
+	}
+}
