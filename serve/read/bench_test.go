@@ -1,0 +1,129 @@
+package read_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/serve/internal/fixture"
+	sread "github.com/rayflow/rayflow/serve/read"
+)
+
+// BenchmarkReads measures every read on chain graphs of 1k, 10k and 25k
+// nodes, page 100 (CONTRACTS §8.4 shape); p50/p95 are reported as
+// metrics. "next" pages start from a cursor in the middle of the run.
+func BenchmarkReads(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs PostgreSQL")
+	}
+	ctx := context.Background()
+	for _, n := range []int{1000, 10000, 25000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			pool := fixture.NewDB(b)
+			taskID, id := fixture.NewTask(b, pool, "chain")
+			c := fixture.NewChain(id, n)
+			for i := range n {
+				if i%2 == 0 {
+					c.States[i] = detail.NodeStateSucceeded
+				}
+			}
+			c.Publish(b, pool, c.Pub(true, false))
+			svc := newService(b, pool)
+			svc.Now = time.Now
+			// Cursors halfway through each collection.
+			mid := func(f func(cur string) (*string, error)) string {
+				cur := ""
+				for range n / 200 {
+					next, err := f(cur)
+					if err != nil || next == nil {
+						b.Fatal(err)
+					}
+					cur = *next
+				}
+				return cur
+			}
+			nodeCur := mid(func(cur string) (*string, error) {
+				p, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: cur})
+				if err != nil {
+					return nil, err
+				}
+				return p.NextCursor, nil
+			})
+			edgeCur := mid(func(cur string) (*string, error) {
+				p, err := svc.TopologyEdges(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: cur})
+				if err != nil {
+					return nil, err
+				}
+				return p.NextCursor, nil
+			})
+			detCur := mid(func(cur string) (*string, error) {
+				p, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: cur})
+				if err != nil {
+					return nil, err
+				}
+				return p.NextCursor, nil
+			})
+			reads := []struct {
+				name string
+				f    func() error
+			}{
+				{"summary", func() error { _, err := svc.Summary(ctx, "all", taskID, 0); return err }},
+				{"nodes_first", func() error {
+					_, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID})
+					return err
+				}},
+				{"nodes_next", func() error {
+					_, err := svc.TopologyNodes(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: nodeCur})
+					return err
+				}},
+				{"edges_first", func() error {
+					_, err := svc.TopologyEdges(ctx, "all", sread.PageRequest{TaskID: taskID})
+					return err
+				}},
+				{"edges_next", func() error {
+					_, err := svc.TopologyEdges(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: edgeCur})
+					return err
+				}},
+				{"details_first", func() error {
+					_, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID})
+					return err
+				}},
+				{"details_next", func() error {
+					_, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, Cursor: detCur})
+					return err
+				}},
+				{"details_state", func() error {
+					_, err := svc.NodeDetails(ctx, "all", sread.PageRequest{TaskID: taskID, State: "SUCCEEDED"})
+					return err
+				}},
+				{"single_node", func() error {
+					_, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(n/2))
+					return err
+				}},
+			}
+			for _, r := range reads {
+				b.Run(r.name, func(b *testing.B) {
+					if err := r.f(); err != nil { // warm-up
+						b.Fatal(err)
+					}
+					ds := make([]time.Duration, 0, b.N)
+					b.ResetTimer()
+					for range b.N {
+						t := time.Now()
+						if err := r.f(); err != nil {
+							b.Fatal(err)
+						}
+						ds = append(ds, time.Since(t))
+					}
+					b.StopTimer()
+					slices.Sort(ds)
+					b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+					b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
+				})
+			}
+		})
+	}
+}

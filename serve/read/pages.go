@@ -1,0 +1,629 @@
+package read
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/sdk/canonical"
+)
+
+// PageRequest selects one page of a collection.
+type PageRequest struct {
+	// TaskID is the task's public id.
+	TaskID string
+	// Attempt selects an archived attempt; 0 is the current one.
+	Attempt int64
+	// Limit is the page size: 0 means the default (100), above 256 is
+	// clamped to 256, negative is INVALID_ARGUMENT.
+	Limit int
+	// Cursor continues a previous page ("" starts at the beginning).
+	Cursor string
+	// State filters node details (PENDING, RUNNING, SUCCEEDED, FAILED);
+	// only node details accept it.
+	State string
+}
+
+// EffectiveLimit applies the default and the hard cap to a requested limit.
+func EffectiveLimit(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, errorf(read.ErrorCodeInvalidArgument, "limit must not be negative")
+	case n == 0:
+		return read.DefaultPageItems, nil
+	case n > read.MaxPageItems:
+		return read.MaxPageItems, nil
+	}
+	return n, nil
+}
+
+// pageState is the position a page read continues from.
+type pageState struct {
+	pageIndex, offset int64
+	after             any
+	seen              int64
+}
+
+// checkCursor verifies tok for this read and returns its payload; expired
+// is true when the cursor's run or revision is retired (EXPIRED).
+func (s *Service) checkCursor(tok string, t *target, coll read.Collection, filters [][]string, limit int) (c read.Cursor, expired bool, err error) {
+	c, key, err := s.keys.open(tok)
+	if err != nil {
+		return nil, false, err
+	}
+	var (
+		owner, run, collection string
+		cri                    common.PublicRunIdentity
+		lim, topo              int64
+		dr                     *int64
+		cf                     [][]string
+	)
+	switch x := c.(type) {
+	case *read.NodeCursor:
+		owner, run, collection, cri, lim, topo, cf = x.Owner, x.Run, x.Collection, x.RunIdentity, x.Limit, x.TopologyVersion, x.Filters
+	case *read.EdgeCursor:
+		owner, run, collection, cri, lim, topo, cf = x.Owner, x.Run, x.Collection, x.RunIdentity, x.Limit, x.TopologyVersion, x.Filters
+	case *read.DetailCursor:
+		owner, run, collection, cri, lim, topo, cf = x.Owner, x.Run, x.Collection, x.RunIdentity, x.Limit, x.TopologyVersion, x.Filters
+		dr = &x.DetailRevision
+	default:
+		return nil, false, errorf(read.ErrorCodeInvalidCursor, "unknown cursor")
+	}
+	if cf == nil {
+		cf = [][]string{}
+	}
+	switch {
+	case owner != ownerTag(key, t.taskPK):
+		return nil, false, errorf(read.ErrorCodeCursorMismatch, "cursor belongs to another task")
+	case collection != string(coll):
+		return nil, false, errorf(read.ErrorCodeCursorMismatch, "cursor belongs to collection %s", collection)
+	case !slices.EqualFunc(cf, filters, slices.Equal[[]string]):
+		return nil, false, errorf(read.ErrorCodeCursorMismatch, "cursor was issued for other filters")
+	case lim != int64(limit):
+		return nil, false, errorf(read.ErrorCodeCursorMismatch, "cursor was issued for limit %d", lim)
+	case cri.AttemptNumber != t.attempt:
+		return nil, false, errorf(read.ErrorCodeCursorMismatch, "cursor was issued for attempt %d", cri.AttemptNumber)
+	}
+	// Same task, attempt and request: a different run or revision means
+	// the publication the cursor walked was retired.
+	if t.sum == nil || run != runTag(key, t.identity()) || cri != t.public() || t.sum.TopologyVersion == nil || *t.sum.TopologyVersion != topo ||
+		dr != nil && (t.sum.DetailRevision == nil || *t.sum.DetailRevision != *dr) {
+		return nil, true, nil
+	}
+	return c, false, nil
+}
+
+// fitter admits items while the response stays within the 512 KiB cap,
+// measured as the contract says (ASCII, sorted, default separators),
+// keeping room for the largest next cursor.
+type fitter struct {
+	size int64
+}
+
+const cursorRoom = read.MaxCursorBytes + 2 - 4 // a quoted token replaces null
+
+func newFitter(emptyPage any) (*fitter, error) {
+	n, err := canonical.ASCIISize(emptyPage, true)
+	if err != nil {
+		return nil, fmt.Errorf("read: measuring page: %w", err)
+	}
+	return &fitter{size: n + cursorRoom}, nil
+}
+
+// admit reports whether item still fits and counts it when it does.
+func (f *fitter) admit(item any, first bool) (bool, error) {
+	n, err := canonical.ASCIISize(item, true)
+	if err != nil {
+		return false, fmt.Errorf("read: measuring item: %w", err)
+	}
+	if !first {
+		n += 2 // ", "
+	}
+	if f.size+n > read.MaxResponseBytes {
+		return false, nil
+	}
+	f.size += n
+	return true, nil
+}
+
+// fitPrefix returns how many leading items fit: one measurement of the
+// whole list in the common case, item by item only when it does not fit.
+func fitPrefix[T any](f *fitter, items []T) (int, error) {
+	if len(items) == 0 {
+		return 0, nil
+	}
+	n, err := canonical.ASCIISize(items, true)
+	if err != nil {
+		return 0, fmt.Errorf("read: measuring items: %w", err)
+	}
+	if f.size+n-2 <= read.MaxResponseBytes { // the empty page already counts "[]"
+		f.size += n - 2
+		return len(items), nil
+	}
+	for i, it := range items {
+		ok, err := f.admit(it, i == 0)
+		if err != nil || !ok {
+			return i, err
+		}
+	}
+	return len(items), nil
+}
+
+// finalCount checks, at a collection's last page, the records returned in
+// all against the retained counter.
+func finalCount(seen, retained int64, what string) error {
+	switch {
+	case seen < retained:
+		return errorf(read.ErrorCodeMissing, "%s: %d records returned, %d retained", what, seen, retained)
+	case seen > retained:
+		return errorf(read.ErrorCodeCorrupt, "%s: %d records returned, only %d retained", what, seen, retained)
+	}
+	return nil
+}
+
+type manifestRow struct {
+	id                   string
+	nodePages, edgePages int64
+}
+
+func loadManifest(ctx context.Context, q pgx.Tx, t *target) (*manifestRow, error) {
+	pk, err := runPK(ctx, q, t)
+	if err != nil {
+		return nil, err
+	}
+	if pk == 0 {
+		return nil, errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
+	}
+	m := &manifestRow{}
+	err = q.QueryRow(ctx, `SELECT manifest_id, node_page_count, edge_page_count FROM rayflow_progress_manifests
+ WHERE run_pk = $1 AND slot = 'CURRENT' AND topology_version = $2`, pk, *t.sum.TopologyVersion).Scan(&m.id, &m.nodePages, &m.edgePages)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errorf(read.ErrorCodeMissing, "topology version %d is missing", *t.sum.TopologyVersion)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read: loading manifest: %w", err)
+	}
+	return m, nil
+}
+
+// loadPage reads one linked topology page, refusing one over 1 MiB before
+// loading it.
+func loadPage(ctx context.Context, q pgx.Tx, manifestID, coll string, index int64) ([]byte, error) {
+	var size int32
+	var payload *string
+	err := q.QueryRow(ctx, `SELECT octet_length(p.payload), CASE WHEN octet_length(p.payload) <= $4 THEN p.payload END
+ FROM rayflow_progress_manifest_pages mp JOIN rayflow_progress_pages p ON p.id = mp.page_id
+ WHERE mp.manifest_id = $1 AND mp.collection = $2 AND mp.page_index = $3`, manifestID, coll, index, MaxRecordBytes).Scan(&size, &payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errorf(read.ErrorCodeMissing, "%s page %d is missing", coll, index)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read: loading page: %w", err)
+	}
+	if payload == nil {
+		return nil, errorf(read.ErrorCodeCorrupt, "%s page %d is %d bytes, over %d", coll, index, size, MaxRecordBytes)
+	}
+	return []byte(*payload), nil
+}
+
+// walk collects up to limit topology records from position st on, within
+// the response and decoded-record caps. It returns the records, the
+// position after them, and whether the collection has more.
+func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pages int64, st pageState, limit int,
+	f *fitter, decode func([]byte) ([]T, error), after func(T, any) bool) ([]T, pageState, bool, error) {
+	var items []T
+	var posAfter []pageState // the position after each item
+	var loaded int64
+	for st.pageIndex < pages && len(items) < limit {
+		payload, err := loadPage(ctx, q, m.id, coll, st.pageIndex)
+		if err != nil {
+			return nil, st, false, err
+		}
+		loaded += int64(len(payload))
+		if loaded > MaxRecordBytes && len(items) > 0 {
+			break
+		}
+		recs, err := decode(payload)
+		if err != nil {
+			return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s page %d does not validate: %v", coll, st.pageIndex, err)
+		}
+		if st.offset >= int64(len(recs)) {
+			return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s page %d has %d records, cursor offset %d", coll, st.pageIndex, len(recs), st.offset)
+		}
+		for page := st.pageIndex; st.pageIndex == page && len(items) < limit; {
+			r := recs[st.offset]
+			if st.after != nil && !after(r, st.after) {
+				return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s records out of order at page %d", coll, st.pageIndex)
+			}
+			items = append(items, r)
+			st.after = r
+			st.offset++
+			if st.offset == int64(len(recs)) {
+				st.pageIndex, st.offset = st.pageIndex+1, 0
+			}
+			posAfter = append(posAfter, st)
+		}
+	}
+	k, err := fitPrefix(f, items)
+	if err != nil {
+		return nil, st, false, err
+	}
+	if k == 0 && len(items) > 0 {
+		return nil, st, false, errorf(read.ErrorCodeCorrupt, "one %s record does not fit a response", coll)
+	}
+	if k == 0 {
+		return nil, st, st.pageIndex < pages, nil
+	}
+	st = posAfter[k-1]
+	return items[:k], st, st.pageIndex < pages, nil
+}
+
+func (s *Service) pagePrelude(ctx context.Context, tx pgx.Tx, principal string, req PageRequest, coll read.Collection, filters [][]string) (*target, int, read.Cursor, bool, error) {
+	t, err := s.load(ctx, tx, principal, req.TaskID, req.Attempt)
+	if err != nil {
+		return nil, 0, nil, false, err
+	}
+	limit, err := EffectiveLimit(req.Limit)
+	if err != nil {
+		return nil, 0, nil, false, err
+	}
+	if req.Cursor == "" {
+		return t, limit, nil, false, nil
+	}
+	c, expired, err := s.checkCursor(req.Cursor, t, coll, filters, limit)
+	return t, limit, c, expired, err
+}
+
+func (s *Service) pageCommon(t *target, expired bool) read.PageCommon {
+	e := s.envelope(t)
+	if expired {
+		e.Availability, e.Complete = summary.DetailAvailabilityExpired, false
+	}
+	return read.PageCommon{SchemaVersion: 1, GeneratedAt: e.GeneratedAt, TaskID: e.TaskID, RunIdentity: e.RunIdentity,
+		Publication: e.Publication, Availability: e.Availability, Complete: e.Complete, Schema: SchemaPage}
+}
+
+func pos(p []int64) (int64, int64) { return p[0], p[1] }
+
+// TopologyNodes reads one page of topology nodes in node_id order.
+func (s *Service) TopologyNodes(ctx context.Context, principal string, req PageRequest) (*read.NodePage, error) {
+	if req.State != "" {
+		return nil, errorf(read.ErrorCodeInvalidArgument, "topology nodes take no state filter")
+	}
+	var out *read.NodePage
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, read.CollectionTopologyNodes, [][]string{})
+		if err != nil {
+			return err
+		}
+		pc := s.pageCommon(t, expired)
+		out = &read.NodePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
+			Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
+			Collection: string(read.CollectionTopologyNodes), Items: []topology.Node{}}
+		if expired || !readableAvail(t.avail) {
+			return nil
+		}
+		m, err := loadManifest(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		var st pageState
+		if c != nil {
+			nc := c.(*read.NodeCursor)
+			st.pageIndex, st.offset = pos(nc.Position)
+			st.after, st.seen = topology.Node{NodeID: nc.After}, nc.Seen
+		}
+		f, err := newFitter(out)
+		if err != nil {
+			return err
+		}
+		items, next, more, err := walk(ctx, tx, m, "NODE", m.nodePages, st, limit, f,
+			func(b []byte) ([]topology.Node, error) {
+				p, err := topology.DecodeNodePage(b)
+				if err != nil {
+					return nil, err
+				}
+				return p.Records, nil
+			},
+			func(r topology.Node, after any) bool { return r.NodeID > after.(topology.Node).NodeID })
+		if err != nil {
+			return err
+		}
+		out.Items, out.ReturnedCount = append(out.Items, items...), int64(len(items))
+		seen := st.seen + int64(len(items))
+		if !more {
+			return finalCount(seen, t.sum.NodeCounts.RetainedTopology, "topology nodes")
+		}
+		key := s.keys.keys[0]
+		tok, err := s.keys.sign(&read.NodeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
+			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
+			Limit: int64(limit), Collection: string(read.CollectionTopologyNodes), Order: "node_id_asc", Filters: [][]string{},
+			After: items[len(items)-1].NodeID, Position: []int64{next.pageIndex, next.offset}, Seen: seen})
+		if err != nil {
+			return err
+		}
+		out.NextCursor = &tok
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, errorf(read.ErrorCodeCorrupt, "node page does not validate: %v", err)
+	}
+	return out, nil
+}
+
+// TopologyEdges reads one page of topology edges in (source, target) order.
+func (s *Service) TopologyEdges(ctx context.Context, principal string, req PageRequest) (*read.EdgePage, error) {
+	if req.State != "" {
+		return nil, errorf(read.ErrorCodeInvalidArgument, "topology edges take no state filter")
+	}
+	var out *read.EdgePage
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, read.CollectionTopologyEdges, [][]string{})
+		if err != nil {
+			return err
+		}
+		pc := s.pageCommon(t, expired)
+		out = &read.EdgePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
+			Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
+			Collection: string(read.CollectionTopologyEdges), Items: []topology.Edge{}}
+		if expired || !readableAvail(t.avail) {
+			return nil
+		}
+		m, err := loadManifest(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		var st pageState
+		if c != nil {
+			ec := c.(*read.EdgeCursor)
+			st.pageIndex, st.offset = pos(ec.Position)
+			st.after, st.seen = topology.Edge{Source: ec.After[0], Target: ec.After[1]}, ec.Seen
+		}
+		f, err := newFitter(out)
+		if err != nil {
+			return err
+		}
+		items, next, more, err := walk(ctx, tx, m, "EDGE", m.edgePages, st, limit, f,
+			func(b []byte) ([]topology.Edge, error) {
+				p, err := topology.DecodeEdgePage(b)
+				if err != nil {
+					return nil, err
+				}
+				return p.Records, nil
+			},
+			func(r topology.Edge, after any) bool {
+				a := after.(topology.Edge)
+				return r.Source > a.Source || r.Source == a.Source && r.Target > a.Target
+			})
+		if err != nil {
+			return err
+		}
+		out.Items, out.ReturnedCount = append(out.Items, items...), int64(len(items))
+		seen := st.seen + int64(len(items))
+		if !more {
+			return finalCount(seen, t.sum.EdgeCounts.RetainedTopology, "topology edges")
+		}
+		key := s.keys.keys[0]
+		last := items[len(items)-1]
+		tok, err := s.keys.sign(&read.EdgeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
+			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
+			Limit: int64(limit), Collection: string(read.CollectionTopologyEdges), Order: "source_target_asc", Filters: [][]string{},
+			After: []string{last.Source, last.Target}, Position: []int64{next.pageIndex, next.offset}, Seen: seen})
+		if err != nil {
+			return err
+		}
+		out.NextCursor = &tok
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, errorf(read.ErrorCodeCorrupt, "edge page does not validate: %v", err)
+	}
+	return out, nil
+}
+
+// NodeDetails reads one page of node details in stable node-key order,
+// optionally only the nodes in one state.
+func (s *Service) NodeDetails(ctx context.Context, principal string, req PageRequest) (*read.DetailPage, error) {
+	filters := [][]string{}
+	if req.State != "" {
+		if !detail.NodeState(req.State).Valid() {
+			return nil, errorf(read.ErrorCodeInvalidArgument, "state must be PENDING, RUNNING, SUCCEEDED or FAILED")
+		}
+		filters = [][]string{{"state", req.State}}
+	}
+	var out *read.DetailPage
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, read.CollectionNodeDetails, filters)
+		if err != nil {
+			return err
+		}
+		pc := s.pageCommon(t, expired)
+		out = &read.DetailPage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
+			Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
+			Collection: string(read.CollectionNodeDetails), Items: []detail.NodeDetail{}}
+		if expired || !readableAvail(t.avail) || t.sum.DetailRevision == nil {
+			return nil
+		}
+		pk, err := runPK(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if pk == 0 {
+			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
+		}
+		var counts [5]int64
+		if err := tx.QueryRow(ctx, `SELECT detail_node_count, detail_pending_count, detail_running_count, detail_succeeded_count,
+ detail_failed_count FROM rayflow_progress_runs WHERE id = $1`, pk).Scan(&counts[0], &counts[1], &counts[2], &counts[3], &counts[4]); err != nil {
+			return fmt.Errorf("read: loading run counters: %w", err)
+		}
+		retained := counts[0]
+		if req.State != "" {
+			retained = counts[1+slices.Index(detail.NodeStateValues, detail.NodeState(req.State))]
+		}
+		after, seen := "", int64(0)
+		if c != nil {
+			dc := c.(*read.DetailCursor)
+			after, seen = dc.After, dc.Seen
+		}
+		sql := `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END
+ FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key > $2 ORDER BY node_key LIMIT $3`
+		args := []any{pk, after, limit + 1, MaxRecordBytes}
+		if req.State != "" {
+			sql = `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END
+ FROM rayflow_progress_nodes WHERE run_pk = $1 AND state = $5 AND node_key > $2 ORDER BY node_key LIMIT $3`
+			args = append(args, req.State)
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return fmt.Errorf("read: loading node details: %w", err)
+		}
+		type row struct {
+			key, id string
+			size    int32
+			payload *string
+		}
+		var rs []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.key, &r.id, &r.size, &r.payload); err != nil {
+				return fmt.Errorf("read: scanning node detail: %w", err)
+			}
+			rs = append(rs, r)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read: loading node details: %w", err)
+		}
+		f, err := newFitter(out)
+		if err != nil {
+			return err
+		}
+		more := len(rs) > limit
+		var loaded int64
+		var cand []detail.NodeDetail
+		var keys []string
+		for i, r := range rs {
+			if i == limit {
+				break
+			}
+			if r.payload == nil {
+				return errorf(read.ErrorCodeCorrupt, "node detail %q is %d bytes, over %d", r.id, r.size, MaxRecordBytes)
+			}
+			loaded += int64(r.size)
+			if loaded > MaxRecordBytes && i > 0 {
+				more = true
+				break
+			}
+			d, err := detail.DecodeNodeDetail([]byte(*r.payload))
+			if err != nil || d.NodeID != r.id || nodeKey(r.id) != r.key {
+				return errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", r.id)
+			}
+			cand = append(cand, *d)
+			keys = append(keys, r.key)
+		}
+		k, err := fitPrefix(f, cand)
+		if err != nil {
+			return err
+		}
+		if k == 0 && len(cand) > 0 {
+			return errorf(read.ErrorCodeCorrupt, "one node detail does not fit a response")
+		}
+		if k < len(cand) {
+			more = true
+		}
+		out.Items = append(out.Items, cand[:k]...)
+		lastKey := ""
+		if k > 0 {
+			lastKey = keys[k-1]
+		}
+		out.ReturnedCount = int64(len(out.Items))
+		seen += out.ReturnedCount
+		if !more {
+			return finalCount(seen, retained, "node details")
+		}
+		key := s.keys.keys[0]
+		tok, err := s.keys.sign(&read.DetailCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
+			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
+			Limit: int64(limit), Collection: string(read.CollectionNodeDetails), Order: "stable_node_key_asc",
+			DetailRevision: *t.sum.DetailRevision, Filters: filters, After: lastKey, Seen: seen})
+		if err != nil {
+			return err
+		}
+		out.NextCursor = &tok
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, errorf(read.ErrorCodeCorrupt, "detail page does not validate: %v", err)
+	}
+	return out, nil
+}
+
+// Node reads the detail of one node by id (an indexed lookup); found is
+// false when the run has no detail for that node.
+func (s *Service) Node(ctx context.Context, principal, taskID string, attempt int64, nodeID string) (*read.Node, error) {
+	var out *read.Node
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t, err := s.load(ctx, tx, principal, taskID, attempt)
+		if err != nil {
+			return err
+		}
+		if nodeID == "" || len(nodeID) > 256 {
+			return errorf(read.ErrorCodeInvalidArgument, "node_id must be 1 to 256 bytes")
+		}
+		e := s.envelope(t)
+		out = &read.Node{SchemaVersion: 1, GeneratedAt: e.GeneratedAt, TaskID: e.TaskID, RunIdentity: e.RunIdentity,
+			Publication: e.Publication, Availability: e.Availability, Complete: e.Complete, Schema: SchemaNode}
+		if !readableAvail(t.avail) || t.sum.DetailRevision == nil {
+			return nil
+		}
+		pk, err := runPK(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if pk == 0 {
+			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
+		}
+		var size int32
+		var payload *string
+		err = tx.QueryRow(ctx, `SELECT octet_length(payload), CASE WHEN octet_length(payload) <= $3 THEN payload END
+ FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = $2`, pk, nodeKey(nodeID), MaxRecordBytes).Scan(&size, &payload)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read: loading node detail: %w", err)
+		}
+		if payload == nil {
+			return errorf(read.ErrorCodeCorrupt, "node detail is %d bytes, over %d", size, MaxRecordBytes)
+		}
+		d, err := detail.DecodeNodeDetail([]byte(*payload))
+		if err != nil || d.NodeID != nodeID {
+			return errorf(read.ErrorCodeCorrupt, "node detail does not validate")
+		}
+		out.Found, out.Item = true, d
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Validate(); err != nil {
+		return nil, errorf(read.ErrorCodeCorrupt, "node envelope does not validate: %v", err)
+	}
+	return out, nil
+}

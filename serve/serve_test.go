@@ -1,0 +1,156 @@
+package serve
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/serve/read"
+)
+
+const tokenFile = `# principal token flows
+admin  admin-token-0123456789 *
+chain  chain-token-0123456789 chain,other
+other  other-token-0123456789 otherflow
+nobody nobody-token-012345678 -
+`
+
+func testTokens(t testing.TB) *Tokens {
+	t.Helper()
+	tk, err := ParseTokens(strings.NewReader(tokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func TestParseTokens(t *testing.T) {
+	bad := map[string]string{
+		"empty":           "",
+		"two fields":      "a tokentokentokentoken\n",
+		"short token":     "a short *\n",
+		"dup principal":   "a tokentokentokentoken1 * \na tokentokentokentoken2 *\n",
+		"empty flow":      "a tokentokentokentoken x,,y\n",
+		"dash with flows": "a tokentokentokentoken x,-\n",
+	}
+	for name, in := range bad {
+		_, err := ParseTokens(strings.NewReader(in))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "tokentoken") {
+			t.Errorf("%s: the error quotes the token: %v", name, err)
+		}
+	}
+	tk := testTokens(t)
+	for tok, want := range map[string]string{"admin-token-0123456789": "admin", "chain-token-0123456789": "chain",
+		"chain-token-012345678": "", "": "", "nobody-token-012345678": "nobody"} {
+		if got := tk.Principal(tok); got != want {
+			t.Errorf("Principal(%q) = %q, want %q", tok, got, want)
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		principal string
+		task      read.Task
+		allow     bool
+	}{
+		{"admin", read.Task{ID: "x"}, true},
+		{"chain", read.Task{ID: "x", Flow: "chain", Exists: true}, true},
+		{"chain", read.Task{ID: "x", Flow: "other", Exists: true}, true},
+		{"chain", read.Task{ID: "x", Flow: "else", Exists: true}, false},
+		{"chain", read.Task{ID: "x"}, false},
+		{"nobody", read.Task{ID: "x", Flow: "chain", Exists: true}, false},
+		{"ghost", read.Task{ID: "x", Flow: "chain", Exists: true}, false},
+	} {
+		if err := tk.Authorize(ctx, tc.principal, tc.task, read.ActionReadProgress); (err == nil) != tc.allow {
+			t.Errorf("Authorize(%s, %+v) = %v, want allow %v", tc.principal, tc.task, err, tc.allow)
+		}
+	}
+}
+
+func TestHTTPStatus(t *testing.T) {
+	want := map[gread.ErrorCode]int{
+		gread.ErrorCodeAccessDenied: 403, gread.ErrorCodeNotFound: 404, gread.ErrorCodeInvalidArgument: 400,
+		gread.ErrorCodeInvalidCursor: 400, gread.ErrorCodeCursorMismatch: 409, gread.ErrorCodeMissing: 409,
+		gread.ErrorCodeCorrupt: 503,
+	}
+	for _, c := range gread.ErrorCodeValues {
+		w, ok := want[c]
+		if !ok {
+			t.Errorf("code %s has no expected status", c)
+		}
+		if got := HTTPStatus(c); got != w {
+			t.Errorf("HTTPStatus(%s) = %d, want %d", c, got, w)
+		}
+	}
+}
+
+// lazyServer is a server on a pool that never connects: enough for what
+// is decided before the database (authentication, probes' shape).
+func lazyServer(t *testing.T) *Server {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(pool, testTokens(t), k, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func path(p string) string {
+	return strings.ReplaceAll(p, "{task_id}", "00000000-0000-4000-8000-000000000000")
+}
+
+// TestUnauthenticated: every route but the probes refuses a missing,
+// malformed or unknown token with 401 before touching the database.
+func TestUnauthenticated(t *testing.T) {
+	s := lazyServer(t)
+	for _, rt := range s.Routes() {
+		for name, h := range map[string]string{"none": "", "basic": "Basic YWRtaW4=", "unknown": "Bearer not-a-token-at-all",
+			"prefix of a token": "Bearer admin-token-012345678", "no scheme": "admin-token-0123456789"} {
+			req := httptest.NewRequest(rt.Method, path(rt.Pattern), nil)
+			if h != "" {
+				req.Header.Set("Authorization", h)
+			}
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, req)
+			if rt.Public {
+				if w.Code == http.StatusUnauthorized {
+					t.Errorf("%s %s (%s): public route wants a token", rt.Method, rt.Pattern, name)
+				}
+				continue
+			}
+			if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), `"ACCESS_DENIED"`) || w.Header().Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s (%s): %d %s", rt.Method, rt.Pattern, name, w.Code, w.Body)
+			}
+		}
+	}
+}
+
+func TestLivezReadyzWithoutDatabase(t *testing.T) {
+	s := lazyServer(t)
+	for p, want := range map[string]int{"/livez": 200, "/readyz": 503} {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		if w.Code != want {
+			t.Errorf("%s = %d, want %d", p, w.Code, want)
+		}
+	}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

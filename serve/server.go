@@ -1,0 +1,293 @@
+// Package serve is rayflow serve's HTTP API (CONTRACTS §10 adapted to
+// rayflow): task status, the executions list, cancel and retry of durable
+// tasks, and the five authorized progress reads of serve/read, behind
+// bearer tokens with a per-flow allowlist; /livez and /readyz.
+//
+// Every route but the probes needs "Authorization: Bearer <token>"; a
+// missing or unknown token is 401, a principal the allowlist denies is 403
+// ACCESS_DENIED whether or not the task exists. Read errors map to HTTP as
+// CONTRACTS §5.6 says (INVALID_ARGUMENT and INVALID_CURSOR 400,
+// ACCESS_DENIED 403, NOT_FOUND 404, CURSOR_MISMATCH and MISSING 409,
+// CORRUPT 503), and a page or node whose publication is EXPIRED (retired
+// by a newer revision, or removed by retention) is served with 410 Gone.
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/serve/read"
+)
+
+// Server is the HTTP API.
+type Server struct {
+	pool   *pgxpool.Pool
+	tokens *Tokens
+	reads  *read.Service
+	keys   *read.Keys
+	client *durable.Client
+	log    *slog.Logger
+	mux    *http.ServeMux
+}
+
+// Route is one endpoint of the API.
+type Route struct {
+	Method, Pattern string
+	// Public routes (the probes) need no token.
+	Public bool
+	h      func(w http.ResponseWriter, r *http.Request, principal string)
+}
+
+// New returns the API on pool, with tokens as principals and allowlist
+// and keys signing cursors. log may be nil (slog.Default()).
+func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	svc, err := read.New(pool, keys, tokens)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux()}
+	for _, rt := range s.Routes() {
+		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
+	}
+	return s, nil
+}
+
+// Reads returns the read service the API uses.
+func (s *Server) Reads() *read.Service { return s.reads }
+
+// Routes lists every endpoint (the tests walk it).
+func (s *Server) Routes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/livez", Public: true, h: s.livez},
+		{Method: "GET", Pattern: "/readyz", Public: true, h: s.readyz},
+		{Method: "GET", Pattern: "/api/tasks", h: s.listTasks},
+		{Method: "GET", Pattern: "/api/tasks/{task_id}", h: s.taskStatus},
+		{Method: "POST", Pattern: "/api/tasks/{task_id}/cancel", h: s.cancel},
+		{Method: "POST", Pattern: "/api/tasks/{task_id}/retry", h: s.retry},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}", h: s.summary},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/nodes", h: s.nodes},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", h: s.edges},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/nodes", h: s.details},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/node-detail", h: s.node},
+	}
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+// wrap authenticates (never logging the token) and logs the request.
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		principal := ""
+		if !rt.Public {
+			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if ok {
+				principal = s.tokens.Principal(strings.TrimSpace(tok))
+			}
+			if principal == "" {
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="rayflow"`)
+				writeJSON(sw, http.StatusUnauthorized, gread.ErrorBody{Code: gread.ErrorCodeAccessDenied, Message: "a valid bearer token is required"})
+				s.log.Info("request", "method", r.Method, "route", rt.Pattern, "status", sw.code, "principal", "", "ms", time.Since(start).Milliseconds())
+				return
+			}
+		}
+		rt.h(sw, r, principal)
+		s.log.Info("request", "method", r.Method, "route", rt.Pattern, "status", sw.code, "principal", principal, "ms", time.Since(start).Milliseconds())
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing to do
+}
+
+// HTTPStatus maps a read error code to its HTTP status (CONTRACTS §5.6).
+func HTTPStatus(code gread.ErrorCode) int {
+	switch code {
+	case gread.ErrorCodeInvalidArgument, gread.ErrorCodeInvalidCursor:
+		return http.StatusBadRequest
+	case gread.ErrorCodeAccessDenied:
+		return http.StatusForbidden
+	case gread.ErrorCodeNotFound:
+		return http.StatusNotFound
+	case gread.ErrorCodeCursorMismatch, gread.ErrorCodeMissing:
+		return http.StatusConflict
+	case gread.ErrorCodeCorrupt:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var re *read.Error
+	if errors.As(err, &re) {
+		msg := re.Message
+		if len(msg) > 2048 {
+			msg = msg[:2048]
+			for !utf8.ValidString(msg) {
+				msg = msg[:len(msg)-1]
+			}
+		}
+		writeJSON(w, HTTPStatus(re.Code), gread.ErrorBody{Code: re.Code, Message: msg})
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]string{"code": "INTERNAL", "message": "internal error"})
+}
+
+func invalid(format string, args ...any) error {
+	return &read.Error{Code: gread.ErrorCodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request, _ string) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		s.log.Warn("readiness: database unreachable", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// intParam parses an optional integer query parameter (0 when absent).
+func intParam(r *http.Request, name string, min int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		return 0, invalid("%s must be an integer of at least %d", name, min)
+	}
+	return n, nil
+}
+
+func (s *Server) pageRequest(r *http.Request) (read.PageRequest, error) {
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err != nil {
+		return read.PageRequest{}, err
+	}
+	limit, err := intParam(r, "limit", 1)
+	if err != nil {
+		return read.PageRequest{}, err
+	}
+	if limit > 1<<20 {
+		limit = 1 << 20 // clamped to 256 by the service
+	}
+	q := r.URL.Query()
+	return read.PageRequest{TaskID: r.PathValue("task_id"), Attempt: attempt, Limit: int(limit), Cursor: q.Get("cursor"), State: q.Get("state")}, nil
+}
+
+// expiredStatus is 410 for an EXPIRED publication, else 200.
+func expiredStatus(a summary.DetailAvailability) int {
+	if a == summary.DetailAvailabilityExpired {
+		return http.StatusGone
+	}
+	return http.StatusOK
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request, principal string) {
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.reads.Summary(r.Context(), principal, r.PathValue("task_id"), attempt)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) nodes(w http.ResponseWriter, r *http.Request, principal string) {
+	req, err := s.pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.reads.TopologyNodes(r.Context(), principal, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, expiredStatus(out.Availability), out)
+}
+
+func (s *Server) edges(w http.ResponseWriter, r *http.Request, principal string) {
+	req, err := s.pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.reads.TopologyEdges(r.Context(), principal, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, expiredStatus(out.Availability), out)
+}
+
+func (s *Server) details(w http.ResponseWriter, r *http.Request, principal string) {
+	req, err := s.pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.reads.NodeDetails(r.Context(), principal, req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, expiredStatus(out.Availability), out)
+}
+
+func (s *Server) node(w http.ResponseWriter, r *http.Request, principal string) {
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := s.reads.Node(r.Context(), principal, r.PathValue("task_id"), attempt, r.URL.Query().Get("node_id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, expiredStatus(out.Availability), out)
+}

@@ -1,0 +1,112 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/rayflow/rayflow/serve/read"
+)
+
+// MinTokenBytes is the minimum length of a bearer token.
+const MinTokenBytes = 16
+
+type tokenEntry struct {
+	digest    [sha256.Size]byte
+	principal string
+	flows     []string // "*" allows every flow
+}
+
+// Tokens maps bearer tokens to principals and is the per-flow allowlist
+// Authorizer of rayflow serve. Only SHA-256 digests of the tokens are
+// kept; lookups compare every digest in constant time.
+type Tokens struct {
+	entries []tokenEntry
+}
+
+// ParseTokens reads token lines: "principal token flow[,flow...]" separated
+// by whitespace, where a flow of "*" allows every flow and "-" alone none
+// (the token authenticates but sees nothing). Blank lines and
+// lines starting with # are skipped. Error messages never quote a token.
+func ParseTokens(r io.Reader) (*Tokens, error) {
+	t := &Tokens{}
+	sc := bufio.NewScanner(r)
+	line := 0
+	seen := map[string]bool{}
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		f := strings.Fields(s)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("serve: token line %d: want \"principal token flows\"", line)
+		}
+		if len(f[1]) < MinTokenBytes {
+			return nil, fmt.Errorf("serve: token line %d: token shorter than %d bytes", line, MinTokenBytes)
+		}
+		if seen[f[0]] {
+			return nil, fmt.Errorf("serve: token line %d: principal %q listed twice", line, f[0])
+		}
+		seen[f[0]] = true
+		flows := strings.Split(f[2], ",")
+		if f[2] == "-" {
+			flows = nil
+		} else if slices.Contains(flows, "") || slices.Contains(flows, "-") {
+			return nil, fmt.Errorf("serve: token line %d: empty flow name", line)
+		}
+		t.entries = append(t.entries, tokenEntry{digest: sha256.Sum256([]byte(f[1])), principal: f[0], flows: flows})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("serve: reading tokens: %w", err)
+	}
+	if len(t.entries) == 0 {
+		return nil, fmt.Errorf("serve: no tokens")
+	}
+	return t, nil
+}
+
+// Principal returns the principal of a presented token, or "" when no
+// token matches. Every stored digest is compared, whatever matches.
+func (t *Tokens) Principal(token string) string {
+	d := sha256.Sum256([]byte(token))
+	found := ""
+	for i := range t.entries {
+		if subtle.ConstantTimeCompare(d[:], t.entries[i].digest[:]) == 1 {
+			found = t.entries[i].principal
+		}
+	}
+	return found
+}
+
+// Authorize allows a principal the tasks of the flows on its token line.
+// An unknown task is denied unless the principal may see every flow, so a
+// denied principal cannot learn whether a task exists.
+func (t *Tokens) Authorize(_ context.Context, principal string, task read.Task, _ read.Action) error {
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.principal != principal {
+			continue
+		}
+		if slices.Contains(e.flows, "*") || task.Exists && slices.Contains(e.flows, task.Flow) {
+			return nil
+		}
+	}
+	return read.ErrDenied
+}
+
+// Flows returns the flows a principal may see (nil for none; ["*"] for all).
+func (t *Tokens) Flows(principal string) []string {
+	for i := range t.entries {
+		if t.entries[i].principal == principal {
+			return t.entries[i].flows
+		}
+	}
+	return nil
+}
