@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
 	"github.com/rayflow/rayflow/gen/common"
+	genlifecycle "github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -721,7 +721,7 @@ func (mz *materializer) plan(terminal []string) (*plan.Plan, error) {
 		StrategyRequirements: plan.StrategyRequirements{CompiledGraph: plan.CompiledGraphRequirements{SettingsVersion: 1,
 			// Bound to the reducer's protocol: changing its meaning changes
 			// this version and so every plan's fingerprint (PLAN-16).
-			LifecycleProtocolVersion: lifecycle.ProtocolVersion,
+			LifecycleProtocolVersion: genlifecycle.ProtocolVersion,
 			Transport:                transport, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1}},
 		Compatibility: plan.Compatibility{RayflowPlanAPI: plan.APIVersion, Rayflow: Version, Byteorder: plan.CompatibilityByteorderLittle,
 			CompiledGraph: plan.CompiledGraphCompatibility{SchemaVersion: 2, PolicyVersion: 3,
