@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -64,7 +65,7 @@ func BenchmarkValidate64(b *testing.B) {
 	g := planNodes64().Graph()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := sdk.Validate(g); err != nil {
+		if err := sdkrt.Validate(g); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -10,7 +11,7 @@ import (
 func TestLookupPreview(t *testing.T) {
 	f := sdk.Step(Inc).WithOutputPreview(PreviewInt)
 	name := f.Graph().Step.Preview.Callable.Name
-	p, ok := sdk.LookupPreview(name)
+	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
 		t.Fatalf("%s is not registered", name)
 	}
@@ -20,7 +21,7 @@ func TestLookupPreview(t *testing.T) {
 	if env := p(sdk.DefaultCodec, []byte(`"x"`), nil); env.Availability != sdk.PreviewFailed {
 		t.Errorf("undecodable result: got %+v", env)
 	}
-	if _, ok := sdk.LookupPreview("no/such.Projector"); ok {
+	if _, ok := sdkrt.LookupPreview("no/such.Projector"); ok {
 		t.Error("found an unregistered projector")
 	}
 }

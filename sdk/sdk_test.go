@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -298,10 +299,10 @@ func TestValidateMatchesRun(t *testing.T) {
 	t.Parallel()
 	f := sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(sdk.Limits{MaxConcurrency: 0}))
 	var de *sdk.DefinitionError
-	if err := sdk.Validate(f.Graph()); !errors.As(err, &de) || de.Path != "0.1" || de.Code != sdk.CodeInvalidLimits {
+	if err := sdkrt.Validate(f.Graph()); !errors.As(err, &de) || de.Path != "0.1" || de.Code != sdk.CodeInvalidLimits {
 		t.Fatalf("Validate = %v", err)
 	}
-	if err := sdk.Validate(sdk.Step(Inc).Graph()); err != nil {
+	if err := sdkrt.Validate(sdk.Step(Inc).Graph()); err != nil {
 		t.Fatalf("Validate of a valid step = %v", err)
 	}
 }
@@ -469,5 +470,29 @@ func TestReportProgressLocally(t *testing.T) {
 	}
 	if sdk.ReportProgress(ctx, 0, 0, "", nil) {
 		t.Fatal("ReportProgress outside any run returned true")
+	}
+}
+
+func init() { sdk.RegisterFlow("sdk_test.registered", sdk.Then(sdk.Step(Inc), sdk.Step(Inc))) }
+
+func TestMaterializeRegistered(t *testing.T) {
+	t.Parallel()
+	m, err := sdk.MaterializeRegistered("sdk_test.registered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sdk.Materialize(sdk.Then(sdk.Step(Inc), sdk.Step(Inc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Fingerprint != want.Fingerprint {
+		t.Fatalf("fingerprint %s, want %s", m.Fingerprint, want.Fingerprint)
+	}
+	if out, err := sdk.RunPlan(context.Background(), m, 1); err != nil || out != 3 {
+		t.Fatalf("RunPlan = %v, %v; want 3", out, err)
+	}
+	_, err = sdk.MaterializeRegistered("sdk_test.no-such-flow")
+	if !errors.Is(err, sdk.ErrUnknownFlow) || !strings.Contains(err.Error(), "sdk_test.registered") {
+		t.Fatalf("unknown flow: %v; want ErrUnknownFlow listing the registered flows", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/local"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -33,7 +34,7 @@ func BenchmarkMap(b *testing.B) {
 	for _, c := range []struct{ items, window int }{{100_000, 64}, {100_000, 1024}, {10_000, 64}} {
 		b.Run(fmt.Sprintf("items=%d/window=%d", c.items, c.window), func(b *testing.B) {
 			f := sdk.Map(sdk.Step(NoopLeaf)).WithLimits(sdk.Limits{MaxConcurrency: c.window, MaxItems: c.items})
-			if err := sdk.Validate(f.Graph()); err != nil {
+			if err := sdkrt.Validate(f.Graph()); err != nil {
 				b.Fatal(err)
 			}
 			in := make([]int, c.items)
@@ -152,7 +153,7 @@ func midRunLive(tb testing.TB, fold bool, items, window int) (heap uint64, gorou
 	} else {
 		g = m.Graph()
 	}
-	if err := sdk.Validate(g); err != nil {
+	if err := sdkrt.Validate(g); err != nil {
 		tb.Fatal(err)
 	}
 	p := &probe{at: items / 2, resume: make(chan struct{})}
@@ -279,7 +280,7 @@ func BenchmarkCodecRoundTrip(b *testing.B) {
 				mode = "roundtrip=off"
 			}
 			b.Run(c.name+"/"+mode, func(b *testing.B) {
-				if err := sdk.Validate(c.g); err != nil {
+				if err := sdkrt.Validate(c.g); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {

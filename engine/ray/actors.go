@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -134,7 +135,7 @@ func checkFold(f *flowgraph.Fold, id string) error {
 		return &sdk.DefinitionError{Path: id + ".reducer", Code: sdk.CodeNotAStep,
 			Msg: fmt.Sprintf("reducer %s is not resolvable by name (a closure, method value or generic instantiation) and cannot run in a Ray fold actor", c.Name)}
 	}
-	if _, ok := sdk.LookupReducer(c.Name); !ok {
+	if _, ok := sdkrt.LookupReducer(c.Name); !ok {
 		return &sdk.DefinitionError{Path: id + ".reducer", Code: sdk.CodeNotAStep,
 			Msg: fmt.Sprintf("reducer %s is not registered for Ray: call sdk.RegisterReducer(%s) at package initialization", c.Name, c.Name)}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -133,7 +134,7 @@ func (e *Engine) Name() string { return "ray" }
 func (e *Engine) IsRay() bool { return true }
 
 // Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
-// result as an *sdk.EncodedResult (the final value's codec bytes;
+// result still encoded (the final value's codec bytes;
 // sdk.DecodeResult turns it into the flow's output type). Leaf events go
 // to spec.Progress, fenced by spec.Identity, under the plan's reporting
 // policy. A closed engine (ErrClosed), or one whose cluster is lost
@@ -145,23 +146,24 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	}
 	defer func() { err = end(err) }()
 	m, input := spec.Plan, spec.Input
-	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
+	bind := sdkrt.PlanBindings(m)
+	if bind == nil || bind.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
 	if spec.Progress == nil {
 		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdk.RunPlan)")
 	}
-	if err := e.check(m.Bindings.Root, flowgraph.RootID); err != nil {
+	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
 	rp, err := e.startProgress(ctx, spec.Progress)
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: m.Bindings.RuntimeEnvs}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
-	v, err := r.exec(ctx, m.Bindings.Root, flowgraph.RootID, value{local: true, v: input}, root)
+	v, err := r.exec(ctx, bind.Root, flowgraph.RootID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
 		// Every leaf has finished (and its events reached the actor)
 		// before the last drain.
@@ -181,13 +183,13 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+		return &sdkrt.EncodedResult{Codec: e.codec, Bytes: b}, nil
 	}
 	b, err := r.fetch(ctx, v.h, "0")
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+	return &sdkrt.EncodedResult{Codec: e.codec, Bytes: b}, nil
 }
 
 // planDigest is the executable digest the plan's code identity names
@@ -211,7 +213,7 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep,
 				Msg: fmt.Sprintf("step %s is not resolvable by name (a closure, method value or generic instantiation) and cannot run on Ray", n.Step.Callable.Name)}
 		}
-		if _, ok := sdk.LookupLeaf(n.Step.Callable.Name); !ok {
+		if _, ok := sdkrt.LookupLeaf(n.Step.Callable.Name); !ok {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep, Msg: fmt.Sprintf("step %s is not registered", n.Step.Callable.Name)}
 		}
 		return nil

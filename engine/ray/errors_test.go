@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -157,7 +158,7 @@ func TestLeafErrorChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := m.Bindings.Root.Step.Callable.Name
+		name := sdkrt.PlanBindings(m).Root.Step.Callable.Name
 		f := c.send(t, map[string]any{"name": name, "node": "0"}, nil, in)
 		var r struct {
 			OK    bool       `json:"ok"`

@@ -17,6 +17,7 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -29,7 +30,7 @@ const LeafEnv = "RAYFLOW_LEAF"
 // otherwise it returns at once. Call it first thing in main (and in
 // TestMain of tests that run flows on Ray): a Ray worker runs leaves by
 // starting the application's own binary in leaf mode, which finds each
-// step by its registered name (sdk.LookupLeaf), so the flows must be
+// step by its registered name (sdkrt.LookupLeaf), so the flows must be
 // built at package initialization.
 //
 // In leaf mode stdin and stdout carry the framed leaf protocol; anything
@@ -276,7 +277,7 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 			env = sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
 		}
 	}()
-	p, ok := sdk.LookupPreview(name)
+	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
 		return sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
 	}
@@ -285,12 +286,12 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.
 func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []byte) (out []byte, info *errorInfo, value []byte) {
-	leaf, ok := sdk.LookupLeaf(req.Name)
+	leaf, ok := sdkrt.LookupLeaf(req.Name)
 	switch req.Kind {
 	case "reduce", "check_reducer":
-		var r sdk.ReducerLeaf
-		if r, ok = sdk.LookupReducer(req.Name); ok {
-			leaf = func(ctx context.Context, codec sdk.Codec, acc, item []byte) ([]byte, error) {
+		var r sdkrt.ReducerLeaf
+		if r, ok = sdkrt.LookupReducer(req.Name); ok {
+			leaf = func(ctx context.Context, codec sdkrt.Codec, acc, item []byte) ([]byte, error) {
 				if req.Kind == "check_reducer" {
 					return nil, nil
 				}
@@ -311,7 +312,7 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 	}()
 	var err error
 	if req.Bootstrap {
-		err = sdk.RunBootstrap(ctx)
+		err = sdkrt.RunBootstrap(ctx)
 	}
 	if err == nil {
 		out, err = leaf(ctx, codec, bound, in)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -67,7 +68,7 @@ func TestMapLimits(t *testing.T) {
 	if l := m.Map.Limits; l == nil || l.MaxConcurrency != 16 || l.MaxItems != 10_000 || l.CancelTimeout != sdk.CancelTimeoutDefault {
 		t.Fatalf("limits = %+v, want window 16, max items 10,000, default cancel timeout", m.Map.Limits)
 	}
-	if err := sdk.Validate(workflow.Workflow.Graph()); err != nil {
+	if err := sdkrt.Validate(workflow.Workflow.Graph()); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.Children[0].Step.Resources.NumCPUs; got != 0.25 {
