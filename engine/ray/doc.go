@@ -8,8 +8,10 @@
 // opaque handles, releasing them as soon as it can. Coordinator and
 // bridge speak a versioned, length-framed protocol on stdin/stdout: a
 // JSON header plus raw byte sections, so payloads are never inside JSON.
-// Everything the engine needs from Ray is the Runtime interface, which a
-// native Go runtime could implement instead.
+// Everything the engine needs from Ray is one unexported runtime
+// interface (the bridge implements it; the short tests use a fake, and a
+// native Go runtime could implement it instead); the bridge itself is not
+// part of this package's API. Its protocol is documented in PROTOCOL.md.
 //
 // Leaves run in persistent Go processes: each Ray worker keeps one child
 // process of the application's own binary started in leaf mode, which

@@ -22,8 +22,8 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// LeafEnv is the environment variable that starts a binary in leaf mode.
-const LeafEnv = "RAYFLOW_LEAF"
+// leafEnv is the environment variable that starts a binary in leaf mode.
+const leafEnv = "RAYFLOW_LEAF"
 
 // ServeLeafIfRequested turns this process into a Ray leaf process when it
 // was started as one (RAYFLOW_LEAF=1) and never returns in that case;
@@ -36,7 +36,7 @@ const LeafEnv = "RAYFLOW_LEAF"
 // In leaf mode stdin and stdout carry the framed leaf protocol; anything
 // the application writes to os.Stdout goes to stderr instead.
 func ServeLeafIfRequested() {
-	if os.Getenv(LeafEnv) != "1" {
+	if os.Getenv(leafEnv) != "1" {
 		return
 	}
 	in, out := os.Stdin, protocolStdout()
@@ -131,9 +131,9 @@ func (p *pipeSender) resolve(seq int64, ok bool, reason string) {
 	}
 }
 
-// LeafProtocolVersion is the version of the leaf-process protocol
+// leafProtocolVersion is the version of the leaf-process protocol
 // (PROTOCOL.md) that the handshake carries.
-const LeafProtocolVersion = 2
+const leafProtocolVersion = 2
 
 // leafHello is the handshake's first frame (worker to leaf) and its reply.
 type leafHello struct {
@@ -164,9 +164,9 @@ func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error
 			"message": msg, "want": want, "got": got}})
 		return errors.New(msg)
 	}
-	if h.Hello.Protocol != LeafProtocolVersion {
+	if h.Hello.Protocol != leafProtocolVersion {
 		return refuse("protocol", fmt.Sprintf("the leaf binary %s speaks leaf protocol %d, the worker %d (rebuild the binary with this rayflow)",
-			os.Args[0], LeafProtocolVersion, h.Hello.Protocol), strconv.Itoa(h.Hello.Protocol), strconv.Itoa(LeafProtocolVersion))
+			os.Args[0], leafProtocolVersion, h.Hello.Protocol), strconv.Itoa(h.Hello.Protocol), strconv.Itoa(leafProtocolVersion))
 	}
 	digest, err := own()
 	if err != nil {
@@ -176,7 +176,7 @@ func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error
 		return refuse("digest_mismatch", fmt.Sprintf("the leaf binary %s is build %s, the plan was made by build %s (deploy the same binary, or set a build revision)",
 			os.Args[0], digest, want), want, digest)
 	}
-	return w.write(map[string]any{"ok": true, "hello": leafHello{Protocol: LeafProtocolVersion, Digest: digest, PID: os.Getpid()}})
+	return w.write(map[string]any{"ok": true, "hello": leafHello{Protocol: leafProtocolVersion, Digest: digest, PID: os.Getpid()}})
 }
 
 // serveLeaves answers the handshake, then runs leaf requests one at a
