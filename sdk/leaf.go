@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // The engine side of sdk (internal/sdkrt): engines of this module look up
@@ -15,6 +16,12 @@ func init() {
 	sdkrt.RunBootstrap = runBootstrap
 	sdkrt.Validate = validateGraph
 	sdkrt.LookupFlow = lookupFlow
+	sdkrt.Graph = func(f any) *flowgraph.Node {
+		if g, ok := f.(interface{ graph() *flowgraph.Node }); ok {
+			return g.graph()
+		}
+		return nil
+	}
 	sdkrt.PlanBindings = func(p any) *sdkrt.Bindings {
 		if m, ok := p.(*Materialized); ok && m != nil {
 			return m.bindings

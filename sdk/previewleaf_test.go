@@ -10,7 +10,7 @@ import (
 // WithOutputPreview registers its projector by name for leaf processes.
 func TestLookupPreview(t *testing.T) {
 	f := sdk.Step(Inc).WithOutputPreview(PreviewInt)
-	name := f.Graph().Step.Preview.Callable.Name
+	name := sdkrt.Graph(f).Step.Preview.Callable.Name
 	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
 		t.Fatalf("%s is not registered", name)

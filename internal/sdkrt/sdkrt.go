@@ -83,4 +83,7 @@ var (
 	// LookupFlow returns the graph of the flow registered under name
 	// (sdk.RegisterFlow).
 	LookupFlow func(name string) (*flowgraph.Node, bool)
+	// Graph returns the untyped graph behind f, an sdk.Flow[In, Out] (nil
+	// for anything else or a zero Flow).
+	Graph func(f any) *flowgraph.Node
 )
