@@ -30,8 +30,9 @@ func RegisterSentinel(err error) {
 	errwire.RegisterSentinel(err, 1)
 }
 
-// DecodeResult converts an engine's result to Out, decoding an
-// *sdkrt.EncodedResult with its codec.
+// DecodeResult converts an engine's result (what RunPlan returns) to Out:
+// a Go value as it is, the Ray engine's still encoded result with the
+// codec it was encoded with.
 func DecodeResult[Out any](v any) (Out, error) {
 	var out Out
 	if r, ok := v.(*sdkrt.EncodedResult); ok {

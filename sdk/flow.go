@@ -112,7 +112,9 @@ func newStep[In, Out any](s *flowgraph.Step, opts []StepOption, bind func(*flowg
 		bind(n)
 	}
 	for _, o := range opts {
-		o(n)
+		if o.apply != nil {
+			o.apply(n)
+		}
 	}
 	return Flow[In, Out]{n}
 }
