@@ -35,7 +35,7 @@ help: ## list targets
 build: ## build the rayflow CLI into bin/
 	$(GO) build -o $(RAYFLOW) ./tools/rayflow
 
-demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a local Ray cluster it starts
+demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a local Ray cluster it starts, in process, then as a durable PostgreSQL task
 	@echo '--- examples/fanout on Ray: build_items -> map(calculate, window 16, max 10,000) -> summarize'
 	RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY) $(GO) run ./examples/fanout -count $${COUNT:-200} -ray local
 	@echo
@@ -44,6 +44,11 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	@echo
 	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
 	$(RAYFLOW) plan fingerprint fanout
+	@echo
+	@echo '--- the durable path: a PostgreSQL task, run by a rayflow worker on Ray (make demo-durable)'
+	@started=; [ -f $(PG_STATE)/data/postmaster.pid ] || started=1; \
+	$(MAKE) --no-print-directory demo-durable; rc=$$?; \
+	if [ -n "$$started" ]; then $(MAKE) --no-print-directory pg-down; fi; exit $$rc
 
 test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
 	@trap 'exit 130' INT TERM; stop=""; trap 'for s in $$stop; do $(MAKE) --no-print-directory $$s; done' EXIT; \

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -627,9 +628,9 @@ func (c *Collector) Snapshot() Snapshot {
 	}
 	slices.SortFunc(s.Graph.Edges, func(a, b topology.Edge) int {
 		if a.Source != b.Source {
-			return cmpStr(a.Source, b.Source)
+			return strings.Compare(a.Source, b.Source)
 		}
-		return cmpStr(a.Target, b.Target)
+		return strings.Compare(a.Target, b.Target)
 	})
 	ids := slices.Sorted(maps.Keys(c.nodes))
 	s.Graph.Nodes = make([]Node, 0, len(ids))
@@ -687,16 +688,6 @@ func (c *Collector) Snapshot() Snapshot {
 	c.addMax(&sc.BuildWallNSTotal, &sc.BuildWallNSMax, max(c.now().Sub(t0).Nanoseconds(), 0))
 	c.addMax(&sc.BuildCPUNSTotal, &sc.BuildCPUNSMax, max((c.cpu()-cpu0).Nanoseconds(), 0))
 	return s
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Diagnostics returns the ingress diagnostics alone.

@@ -28,22 +28,25 @@ func TestBenchDurable(t *testing.T) {
 		fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f | %.1f |\n", workers, r.p50, r.p95, r.idle, r.claimRate, r.offered)
 	}
 	fmt.Println()
-	fmt.Println("| Saturation: workers × concurrency | No-op tasks | Wall s | Tasks/s end to end |")
-	fmt.Println("|---|---:|---:|---:|")
-	for _, workers := range []int{1, 4, 8} {
-		const n = 5000
-		wall := benchSaturation(t, server, workers, n)
-		fmt.Printf("| %d × %d | %d | %.2f | %.0f |\n", workers, DefaultConcurrency, n, wall.Seconds(), n/wall.Seconds())
+	fmt.Println("| Saturation: workers × concurrency | Progress storage | No-op tasks | Wall s | Tasks/s end to end |")
+	fmt.Println("|---|---|---:|---:|---:|")
+	for _, c := range []struct {
+		workers, n int
+		progress   bool
+	}{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {4, 1000, true}} {
+		wall := benchSaturation(t, server, c.workers, c.n, c.progress)
+		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
+			c.n, wall.Seconds(), float64(c.n)/wall.Seconds())
 	}
 }
 
 type phaseResult struct{ p50, p95, idle, claimRate, offered float64 }
 
-func benchWorkers(t *testing.T, url string, n int) ([]*Worker, func()) {
+func benchWorkers(t *testing.T, url string, n int, progress bool) ([]*Worker, func()) {
 	var ws []*Worker
 	var stops []func()
 	for i := range n {
-		o := WorkerOptions{ID: fmt.Sprintf("bench-%d", i), Logger: slog.New(slog.DiscardHandler)}
+		o := WorkerOptions{ID: fmt.Sprintf("bench-%d", i), Logger: slog.New(slog.DiscardHandler), NoProgressStore: !progress}
 		w, stop := runWorkerW(t, pgtest.PoolAt(t, url), o)
 		ws = append(ws, w)
 		stops = append(stops, stop)
@@ -63,7 +66,7 @@ func benchPhase(t *testing.T, server string, workers int) phaseResult {
 		t.Fatal(err)
 	}
 	c := NewClient(pool, nil)
-	ws, stop := benchWorkers(t, url, workers)
+	ws, stop := benchWorkers(t, url, workers, true)
 	defer stop()
 	time.Sleep(3 * time.Second) // workers settle into idle polling
 	const n, interval = 100, 50 * time.Millisecond
@@ -124,7 +127,7 @@ func pct(sorted []float64, p float64) float64 {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-func benchSaturation(t *testing.T, server string, workers, n int) time.Duration {
+func benchSaturation(t *testing.T, server string, workers, n int, progress bool) time.Duration {
 	url := pgtest.NewDatabase(t, server)
 	pool := pgtest.PoolAt(t, url)
 	ctx := t.Context()
@@ -136,7 +139,7 @@ SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM ge
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, stop := benchWorkers(t, url, workers)
+	_, stop := benchWorkers(t, url, workers, progress)
 	defer stop()
 	for {
 		var done int

@@ -312,15 +312,9 @@ func (c *Client) List(ctx context.Context, o ListOptions) (*Page, error) {
 	if o.State != "" && !o.State.Valid() {
 		return nil, fmt.Errorf("%w: state %q (one of %v)", ErrInvalidOption, o.State, States)
 	}
-	before := int64(math.MaxInt64)
-	if o.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(o.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
-		}
-		if before, err = strconv.ParseInt(string(b), 10, 64); err != nil || before < 1 {
-			return nil, fmt.Errorf("%w: %q", ErrBadCursor, o.Cursor)
-		}
+	before, err := parseCursor(o.Cursor)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := c.pool.Query(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks
 WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3)
@@ -342,7 +336,7 @@ ORDER BY id DESC LIMIT $4`, before, string(o.State), o.Queue, o.Limit+1)
 	}
 	if len(p.Tasks) > o.Limit {
 		p.Tasks = p.Tasks[:o.Limit]
-		p.Next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.Tasks[o.Limit-1].PK, 10)))
+		p.Next = encodeCursor(p.Tasks[o.Limit-1].PK)
 	}
 	return p, nil
 }
@@ -502,4 +496,26 @@ func newWorkerID(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%x", prefix, b)
+}
+
+// A list cursor is the last row's pk, base64url-encoded: the next page
+// has the rows below it.
+func encodeCursor(pk int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(pk, 10)))
+}
+
+// parseCursor returns the pk a cursor stands for (MaxInt64 for "").
+func parseCursor(c string) (int64, error) {
+	if c == "" {
+		return math.MaxInt64, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBadCursor, err)
+	}
+	pk, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || pk < 1 || encodeCursor(pk) != c {
+		return 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	return pk, nil
 }

@@ -30,6 +30,12 @@ func TestRunSucceeds(t *testing.T) {
 	if task.Attempt != 1 || task.Generation != 1 || task.RunID == "" || task.PinnedAttempt != 1 || task.PlanFingerprint == "" {
 		t.Fatalf("attempt %d generation %d run %q pinned %d fp %q", task.Attempt, task.Generation, task.RunID, task.PinnedAttempt, task.PlanFingerprint)
 	}
+	if n := e.count(`SELECT count(*) FROM rayflow_plans WHERE fingerprint = $1 AND plan_json::jsonb IS NOT NULL`, task.PlanFingerprint); n != 1 {
+		t.Fatalf("pinned plan stored %d times", n)
+	}
+	if n := e.count(`SELECT count(*) FROM rayflow_tasks WHERE workflow_plan_selection::jsonb ? 'selected_strategy'`); n != 1 {
+		t.Fatalf("selection not recorded")
+	}
 	if len(task.Attempts) != 1 || task.Attempts[0].State != StateSucceeded || task.Attempts[0].RunID != task.RunID ||
 		string(task.Attempts[0].Result) != string(task.Result) {
 		t.Fatalf("attempts %+v", task.Attempts)

@@ -227,7 +227,7 @@ func fastOptions() WorkerOptions {
 		HeartbeatInterval: 100 * time.Millisecond, StuckTimeout: 5 * time.Second, SweepInterval: 200 * time.Millisecond,
 		PollInterval: 10 * time.Millisecond, PollMaxInterval: 100 * time.Millisecond, NoRetryBackoff: true,
 		CancelTimeout: 2 * time.Second, DrainTimeout: 5 * time.Second,
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: testLogger(),
 	}
 }
 
@@ -317,3 +317,11 @@ func isCheckViolation(err error) bool {
 }
 
 var _ = errors.Is
+
+// testLogger discards worker logs unless RAYFLOW_DURABLE_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("RAYFLOW_DURABLE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}

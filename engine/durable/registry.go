@@ -43,6 +43,8 @@ type flowEntry struct {
 	decode func(raw []byte) error
 	// materialize materializes the flow (for Ray when ray).
 	materialize func(ray bool) (*sdk.Materialized, error)
+	// selection is the JSON of m's strategy selection (cached per form).
+	selection func(ray bool, m *sdk.Materialized) (string, error)
 	// run decodes raw, runs the flow with opts and encodes its result.
 	run func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error)
 }
@@ -62,6 +64,24 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 	}
 	localPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f) })
 	rayPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, sdk.ForRay()) })
+	var localSelOnce, raySelOnce sync.Once
+	var localSelJSON, raySelJSON string
+	var localSelErr, raySelErr error
+	selOf := func(m *sdk.Materialized) (string, error) {
+		b, err := json.Marshal(m.Selection)
+		if err == nil && len(b) > 65536 {
+			err = fmt.Errorf("durable: the selection of %s is %d bytes", name, len(b))
+		}
+		return string(b), err
+	}
+	localSel := func(m *sdk.Materialized) (string, error) {
+		localSelOnce.Do(func() { localSelJSON, localSelErr = selOf(m) })
+		return localSelJSON, localSelErr
+	}
+	raySel := func(m *sdk.Materialized) (string, error) {
+		raySelOnce.Do(func() { raySelJSON, raySelErr = selOf(m) })
+		return raySelJSON, raySelErr
+	}
 	e := &flowEntry{
 		name:      name,
 		graph:     sdkrt.Graph(f),
@@ -77,6 +97,12 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 				return rayPlan()
 			}
 			return localPlan()
+		},
+		selection: func(ray bool, m *sdk.Materialized) (string, error) {
+			if ray {
+				return raySel(m)
+			}
+			return localSel(m)
 		},
 		run: func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error) {
 			in, err := decodeStrict[In](raw)
@@ -101,6 +127,29 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 	}
 	r.byName[name] = e
 	r.byGraph[e.graph] = name
+}
+
+// pins materializes every registered flow (cached) for the claim.
+func (r *Registry) pins(ray bool) []planPin {
+	r.mu.RLock()
+	entries := make([]*flowEntry, 0, len(r.byName))
+	for _, e := range r.byName {
+		entries = append(entries, e)
+	}
+	r.mu.RUnlock()
+	out := make([]planPin, 0, len(entries))
+	for _, e := range entries {
+		m, err := e.materialize(ray)
+		if err != nil || len(m.Canonical) > 65536 {
+			continue
+		}
+		sel, err := e.selection(ray, m)
+		if err != nil {
+			continue
+		}
+		out = append(out, planPin{flow: e.name, fingerprint: m.Fingerprint, selection: sel, plan: m.Canonical})
+	}
+	return out
 }
 
 // Names lists the registered flow names, sorted.

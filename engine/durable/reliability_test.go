@@ -125,7 +125,7 @@ func TestStaleWritersChangeNothing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	claimOne := func(worker string) claimed {
 		t.Helper()
-		cs, err := claimTasks(ctx, e.pool, "races", 1, worker, "local", "")
+		cs, err := claimTasks(ctx, e.pool, "races", 1, worker, "local", "", nil)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v (%d)", err, len(cs))
 		}
@@ -172,7 +172,7 @@ func TestStaleWritersChangeNothing(t *testing.T) {
 				}
 				return 1, err
 			},
-			func() (int64, error) { return pinPlan(ctx, e.pool, a.fence(), "sha256:stale", nil, nil) },
+			func() (int64, error) { return pinPlan(ctx, e.pool, a.fence(), "sha256:stale", nil) },
 			func() (int64, error) {
 				return transition(ctx, e.pool, a.fence(), outcome{state: StateSucceeded, result: &s})
 			},

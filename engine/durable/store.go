@@ -144,12 +144,13 @@ func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
 	return state, err
 }
 
-// pinPlan records the first materialization's plan under the fence; 0
-// rows when the fence no longer matches (or a pin exists).
-func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, planJSON, selection *string) (int64, error) {
-	args := append(f.args(), fingerprint, planJSON, selection)
+// pinPlan records the first materialization's plan under the fence
+// (when the claim could not: the flow was registered after it); 0 rows
+// when the fence no longer matches or a pin exists.
+func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, selection *string) (int64, error) {
+	args := append(f.args(), fingerprint, selection)
 	tag, err := db.Exec(ctx, `UPDATE rayflow_tasks SET workflow_plan_fingerprint = $6,
- workflow_plan_pinned_attempt = attempt_number, workflow_plan_json = $7, workflow_plan_selection = $8
+ workflow_plan_pinned_attempt = attempt_number, workflow_plan_selection = $7
 WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
 	if err != nil {
 		return 0, err
@@ -159,12 +160,20 @@ WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
 
 // claimTasks claims up to n QUEUED tasks of queue for worker, each as a
 // new attempt (new generation and run id), in claim order.
-func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string) ([]claimed, error) {
+//
+// The claim also pins the plan of a task that has none, from pins (the
+// worker's own materialization of each registered flow): the first
+// materialization pins without a statement of its own.
+func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string, pins []planPin) ([]claimed, error) {
 	var ray *string
 	if rayAddress != "" {
 		ray = &rayAddress
 	}
-	rows, err := db.Query(ctx, claimSQL, queue, n, worker, runner, ray)
+	flows, fps, sels := make([]string, len(pins)), make([]string, len(pins)), make([]string, len(pins))
+	for i, p := range pins {
+		flows[i], fps[i], sels[i] = p.flow, p.fingerprint, p.selection
+	}
+	rows, err := db.Query(ctx, claimSQL, queue, n, worker, runner, ray, flows, fps, sels)
 	if err != nil {
 		return nil, err
 	}
@@ -207,4 +216,17 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 // fence is the claimed attempt's fence.
 func (c claimed) fence() fence {
 	return fence{pk: c.pk, states: runningStates, attempt: c.attempt, gen: c.gen, runID: &c.runID}
+}
+
+// planPin is a registered flow's plan as this worker materializes it.
+type planPin struct {
+	flow, fingerprint, selection string
+	plan                         []byte
+}
+
+// storePlan records a plan's canonical JSON once per fingerprint.
+func storePlan(ctx context.Context, db DB, fingerprint string, plan []byte) error {
+	_, err := db.Exec(ctx, `INSERT INTO rayflow_plans (fingerprint, plan_json) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+		fingerprint, string(plan))
+	return err
 }

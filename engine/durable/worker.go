@@ -181,6 +181,28 @@ type Worker struct {
 
 	hard  context.Context // the parent of every run (set by Run)
 	tasks sync.WaitGroup  // running attempts
+
+	stored sync.Map // fingerprints whose plan is in rayflow_plans
+}
+
+// planPins are the registered flows' plans as this worker materializes
+// them (cached per flow), each stored in rayflow_plans once per process,
+// for the claim to pin. A flow that does not materialize or whose plan
+// cannot be stored is left out (its attempt fails or pins on its own).
+func (w *Worker) planPins(ctx context.Context) []planPin {
+	ray := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.IsRay()
+	pins := w.o.Registry.pins(ray)
+	out := pins[:0]
+	for _, p := range pins {
+		if _, ok := w.stored.Load(p.fingerprint); !ok {
+			if err := storePlan(ctx, w.pool, p.fingerprint, p.plan); err != nil {
+				continue
+			}
+			w.stored.Store(p.fingerprint, true)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 type runningTask struct {
@@ -389,9 +411,15 @@ type claimed struct {
 	adoptJob      string // a running Ray job this worker takes over
 }
 
-const claimSQL = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
+const claimSQL = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))
+UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
   workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
-  finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL
+  finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL,
+  workflow_plan_pinned_attempt = CASE WHEN t.workflow_plan_fingerprint IS NULL
+    AND EXISTS (SELECT 1 FROM p WHERE p.flow = t.flow_name) THEN t.attempt_number ELSE t.workflow_plan_pinned_attempt END,
+  workflow_plan_fingerprint = coalesce(t.workflow_plan_fingerprint, (SELECT p.fp FROM p WHERE p.flow = t.flow_name)),
+  workflow_plan_selection = CASE WHEN t.workflow_plan_fingerprint IS NULL
+    THEN (SELECT p.sel FROM p WHERE p.flow = t.flow_name) ELSE t.workflow_plan_selection END
 FROM (SELECT id FROM rayflow_tasks
   WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
     AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
@@ -405,7 +433,13 @@ RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, 
 // generation and run id, and starts them.
 func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	w.stats.claimQueries.Add(1)
-	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress)
+	// A claim is never abandoned half way: were its response lost to a
+	// cancelled context after the UPDATE committed, its tasks would stay
+	// RUNNING with no one running them until the stuck timeout. Tasks a
+	// claim returns after shutdown began are run and drained as usual.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress, w.planPins(ctx))
 	if err != nil {
 		return 0, err
 	}
@@ -571,7 +605,9 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 		case <-t.C:
 		}
 		w.stats.heartbeats.Add(1)
-		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.HeartbeatInterval)
+		// A slow heartbeat still counts: bound it by half the stuck timeout,
+		// not by the (possibly tiny) interval.
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), max(w.o.HeartbeatInterval, w.o.StuckTimeout/2))
 		state, err := heartbeatOnce(hctx, w.pool, f)
 		hcancel()
 		switch {
@@ -605,16 +641,15 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 		return nil, &permanent{fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, err)}
 	}
 	if c.pinnedFP == "" {
-		var planJSON, selJSON *string
-		if len(m.Canonical) <= 65536 {
-			s := string(m.Canonical)
-			planJSON = &s
-		}
+		var selJSON *string
 		if b, err := json.Marshal(m.Selection); err == nil && len(b) <= 65536 {
 			s := string(b)
 			selJSON = &s
 		}
-		n, err := pinPlan(ctx, w.pool, f, m.Fingerprint, planJSON, selJSON)
+		if err := storePlan(ctx, w.pool, m.Fingerprint, m.Canonical); err != nil {
+			return nil, fmt.Errorf("durable: storing the plan: %w", err)
+		}
+		n, err := pinPlan(ctx, w.pool, f, m.Fingerprint, selJSON)
 		if err != nil {
 			return nil, fmt.Errorf("durable: pinning the plan: %w", err)
 		}

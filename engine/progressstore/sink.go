@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -275,7 +276,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 		}
 	}
 	slices.Sort(dropped)
-	slices.SortFunc(changed, func(a, b detailRow) int { return cmpString(a.key, b.key) })
+	slices.SortFunc(changed, func(a, b detailRow) int { return strings.Compare(a.key, b.key) })
 	detailRev := s.detailRev
 	if len(changed) > 0 || len(dropped) > 0 || detailRev == 0 {
 		detailRev++
@@ -444,16 +445,6 @@ func (s *Sink) reload(ctx context.Context, runPK int64) error {
 		s.prev[key] = prevRow{digest: digest, state: detail.NodeState(state), events: int(ev), truncated: tr, bytes: int64(n)}
 	}
 	return rows.Err()
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // stage writes t as run's PENDING manifest (replacing an older pending

@@ -59,11 +59,17 @@ up | start | restart)
 		echo "pg: already running: $(cat "$dir/url")"
 		exit 0
 	fi
+	start() {
+		echo "$1" >"$dir/port"
+		as "$BIN/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $1 -k $dir -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" start >/dev/null
+	}
+	# The same port as last time (restarts keep the URL), else a free one.
 	port=$(cat "$dir/port" 2>/dev/null || freeport)
-	echo "$port" >"$dir/port"
-	as "$BIN/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" start >/dev/null ||
-		{ tail -20 "$dir/server.log" >&2; exit 1; }
+	if ! start "$port"; then
+		port=$(freeport)
+		start "$port" || { tail -20 "$dir/server.log" >&2; exit 1; }
+	fi
 	as "$BIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname='rayflow'" | grep -q 1 ||
 		as "$BIN/createdb" -h "$dir" -p "$port" -U postgres rayflow
 	echo "postgres://postgres@127.0.0.1:$port/rayflow?sslmode=disable" >"$dir/url"
