@@ -54,7 +54,7 @@ type ProducerConfig struct {
 }
 
 // Producer is one leaf invocation's progress session and its Reporter
-// (sdk.ProgressReporter). A nil *Producer is valid: it reports false and
+// (sdk.ReportProgress). A nil *Producer is valid: it reports false and
 // sends nothing. Its methods are safe for concurrent use.
 type Producer struct {
 	enc        *Encoder
@@ -114,7 +114,7 @@ func Context(ctx context.Context, p *Producer) context.Context {
 	return WithReporter(ctx, p)
 }
 
-// Report implements Reporter (sdk.ProgressReporter). It validates and
+// Report implements Reporter (sdk.ReportProgress). It validates and
 // bounds the value
 // (total > 0, 0 ≤ current ≤ total, both finite; message ≤ 2 KiB and
 // redacted, "" meaning none; metrics per NormalizeMetrics), then submits it

@@ -2,8 +2,8 @@ package progress
 
 import "context"
 
-// Reporter receives application progress from a leaf (sdk.ProgressReporter
-// is this interface). Engines put one in the leaf's context (WithReporter);
+// Reporter receives application progress from a leaf (sdk.ReportProgress
+// reports to it). Engines put one in the leaf's context (WithReporter);
 // a *Producer is the engines' implementation.
 type Reporter interface {
 	Report(current, total float64, message string, metrics map[string]any) bool

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -55,16 +56,16 @@ func TestPlanNodes64(t *testing.T) {
 	if n := len(m.Plan.Nodes); n != 64 || m.Plan.Snapshot != nil {
 		t.Fatalf("the plan has %d nodes (overflow: %v), want exactly 64 in detailed form", n, m.Plan.Snapshot != nil)
 	}
-	t.Logf("64 plan nodes from %d graph nodes; %d canonical bytes", countNodes(f.Graph()), len(m.Canonical))
+	t.Logf("64 plan nodes from %d graph nodes; %d canonical bytes", countNodes(sdkrt.Graph(f)), len(m.Canonical))
 }
 
 // BenchmarkValidate64 validates the graph of a 64-plan-node flow: the
 // definition checks Run performs before materializing.
 func BenchmarkValidate64(b *testing.B) {
-	g := planNodes64().Graph()
+	g := sdkrt.Graph(planNodes64())
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := sdk.Validate(g); err != nil {
+		if err := sdkrt.Validate(g); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,11 +15,10 @@ import (
 var heavyDeps = []string{"cuelang.org/", "github.com/jackc/", "k8s.io/", "github.com/ray-project/"}
 
 // allowedEngines are the engine packages sdk may depend on: the local
-// executor and the pure lifecycle protocol package (its version is bound
-// into every plan). No other executor.
+// executor only. The lifecycle protocol version bound into every plan comes
+// from gen/lifecycle, below both sdk and engine/lifecycle.
 var allowedEngines = []string{
 	"github.com/rayflow/rayflow/engine/local",
-	"github.com/rayflow/rayflow/engine/lifecycle",
 }
 
 // goCmd runs the go command in dir with extra environment and returns its

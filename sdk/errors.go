@@ -10,6 +10,10 @@ import (
 // ErrInvalidDefinition matches every *DefinitionError.
 var ErrInvalidDefinition = errors.New("rayflow: invalid workflow definition")
 
+// ErrUnknownFlow is wrapped by MaterializeRegistered for a name no flow is
+// registered under (RegisterFlow).
+var ErrUnknownFlow = errors.New("rayflow: no flow registered under this name")
+
 // ErrRayRequired is returned by Run with RequireRay when no Ray engine is
 // configured.
 var ErrRayRequired = errors.New("rayflow: a Ray engine is required (sdk.RequireRay) but none is configured")

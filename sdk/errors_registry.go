@@ -1,11 +1,11 @@
 package sdk
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 )
 
 // RegisterErrorType makes leaf errors of type E (usually a pointer to a
@@ -30,47 +30,12 @@ func RegisterSentinel(err error) {
 	errwire.RegisterSentinel(err, 1)
 }
 
-// EncodeError finds the first error in err's chain (following Unwrap)
-// whose type is registered and encodes it with codec. It returns the
-// type's name and value, or ok false.
-//
-// Deprecated: engines carry the whole chain (internal/errwire).
-func EncodeError(codec Codec, err error) (typeName string, value []byte, ok bool) {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		name := reflect.TypeOf(e).String()
-		if _, found := errwire.LookupType(name); !found {
-			continue
-		}
-		b, mErr := codec.Marshal(e)
-		if mErr != nil {
-			return "", nil, false
-		}
-		return name, b, true
-	}
-	return "", nil, false
-}
-
-// DecodeError decodes a value EncodeError produced into a fresh error of
-// the registered type called typeName.
-//
-// Deprecated: engines carry the whole chain (internal/errwire).
-func DecodeError(codec Codec, typeName string, value []byte) (error, bool) {
-	return errwire.DecodeValue(codec, typeName, value)
-}
-
-// EncodedResult is a workflow result an engine still holds in the codec's
-// bytes (a Ray run's final value): DecodeResult turns it into the flow's
-// output type.
-type EncodedResult struct {
-	Codec Codec
-	Bytes []byte
-}
-
-// DecodeResult converts an engine's result to Out, decoding an
-// *EncodedResult with its codec.
+// DecodeResult converts an engine's result (what RunPlan returns) to Out:
+// a Go value as it is, the Ray engine's still encoded result with the
+// codec it was encoded with.
 func DecodeResult[Out any](v any) (Out, error) {
 	var out Out
-	if r, ok := v.(*EncodedResult); ok {
+	if r, ok := v.(*sdkrt.EncodedResult); ok {
 		if err := r.Codec.Unmarshal(r.Bytes, &out); err != nil {
 			return out, fmt.Errorf("rayflow: decoding the result (%T): %w", out, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"iter"
 	"testing"
+
+	"github.com/rayflow/rayflow/progress"
 )
 
 func TestResolvableName(t *testing.T) {
@@ -90,7 +92,7 @@ func ReportsProgress(ctx context.Context, v int) (bool, error) {
 // report to the run's own progress only.
 func TestLocalRunsIgnoreTheCallersReporter(t *testing.T) {
 	t.Parallel()
-	ctx := WithProgressReporter(context.Background(), alwaysReporter{})
+	ctx := progress.WithReporter(context.Background(), alwaysReporter{})
 	got, err := Run(ctx, Step(ReportsProgress), 1, WithPlanOptions(WithReportingPolicy("disabled")))
 	if err != nil || got {
 		t.Fatalf("ReportProgress in a local run under disabled = %v, %v", got, err)

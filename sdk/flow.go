@@ -18,8 +18,9 @@ type Flow[In, Out any] struct {
 	node *flowgraph.Node
 }
 
-// Graph returns the untyped graph behind f, for engines and tools.
-func (f Flow[In, Out]) Graph() *flowgraph.Node { return f.node }
+// graph returns the untyped graph behind f (nil for a zero Flow): what
+// sdkrt.Graph gives engines and tools.
+func (f Flow[In, Out]) graph() *flowgraph.Node { return f.node }
 
 // nodeOf returns f's graph, or a node recording the definition error of a
 // zero Flow, so builders never dereference nil.
@@ -111,7 +112,9 @@ func newStep[In, Out any](s *flowgraph.Step, opts []StepOption, bind func(*flowg
 		bind(n)
 	}
 	for _, o := range opts {
-		o(n)
+		if o.apply != nil {
+			o.apply(n)
+		}
 	}
 	return Flow[In, Out]{n}
 }

@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
 	"github.com/rayflow/rayflow/gen/common"
+	genlifecycle "github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -20,8 +21,8 @@ import (
 const Version = "0.1.0"
 
 // Materialized is a flow's immutable effective plan and what is derived
-// from it. The plan holds no invocation data; Bindings holds what a run
-// needs that must never be fingerprinted.
+// from it. The plan holds no invocation data; what a run needs that must
+// never be fingerprinted (the graph and its runtime bindings) stays inside.
 type Materialized struct {
 	// Plan is the effective plan (detailed, or the overflow form).
 	Plan *plan.Plan
@@ -33,9 +34,8 @@ type Materialized struct {
 	DefinitionRevision string
 	// Selection is the strategy selection (format v2).
 	Selection *plan.Selection
-	// Bindings are the runtime-only execution bindings.
-	Bindings *Bindings
 
+	bindings   *sdkrt.Bindings  // runtime-only: the graph and its bindings
 	rejections []plan.Rejection // every rejection, before truncation
 	reporting  common.ReportingPolicy
 }
@@ -51,16 +51,6 @@ func (m *Materialized) ReportingPolicy() common.ReportingPolicy {
 		return m.Selection.ReportingPolicy
 	}
 	return m.reporting
-}
-
-// Bindings are runtime-only: the graph to execute and, per plan node id,
-// the builder node it came from. They never enter the plan.
-type Bindings struct {
-	Root  *flowgraph.Node
-	Nodes map[string]*flowgraph.Node
-	// RuntimeEnvs are the runtime environment profiles the plan names, as
-	// they were when it was materialized (the Ray engine applies them).
-	RuntimeEnvs map[string]map[string]any
 }
 
 // Summary is the plan summary stored beside a run.
@@ -147,7 +137,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := Validate(root); err != nil {
+	if err := validateGraph(root); err != nil {
 		return nil, err
 	}
 	trust, err := cfg.trust.plan()
@@ -187,7 +177,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 		return nil, fmt.Errorf("rayflow: materialized plan fails its schema (a rayflow bug): %w", err)
 	}
 	m := &Materialized{Plan: p, Canonical: canon, Fingerprint: canonical.DomainPlan.Sum(canon).String(),
-		DefinitionRevision: p.Definition.Revision, Bindings: &Bindings{Root: root, Nodes: mz.bindings, RuntimeEnvs: mz.envSpecs}}
+		DefinitionRevision: p.Definition.Revision, bindings: &sdkrt.Bindings{Root: root, Nodes: mz.bindings, RuntimeEnvs: mz.envSpecs}}
 	if err := m.selectStrategy(&cfg, mz); err != nil {
 		return nil, err
 	}
@@ -721,7 +711,7 @@ func (mz *materializer) plan(terminal []string) (*plan.Plan, error) {
 		StrategyRequirements: plan.StrategyRequirements{CompiledGraph: plan.CompiledGraphRequirements{SettingsVersion: 1,
 			// Bound to the reducer's protocol: changing its meaning changes
 			// this version and so every plan's fingerprint (PLAN-16).
-			LifecycleProtocolVersion: lifecycle.ProtocolVersion,
+			LifecycleProtocolVersion: genlifecycle.ProtocolVersion,
 			Transport:                transport, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1}},
 		Compatibility: plan.Compatibility{RayflowPlanAPI: plan.APIVersion, Rayflow: Version, Byteorder: plan.CompatibilityByteorderLittle,
 			CompiledGraph: plan.CompiledGraphCompatibility{SchemaVersion: 2, PolicyVersion: 3,

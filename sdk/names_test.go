@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -64,11 +65,11 @@ func TestLabels(t *testing.T) {
 		{sdk.Step(Inc).Named("increment"), "increment"},
 		{sdk.Step(Inc), "Inc"},
 	} {
-		if got := c.f.Graph().DisplayLabel(); got != c.want {
+		if got := sdkrt.Graph(c.f).DisplayLabel(); got != c.want {
 			t.Errorf("DisplayLabel = %q, want %q", got, c.want)
 		}
 	}
-	if got := sdk.Map(sdk.Step(Inc)).Graph().DisplayLabel(); got != "map" {
+	if got := sdkrt.Graph(sdk.Map(sdk.Step(Inc))).DisplayLabel(); got != "map" {
 		t.Errorf("map DisplayLabel = %q", got)
 	}
 }

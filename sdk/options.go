@@ -6,8 +6,9 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// StepOption configures a step (Step, Bind).
-type StepOption func(*flowgraph.Node)
+// StepOption configures a step (Step, Bind): WithResources, WithRayOptions,
+// WithRuntimeEnv, WithBootstrap.
+type StepOption struct{ apply func(*flowgraph.Node) }
 
 // Resources are per-leaf Ray resource requests; zero fields are unset.
 type Resources struct {
@@ -26,28 +27,28 @@ type RayOptions map[string]any
 
 // WithResources sets the leaf's resource requests.
 func WithResources(r Resources) StepOption {
-	return func(n *flowgraph.Node) {
+	return StepOption{func(n *flowgraph.Node) {
 		n.Step.Resources = flowgraph.Resources{NumCPUs: r.NumCPUs, NumGPUs: r.NumGPUs, Memory: r.Memory,
 			AcceleratorType: r.AcceleratorType, Custom: cloneMap(r.Custom)}
-	}
+	}}
 }
 
 // WithRayOptions sets Ray task options of the leaf.
 func WithRayOptions(o RayOptions) StepOption {
-	return func(n *flowgraph.Node) { n.Step.RayOptions = cloneMap(o) }
+	return StepOption{func(n *flowgraph.Node) { n.Step.RayOptions = cloneMap(o) }}
 }
 
 // WithRuntimeEnv runs the leaf in a named runtime environment profile
 // registered with RegisterRuntimeEnv; the name is resolved once, when the
 // flow is materialized.
 func WithRuntimeEnv(profile string) StepOption {
-	return func(n *flowgraph.Node) { n.Step.RuntimeEnv = profile }
+	return StepOption{func(n *flowgraph.Node) { n.Step.RuntimeEnv = profile }}
 }
 
 // WithBootstrap runs the application's worker-start hook (RegisterBootstrap)
 // once per leaf process before this step, like the seed's django=True.
 func WithBootstrap() StepOption {
-	return func(n *flowgraph.Node) {
+	return StepOption{func(n *flowgraph.Node) {
 		if n.Step.Bootstrap {
 			return
 		}
@@ -58,7 +59,7 @@ func WithBootstrap() StepOption {
 			c.Invoke = withBootstrap(v.Invoke)
 			n.Step.Values = &c
 		}
-	}
+	}}
 }
 
 func withBootstrap(invoke func(context.Context, any) (any, error)) func(context.Context, any) (any, error) {

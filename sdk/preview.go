@@ -52,13 +52,13 @@ type previewError struct {
 
 func (e *previewError) Error() string { return string(e.status) + ": " + e.msg }
 
-// BuildPreview runs a step's projector on its successful result and
+// buildPreview runs a step's projector on its successful result and
 // returns the validated, redacted envelope: FAILED when the projector
 // fails or panics, UNSUPPORTED for a value outside the JSON types,
 // TOO_LARGE over a preview profile v1 limit, REDACTED when the policy
 // replaced text, else AVAILABLE. It never fails the leaf. The Ray engine
 // calls it beside the leaf; local runs do not run previews.
-func BuildPreview(p *flowgraph.Preview, result any, policy *redact.Policy) PreviewEnvelope {
+func buildPreview(p *flowgraph.Preview, result any, policy *redact.Policy) PreviewEnvelope {
 	if p == nil {
 		return PreviewEnvelope{SchemaVersion: 1, Availability: PreviewNotRequested}
 	}
@@ -66,7 +66,7 @@ func BuildPreview(p *flowgraph.Preview, result any, policy *redact.Policy) Previ
 	if err != nil {
 		return PreviewEnvelope{SchemaVersion: 1, Availability: PreviewFailed}
 	}
-	return ValidatePreview(v, policy)
+	return validatePreview(v, policy)
 }
 
 func project(p *flowgraph.Preview, result any) (v any, err error) {
@@ -78,9 +78,9 @@ func project(p *flowgraph.Preview, result any) (v any, err error) {
 	return p.Project(result)
 }
 
-// ValidatePreview checks a projected value against preview profile v1 and
+// validatePreview checks a projected value against preview profile v1 and
 // applies redaction (policy nil means redact.Default).
-func ValidatePreview(v any, policy *redact.Policy) PreviewEnvelope {
+func validatePreview(v any, policy *redact.Policy) PreviewEnvelope {
 	if policy == nil {
 		policy = redact.Default
 	}

@@ -70,7 +70,7 @@ func TestValidatePreviewEdges(t *testing.T) {
 		{"plain", map[string]any{"order_id": "A-1", "items": 3, "ok": true, "none": nil}, PreviewAvailable},
 	}
 	for _, r := range rows {
-		env := ValidatePreview(r.v, nil)
+		env := validatePreview(r.v, nil)
 		if env.Availability != r.want || env.SchemaVersion != 1 {
 			t.Errorf("%s: %s, want %s", r.name, env.Availability, r.want)
 		}
@@ -111,18 +111,18 @@ func TestPreviewBudgetEdge(t *testing.T) {
 func TestBuildPreview(t *testing.T) {
 	t.Parallel()
 	ok := &flowgraph.Preview{Project: func(v any) (any, error) { return map[string]any{"n": v}, nil }}
-	if env := BuildPreview(ok, 3, nil); env.Availability != PreviewAvailable {
+	if env := buildPreview(ok, 3, nil); env.Availability != PreviewAvailable {
 		t.Fatalf("%+v", env)
 	}
 	failing := &flowgraph.Preview{Project: func(any) (any, error) { return nil, errors.New("no") }}
-	if env := BuildPreview(failing, 3, nil); env.Availability != PreviewFailed || env.Value != nil {
+	if env := buildPreview(failing, 3, nil); env.Availability != PreviewFailed || env.Value != nil {
 		t.Fatalf("%+v", env)
 	}
 	panicking := &flowgraph.Preview{Project: func(any) (any, error) { panic("boom") }}
-	if env := BuildPreview(panicking, 3, nil); env.Availability != PreviewFailed {
+	if env := buildPreview(panicking, 3, nil); env.Availability != PreviewFailed {
 		t.Fatalf("%+v", env)
 	}
-	if env := BuildPreview(nil, 3, nil); env.Availability != PreviewNotRequested {
+	if env := buildPreview(nil, 3, nil); env.Availability != PreviewNotRequested {
 		t.Fatalf("%+v", env)
 	}
 }

@@ -3,14 +3,15 @@ package sdk_test
 import (
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
 // WithOutputPreview registers its projector by name for leaf processes.
 func TestLookupPreview(t *testing.T) {
 	f := sdk.Step(Inc).WithOutputPreview(PreviewInt)
-	name := f.Graph().Step.Preview.Callable.Name
-	p, ok := sdk.LookupPreview(name)
+	name := sdkrt.Graph(f).Step.Preview.Callable.Name
+	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
 		t.Fatalf("%s is not registered", name)
 	}
@@ -20,7 +21,7 @@ func TestLookupPreview(t *testing.T) {
 	if env := p(sdk.DefaultCodec, []byte(`"x"`), nil); env.Availability != sdk.PreviewFailed {
 		t.Errorf("undecodable result: got %+v", env)
 	}
-	if _, ok := sdk.LookupPreview("no/such.Projector"); ok {
+	if _, ok := sdkrt.LookupPreview("no/such.Projector"); ok {
 		t.Error("found an unregistered projector")
 	}
 }

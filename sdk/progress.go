@@ -6,15 +6,6 @@ import (
 	"github.com/rayflow/rayflow/progress"
 )
 
-// ProgressReporter receives application progress from a leaf. Engines that
-// report progress put one in the leaf's context (WithProgressReporter).
-type ProgressReporter = progress.Reporter
-
-// WithProgressReporter returns a context whose leaves report to r.
-func WithProgressReporter(ctx context.Context, r ProgressReporter) context.Context {
-	return progress.WithReporter(ctx, r)
-}
-
 // ReportProgress reports a leaf's progress. It returns true when the value
 // was accepted into the leaf's best-effort progress session; false inside
 // bounded-map items, under the terminal_only and disabled reporting

@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
-)
 
-// ReducerLeaf runs one registered reducer on encoded bytes: the way a Ray
-// fold actor's Go process calls it by name. It decodes the accumulator and
-// the item, applies the reducer and returns the encoded new accumulator.
-type ReducerLeaf func(ctx context.Context, codec Codec, acc, item []byte) ([]byte, error)
+	"github.com/rayflow/rayflow/internal/sdkrt"
+)
 
 var reducers = struct {
 	sync.RWMutex
-	m map[string]ReducerLeaf
-}{m: map[string]ReducerLeaf{}}
+	m map[string]sdkrt.ReducerLeaf
+}{m: map[string]sdkrt.ReducerLeaf{}}
 
 // RegisterReducer makes a Reduce reducer callable by name from another
 // process of the same binary (the Ray fold actor's leaf process) and
@@ -30,7 +27,7 @@ func RegisterReducer[Acc, Item any](fn func(context.Context, Acc, Item) (Acc, er
 	if !id.Resolvable {
 		return ""
 	}
-	leaf := func(ctx context.Context, codec Codec, accB, itemB []byte) ([]byte, error) {
+	leaf := func(ctx context.Context, codec sdkrt.Codec, accB, itemB []byte) ([]byte, error) {
 		var acc Acc
 		if err := codec.Unmarshal(accB, &acc); err != nil {
 			return nil, fmt.Errorf("rayflow: decoding the accumulator: %w", err)
@@ -51,8 +48,8 @@ func RegisterReducer[Acc, Item any](fn func(context.Context, Acc, Item) (Acc, er
 	return id.Name
 }
 
-// LookupReducer returns the reducer registered under name.
-func LookupReducer(name string) (ReducerLeaf, bool) {
+// lookupReducer returns the reducer registered under name.
+func lookupReducer(name string) (sdkrt.ReducerLeaf, bool) {
 	reducers.RLock()
 	defer reducers.RUnlock()
 	r, ok := reducers.m[name]

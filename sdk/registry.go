@@ -3,25 +3,22 @@ package sdk
 import (
 	"context"
 	"fmt"
-	"sort"
+	"strings"
 	"sync"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// Leaf runs one registered step on encoded bytes: the way another process
-// running the same binary (a Ray leaf process) calls it by name.
-type Leaf func(ctx context.Context, codec Codec, bound, in []byte) ([]byte, error)
-
 var registry = struct {
 	sync.RWMutex
-	leaves map[string]Leaf
-}{leaves: map[string]Leaf{}}
+	leaves map[string]sdkrt.Leaf
+}{leaves: map[string]sdkrt.Leaf{}}
 
 // register records a resolvable callable. Flows are normally built in
 // package-level variables, so this runs during package initialization and
 // every process of the binary knows the same names.
-func register(c flowgraph.Callable, leaf Leaf) {
+func register(c flowgraph.Callable, leaf sdkrt.Leaf) {
 	if !c.Resolvable {
 		return
 	}
@@ -32,28 +29,16 @@ func register(c flowgraph.Callable, leaf Leaf) {
 	}
 }
 
-// LookupLeaf returns the registered step called name.
-func LookupLeaf(name string) (Leaf, bool) {
+// lookupLeaf returns the registered step called name.
+func lookupLeaf(name string) (sdkrt.Leaf, bool) {
 	registry.RLock()
 	defer registry.RUnlock()
 	l, ok := registry.leaves[name]
 	return l, ok && l != nil
 }
 
-// RegisteredCallables lists the names of every registered callable.
-func RegisteredCallables() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	names := make([]string, 0, len(registry.leaves))
-	for n := range registry.leaves {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func leafFor[In, Out any](fn func(context.Context, In) (Out, error)) Leaf {
-	return func(ctx context.Context, codec Codec, _, in []byte) ([]byte, error) {
+func leafFor[In, Out any](fn func(context.Context, In) (Out, error)) sdkrt.Leaf {
+	return func(ctx context.Context, codec sdkrt.Codec, _, in []byte) ([]byte, error) {
 		var v In
 		if err := codec.Unmarshal(in, &v); err != nil {
 			return nil, fmt.Errorf("rayflow: decoding the input: %w", err)
@@ -66,8 +51,8 @@ func leafFor[In, Out any](fn func(context.Context, In) (Out, error)) Leaf {
 	}
 }
 
-func boundLeafFor[B, In, Out any](fn func(context.Context, B, In) (Out, error)) Leaf {
-	return func(ctx context.Context, codec Codec, bound, in []byte) ([]byte, error) {
+func boundLeafFor[B, In, Out any](fn func(context.Context, B, In) (Out, error)) sdkrt.Leaf {
+	return func(ctx context.Context, codec sdkrt.Codec, bound, in []byte) ([]byte, error) {
 		var b B
 		if err := codec.Unmarshal(bound, &b); err != nil {
 			return nil, fmt.Errorf("rayflow: decoding the bound value: %w", err)
@@ -98,8 +83,8 @@ func RegisterFlow[In, Out any](name string, f Flow[In, Out]) {
 	flows.m[name] = f.node
 }
 
-// LookupFlow returns the graph of a registered flow.
-func LookupFlow(name string) (*flowgraph.Node, bool) {
+// lookupFlow returns the graph of the flow registered under name.
+func lookupFlow(name string) (*flowgraph.Node, bool) {
 	flows.RLock()
 	defer flows.RUnlock()
 	n, ok := flows.m[name]
@@ -113,10 +98,14 @@ func RegisteredFlows() []string {
 	return sortedKeys(flows.m)
 }
 
-// MaterializeGraph materializes an untyped graph (from LookupFlow).
-func MaterializeGraph(root *flowgraph.Node, opts ...MaterializeOption) (*Materialized, error) {
-	if root == nil {
-		return nil, &DefinitionError{Path: "0", Code: CodeEmpty, Msg: "no flow"}
+// MaterializeRegistered materializes the flow registered under name
+// (RegisterFlow) as Materialize does: what a tool or a Ray job's
+// coordinator does with a flow it knows only by name. An unknown name fails
+// with an error wrapping ErrUnknownFlow that lists the registered flows.
+func MaterializeRegistered(name string, opts ...MaterializeOption) (*Materialized, error) {
+	root, ok := lookupFlow(name)
+	if !ok || root == nil {
+		return nil, fmt.Errorf("%w: %q (registered: %s)", ErrUnknownFlow, name, strings.Join(RegisteredFlows(), ", "))
 	}
 	return materialize(root, opts)
 }

@@ -15,7 +15,11 @@ import (
 )
 
 // Engine executes a materialized workflow. The local engine is built in;
-// the Ray engine (engine/ray) implements this interface too.
+// the Ray engine (engine/ray) implements this interface too. An
+// application passes an engine to WithEngine; it does not implement one:
+// an engine executes the plan's graph, which it reaches (with the
+// registered leaves) through this module's internal packages, so engines
+// live in this module.
 type Engine interface {
 	// Name identifies the engine ("local", "ray").
 	Name() string
@@ -30,8 +34,8 @@ type Engine interface {
 // RunSpec is one run as an engine receives it: a run is (plan, input,
 // identity, progress).
 type RunSpec struct {
-	// Plan is the materialized plan; the engine executes Plan.Bindings.Root
-	// under Plan.Selection's strategy. Progress already carries the plan's
+	// Plan is the materialized plan; the engine executes its graph under
+	// Plan.Selection's strategy. Progress already carries the plan's
 	// reporting policy (Plan.ReportingPolicy).
 	Plan *Materialized
 	// Input is the flow's input value.
@@ -143,14 +147,14 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 // RunPlan runs an already materialized plan on input, as Run does (the
 // same identity, progress and engine options; WithPlan and WithPlanOptions
 // do not apply), and returns the engine's raw result: the Go value from
-// the local engine, an *EncodedResult from the Ray engine (DecodeResult
-// turns either into a typed value). It is for callers that hold a plan
+// the local engine, the codec's encoded bytes from the Ray engine
+// (DecodeResult turns either into a typed value). It is for callers that hold a plan
 // and not a typed flow (a durable worker, a job coordinator).
 func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption) (any, error) {
-	if m == nil || m.Bindings == nil || m.Bindings.Root == nil || m.Selection == nil {
+	if m == nil || m.bindings == nil || m.bindings.Root == nil || m.Selection == nil {
 		return nil, errors.New("rayflow: RunPlan: not a materialized plan")
 	}
-	return run(ctx, m.Bindings.Root, m, input, opts)
+	return run(ctx, m.bindings.Root, m, input, opts)
 }
 
 func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (any, error) {
@@ -180,7 +184,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		if m, err = materialize(root, popts); err != nil {
 			return nil, err
 		}
-	} else if m.Bindings == nil || m.Bindings.Root != root {
+	} else if m.bindings == nil || m.bindings.Root != root {
 		return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
 	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
@@ -190,7 +194,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
-		Identity: id.record(), Policy: m.ReportingPolicy(), Root: m.Bindings.Root,
+		Identity: id.record(), Policy: m.ReportingPolicy(), Root: m.bindings.Root,
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
@@ -207,7 +211,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	} else {
 		// The leaves report to the run's progress only, whatever the
 		// caller's context carries.
-		out, err = local.Run(progress.WithReporter(ctx, nil), m.Bindings.Root, in, local.Options{
+		out, err = local.Run(progress.WithReporter(ctx, nil), m.bindings.Root, in, local.Options{
 			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
 	}
 	ferr := prun.Finish(ctx, err)
@@ -226,7 +230,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 // localPreview runs a step's projector in process (no redaction policy:
 // the default patterns apply, as on Ray).
 func localPreview(p *flowgraph.Preview, result any) progress.PreviewEnvelope {
-	return BuildPreview(p, result, nil)
+	return buildPreview(p, result, nil)
 }
 
 // bootstrap is the application's worker-start hook (RegisterBootstrap).

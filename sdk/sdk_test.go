@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -298,10 +299,10 @@ func TestValidateMatchesRun(t *testing.T) {
 	t.Parallel()
 	f := sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(sdk.Limits{MaxConcurrency: 0}))
 	var de *sdk.DefinitionError
-	if err := sdk.Validate(f.Graph()); !errors.As(err, &de) || de.Path != "0.1" || de.Code != sdk.CodeInvalidLimits {
+	if err := sdkrt.Validate(sdkrt.Graph(f)); !errors.As(err, &de) || de.Path != "0.1" || de.Code != sdk.CodeInvalidLimits {
 		t.Fatalf("Validate = %v", err)
 	}
-	if err := sdk.Validate(sdk.Step(Inc).Graph()); err != nil {
+	if err := sdkrt.Validate(sdkrt.Graph(sdk.Step(Inc))); err != nil {
 		t.Fatalf("Validate of a valid step = %v", err)
 	}
 }
@@ -334,7 +335,7 @@ func TestBind(t *testing.T) {
 	if leaves.n.Load() != 2 {
 		t.Fatalf("%d calls, want 2", leaves.n.Load())
 	}
-	s := f.Graph().Step
+	s := sdkrt.Graph(f).Step
 	if s.Bound != 1 || s.BoundValue != "bound:" || !s.Callable.Resolvable || !strings.HasSuffix(s.Callable.Name, "sdk_test.Prefix") {
 		t.Fatalf("bound step = %+v", s)
 	}
@@ -373,7 +374,7 @@ func TestCallableIdentity(t *testing.T) {
 		{"method value", sdk.Step(receiver{add: 1}.Add), false, "-fm"},
 		{"generic instantiation", sdk.Step(identity[int]), false, "]"},
 	} {
-		cl := c.flow.Graph().Step.Callable
+		cl := sdkrt.Graph(c.flow).Step.Callable
 		if cl.Resolvable != c.resolvable || !strings.Contains(cl.Name, c.suffix) {
 			t.Errorf("%s: callable %+v, want resolvable=%v and a name containing %q", c.name, cl, c.resolvable, c.suffix)
 		}
@@ -383,10 +384,10 @@ func TestCallableIdentity(t *testing.T) {
 		}
 	}
 	f := sdk.Reduce(sdk.Map(sdk.Step(Inc)).WithLimits(okLimits), Add, 0, okFold)
-	if r := f.Graph().Map.Fold.Reducer.Callable; !r.Resolvable || !strings.HasSuffix(r.Name, "/sdk_test.Add") {
+	if r := sdkrt.Graph(f).Map.Fold.Reducer.Callable; !r.Resolvable || !strings.HasSuffix(r.Name, "/sdk_test.Add") {
 		t.Errorf("reducer callable %+v", r)
 	}
-	if p := sdk.Step(Inc).WithOutputPreview(PreviewInt).Graph().Step.Preview.Callable; !p.Resolvable || !strings.HasSuffix(p.Name, "/sdk_test.PreviewInt") {
+	if p := sdkrt.Graph(sdk.Step(Inc).WithOutputPreview(PreviewInt)).Step.Preview.Callable; !p.Resolvable || !strings.HasSuffix(p.Name, "/sdk_test.PreviewInt") {
 		t.Errorf("preview callable %+v", p)
 	}
 }
@@ -416,7 +417,7 @@ func TestWithBootstrapRunsTheHookOncePerProcess(t *testing.T) {
 	})
 	f := sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Bootstrapped, sdk.WithBootstrap(), sdk.WithBootstrap())).
 		WithLimits(sdk.Limits{MaxConcurrency: 16}))
-	if !f.Graph().Children[1].Children[0].Step.Bootstrap {
+	if !sdkrt.Graph(f).Children[1].Children[0].Step.Bootstrap {
 		t.Fatal("the step is not marked Bootstrap")
 	}
 	var wg sync.WaitGroup
@@ -469,5 +470,29 @@ func TestReportProgressLocally(t *testing.T) {
 	}
 	if sdk.ReportProgress(ctx, 0, 0, "", nil) {
 		t.Fatal("ReportProgress outside any run returned true")
+	}
+}
+
+func init() { sdk.RegisterFlow("sdk_test.registered", sdk.Then(sdk.Step(Inc), sdk.Step(Inc))) }
+
+func TestMaterializeRegistered(t *testing.T) {
+	t.Parallel()
+	m, err := sdk.MaterializeRegistered("sdk_test.registered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sdk.Materialize(sdk.Then(sdk.Step(Inc), sdk.Step(Inc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Fingerprint != want.Fingerprint {
+		t.Fatalf("fingerprint %s, want %s", m.Fingerprint, want.Fingerprint)
+	}
+	if out, err := sdk.RunPlan(context.Background(), m, 1); err != nil || out != 3 {
+		t.Fatalf("RunPlan = %v, %v; want 3", out, err)
+	}
+	_, err = sdk.MaterializeRegistered("sdk_test.no-such-flow")
+	if !errors.Is(err, sdk.ErrUnknownFlow) || !strings.Contains(err.Error(), "sdk_test.registered") {
+		t.Fatalf("unknown flow: %v; want ErrUnknownFlow listing the registered flows", err)
 	}
 }

@@ -147,10 +147,10 @@ func lookupRuntimeEnv(name string) (RuntimeEnv, bool) {
 	return e, ok
 }
 
-// Validate checks a workflow graph against every definition rule and
+// validateGraph checks a workflow graph against every definition rule and
 // returns the first violation as a *DefinitionError naming the node; it
-// runs before any leaf. Run calls it; tools may too.
-func Validate(root *flowgraph.Node) error {
+// runs before any leaf (Materialize calls it).
+func validateGraph(root *flowgraph.Node) error {
 	return validate(root, flowgraph.RootID, false, false)
 }
 

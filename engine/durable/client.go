@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -121,7 +121,7 @@ func Enqueue[In, Out any](ctx context.Context, c *Client, f sdk.Flow[In, Out], i
 // EnqueueTx is Enqueue inside the caller's transaction (or any DB): the
 // task exists if and only if the caller's transaction commits.
 func EnqueueTx[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In, Out], in In, o EnqueueOptions) (string, error) {
-	name, err := c.reg.nameOf(f.Graph())
+	name, err := c.reg.nameOf(sdkrt.Graph(f))
 	if err != nil {
 		return "", err
 	}

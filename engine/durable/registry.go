@@ -11,6 +11,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -83,7 +84,7 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 	}
 	e := &flowEntry{
 		name:      name,
-		graph:     f.Graph(),
+		graph:     sdkrt.Graph(f),
 		inputType: reflect.TypeFor[In]().String(),
 		decode: func(raw []byte) error {
 			_, err := decodeStrict[In](raw)

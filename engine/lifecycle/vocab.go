@@ -1,10 +1,15 @@
 package lifecycle
 
+import schema "github.com/rayflow/rayflow/gen/lifecycle"
+
 // Protocol constants (CONTRACTS §4).
 const (
 	// ProtocolVersion is COMPILED_GRAPH_LIFECYCLE_PROTOCOL_VERSION, the value
 	// fingerprinted at strategy_requirements.compiled_graph.lifecycle_protocol_version.
-	ProtocolVersion = 1
+	// It is defined below both this package and sdk (gen/lifecycle, from
+	// schema/lifecycle.cue), so sdk binds it into plans without importing an
+	// engine package.
+	ProtocolVersion = schema.ProtocolVersion
 	// SnapshotSchemaVersion is the version of the snapshot record.
 	SnapshotSchemaVersion = 1
 	// MaxOutputs bounds the declared outputs of one invocation.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/local"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -33,7 +34,7 @@ func BenchmarkMap(b *testing.B) {
 	for _, c := range []struct{ items, window int }{{100_000, 64}, {100_000, 1024}, {10_000, 64}} {
 		b.Run(fmt.Sprintf("items=%d/window=%d", c.items, c.window), func(b *testing.B) {
 			f := sdk.Map(sdk.Step(NoopLeaf)).WithLimits(sdk.Limits{MaxConcurrency: c.window, MaxItems: c.items})
-			if err := sdk.Validate(f.Graph()); err != nil {
+			if err := sdkrt.Validate(sdkrt.Graph(f)); err != nil {
 				b.Fatal(err)
 			}
 			in := make([]int, c.items)
@@ -44,7 +45,7 @@ func BenchmarkMap(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for b.Loop() {
-				out, err := local.Run(context.Background(), f.Graph(), in, local.Options{})
+				out, err := local.Run(context.Background(), sdkrt.Graph(f), in, local.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -147,12 +148,12 @@ func midRunLive(tb testing.TB, fold bool, items, window int) (heap uint64, gorou
 	m := sdk.MapSeq(sdk.Step(ProbeLeaf)).WithLimits(sdk.Limits{MaxConcurrency: window, MaxItems: items})
 	var g *flowgraph.Node
 	if fold {
-		g = sdk.Reduce(m, CountItems, 0, sdk.FoldOptions{MaxSerializedBytes: 1 << 20,
-			Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}}).Graph()
+		g = sdkrt.Graph(sdk.Reduce(m, CountItems, 0, sdk.FoldOptions{MaxSerializedBytes: 1 << 20,
+			Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}}))
 	} else {
-		g = m.Graph()
+		g = sdkrt.Graph(m)
 	}
-	if err := sdk.Validate(g); err != nil {
+	if err := sdkrt.Validate(g); err != nil {
 		tb.Fatal(err)
 	}
 	p := &probe{at: items / 2, resume: make(chan struct{})}
@@ -270,8 +271,8 @@ func BenchmarkCodecRoundTrip(b *testing.B) {
 		g    *flowgraph.Node
 		in   any
 	}{
-		{"int", sdk.Map(sdk.Step(NoopLeaf)).WithLimits(limits).Graph(), ints},
-		{"record", sdk.Map(sdk.Step(Reprice)).WithLimits(limits).Graph(), recs},
+		{"int", sdkrt.Graph(sdk.Map(sdk.Step(NoopLeaf)).WithLimits(limits)), ints},
+		{"record", sdkrt.Graph(sdk.Map(sdk.Step(Reprice)).WithLimits(limits)), recs},
 	} {
 		for _, off := range []bool{false, true} {
 			mode := "roundtrip=on"
@@ -279,7 +280,7 @@ func BenchmarkCodecRoundTrip(b *testing.B) {
 				mode = "roundtrip=off"
 			}
 			b.Run(c.name+"/"+mode, func(b *testing.B) {
-				if err := sdk.Validate(c.g); err != nil {
+				if err := sdkrt.Validate(c.g); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {

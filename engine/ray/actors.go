@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -38,10 +39,10 @@ func actorOptions(a flowgraph.ActorOptions) map[string]any {
 // (a missing custom resource leaves it pending; cancellation stays live).
 // It returns nil when the map has neither a buffer nor a fold.
 func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*sink, error) {
-	var spec ActorSpec
+	var spec actorSpec
 	switch {
 	case m.Buffer != nil:
-		spec = ActorSpec{Kind: "buffer", Options: actorOptions(m.Buffer.Actor), MaxBytes: m.Buffer.MaxSerializedBytes, MaxItems: m.Limits.MaxItems}
+		spec = actorSpec{Kind: "buffer", Options: actorOptions(m.Buffer.Actor), MaxBytes: m.Buffer.MaxSerializedBytes, MaxItems: m.Limits.MaxItems}
 	case m.Fold != nil:
 		init, err := m.Fold.Initial()
 		if err != nil {
@@ -56,7 +57,7 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 			// The reducer runs in the actor's leaf process.
 			opts["runtime_env"] = r.envs[env]
 		}
-		spec = ActorSpec{Kind: "fold", Options: opts, MaxBytes: m.Fold.MaxSerializedBytes,
+		spec = actorSpec{Kind: "fold", Options: opts, MaxBytes: m.Fold.MaxSerializedBytes,
 			Exe: r.e.exe, Callable: m.Fold.Reducer.Callable.Name, Node: id + ".reducer", Digest: r.digest, Bootstrap: m.Fold.Reducer.Bootstrap,
 			Initial: b, MaxRetained: max(0, min(m.Limits.MaxItems-1, m.Limits.MaxConcurrency-1))}
 	default:
@@ -68,7 +69,7 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 	}
 	s := &sink{r: r, kind: spec.Kind, node: id, actor: actor, done: map[int]bool{}}
 	err = r.await(ctx, ready, id)
-	r.e.rt.Release([]Handle{ready})
+	r.e.rt.Release([]objHandle{ready})
 	if err != nil {
 		s.kill()
 		return nil, s.wrap(err)
@@ -87,13 +88,13 @@ func (s *sink) wrap(err error) error {
 // add hands item index (its result handle) to the actor and waits for the
 // acknowledgement. It returns how many window slots are free again: 1 for
 // a buffer, the number of newly incorporated items for a fold.
-func (s *sink) add(ctx context.Context, index int, h Handle) (int, error) {
-	ch, err := s.r.e.rt.CallActor(ctx, s.actor, "add", []any{index, Arg{Handle: h}})
+func (s *sink) add(ctx context.Context, index int, h objHandle) (int, error) {
+	ch, err := s.r.e.rt.CallActor(ctx, s.actor, "add", []any{index, taskArg{Handle: h}})
 	if err != nil {
 		return 0, err
 	}
 	err = s.r.await(ctx, ch, s.node)
-	s.r.e.rt.Release([]Handle{ch})
+	s.r.e.rt.Release([]objHandle{ch})
 	if err != nil {
 		return 0, s.wrap(err)
 	}
@@ -112,13 +113,13 @@ func (s *sink) add(ctx context.Context, index int, h Handle) (int, error) {
 
 // finalize returns the payload handle (the ordered list or the
 // accumulator) once its acknowledgement has resolved, and kills the actor.
-func (s *sink) finalize(ctx context.Context, n int) (Handle, error) {
+func (s *sink) finalize(ctx context.Context, n int) (objHandle, error) {
 	h, err := s.r.e.rt.CallActor(ctx, s.actor, "finalize", []any{n})
 	if err != nil {
 		return 0, err
 	}
 	if err := s.r.await(ctx, h, s.node); err != nil {
-		s.r.e.rt.Release([]Handle{h})
+		s.r.e.rt.Release([]objHandle{h})
 		return 0, s.wrap(err)
 	}
 	s.kill()
@@ -134,7 +135,7 @@ func checkFold(f *flowgraph.Fold, id string) error {
 		return &sdk.DefinitionError{Path: id + ".reducer", Code: sdk.CodeNotAStep,
 			Msg: fmt.Sprintf("reducer %s is not resolvable by name (a closure, method value or generic instantiation) and cannot run in a Ray fold actor", c.Name)}
 	}
-	if _, ok := sdk.LookupReducer(c.Name); !ok {
+	if _, ok := sdkrt.LookupReducer(c.Name); !ok {
 		return &sdk.DefinitionError{Path: id + ".reducer", Code: sdk.CodeNotAStep,
 			Msg: fmt.Sprintf("reducer %s is not registered for Ray: call sdk.RegisterReducer(%s) at package initialization", c.Name, c.Name)}
 	}

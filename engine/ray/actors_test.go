@@ -150,8 +150,8 @@ func TestBufferMatchesLocal(t *testing.T) {
 	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
-	cr := &countingRuntime{Runtime: testEngine.rt}
-	e := NewWithRuntime(cr, testEngine.exe)
+	cr := &countingRuntime{rayRuntime: testEngine.rt}
+	e := newWithRuntime(cr, testEngine.exe)
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 12}, 64<<10)
 	in := revItems(12, 20, "", 2000)
 	// count payload fetches only, not progress drains

@@ -130,7 +130,7 @@ func leafRoundTrip(t *testing.T, n int) time.Duration {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), LeafEnv+"=1")
+	cmd.Env = append(os.Environ(), leafEnv+"=1")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -25,29 +25,29 @@ import (
 //go:embed bridge.py
 var bridgeSource []byte
 
-// ProtocolVersion is the bridge protocol version this package speaks.
-const ProtocolVersion = 2
+// bridgeProtocolVersion is the bridge protocol version this package speaks.
+const bridgeProtocolVersion = 2
 
 // RayVersion is the Ray version the bridge requires.
 const RayVersion = "2.60.0"
 
-// Handle is an opaque reference to a value the runtime owns (a Ray
+// objHandle is an opaque reference to a value the runtime owns (a Ray
 // ObjectRef in the bridge's table).
-type Handle int64
+type objHandle int64
 
-// Arg is a leaf or collector argument: a handle, or bytes passed inline.
-type Arg struct {
-	Handle Handle
+// taskArg is a leaf or collector argument: a handle, or bytes passed inline.
+type taskArg struct {
+	Handle objHandle
 	Bytes  []byte // used when Handle is 0
 }
 
-// LeafTask is one leaf submission.
-type LeafTask struct {
+// leafTask is one leaf submission.
+type leafTask struct {
 	Exe      string         // the leaf binary
 	Callable string         // registered step name
 	Node     string         // runtime node id, for errors
 	Bound    []byte         // encoded bound value, nil when none
-	Arg      Arg            // the input
+	Arg      taskArg        // the input
 	Options  map[string]any // Ray task options
 	// Digest is the plan's executable digest ("sha256:<hex>") that the
 	// leaf process must have, "" when the plan's code identity is a
@@ -57,11 +57,11 @@ type LeafTask struct {
 	// leaf process before the step.
 	Bootstrap bool
 	// Progress is set when the leaf reports to a collector actor.
-	Progress *LeafProgress
+	Progress *leafProgressEvent
 }
 
-// LeafProgress binds a leaf to the run's collector actor and graph node.
-type LeafProgress struct {
+// leafProgressEvent binds a leaf to the run's collector actor and graph node.
+type leafProgressEvent struct {
 	Actor    int64
 	Identity common.RunIdentity
 	Label    string
@@ -70,45 +70,45 @@ type LeafProgress struct {
 	Preview string
 }
 
-// Ready is a handle whose value is available, or its failure.
-type Ready struct {
-	Handle Handle
+// readyRef is a handle whose value is available, or its failure.
+type readyRef struct {
+	Handle objHandle
 	Err    *errorInfo
 	Value  []byte // encoded error value when Err is a typed leaf error
 }
 
-// Runtime is what the engine needs from Ray. The Python bridge implements
+// rayRuntime is what the engine needs from Ray. The Python bridge implements
 // it; a native Go runtime for Ray could replace it.
-type Runtime interface {
-	Put(ctx context.Context, data []byte) (Handle, error)
-	Submit(ctx context.Context, t LeafTask) (Handle, error)
+type rayRuntime interface {
+	Put(ctx context.Context, data []byte) (objHandle, error)
+	Submit(ctx context.Context, t leafTask) (objHandle, error)
 	// Collect builds a JSON array of the values in order, in Ray.
-	Collect(ctx context.Context, args []Arg) (Handle, error)
+	Collect(ctx context.Context, args []taskArg) (objHandle, error)
 	// Await waits until the task behind h has finished and reports its
 	// failure, if any.
-	Await(ctx context.Context, h Handle) (Ready, error)
+	Await(ctx context.Context, h objHandle) (readyRef, error)
 	// Wait returns when any (or, with all, every) handle is ready, or
 	// after timeout with those ready so far.
-	Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error)
+	Wait(ctx context.Context, hs []objHandle, all bool, timeout time.Duration) ([]readyRef, error)
 	// Get fetches a value's bytes; a failed value returns its failure.
-	Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error)
-	Cancel(ctx context.Context, hs []Handle) error
-	Release(hs []Handle)
+	Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error)
+	Cancel(ctx context.Context, hs []objHandle) error
+	Release(hs []objHandle)
 	// CreateActor creates a result-buffer or fold actor and returns its
 	// id and the handle of its readiness handshake (await it before any
 	// leaf effect).
-	CreateActor(ctx context.Context, a ActorSpec) (actor int64, ready Handle, err error)
+	CreateActor(ctx context.Context, a actorSpec) (actor int64, ready objHandle, err error)
 	// CallActor submits one actor call; its handle is ready when the call
 	// has finished. Finalize's handle is the payload, its readiness the
 	// acknowledgement's.
-	CallActor(ctx context.Context, actor int64, method string, args []any) (Handle, error)
+	CallActor(ctx context.Context, actor int64, method string, args []any) (objHandle, error)
 	// KillActor kills an actor best effort and forgets it.
 	KillActor(actor int64)
 	Close() error
 }
 
-// ActorSpec describes a result-buffer ("buffer") or fold ("fold") actor.
-type ActorSpec struct {
+// actorSpec describes a result-buffer ("buffer") or fold ("fold") actor.
+type actorSpec struct {
 	Kind     string
 	Options  map[string]any // num_cpus, memory, resources, scheduling_strategy
 	MaxBytes int64
@@ -117,14 +117,14 @@ type ActorSpec struct {
 	// Fold: the reducer (run in the actor's Go leaf process), the initial
 	// accumulator's encoded bytes and the out-of-order retention bound.
 	Exe, Callable, Node string
-	Digest              string // as LeafTask.Digest
+	Digest              string // as leafTask.Digest
 	Bootstrap           bool
 	Initial             []byte
 	MaxRetained         int
 }
 
-// BridgeOptions configure the bridge process.
-type BridgeOptions struct {
+// bridgeOptions configure the bridge process.
+type bridgeOptions struct {
 	Python  string    // interpreter with ray installed
 	Stderr  io.Writer // bridge logs; nil: os.Stderr
 	Address string    // "", "local": a private local cluster; else a cluster address
@@ -143,8 +143,8 @@ type BridgeOptions struct {
 	HealthFailures int
 }
 
-// Bridge is the Python bridge process and its protocol client.
-type Bridge struct {
+// rayBridge is the Python bridge process and its protocol client.
+type rayBridge struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	wmu    sync.Mutex
@@ -164,12 +164,12 @@ type Bridge struct {
 	// not be reachable from here: no health checks.
 	remote bool
 	tail   *tailBuffer
-	Hello  Hello
+	Hello  bridgeHello
 	// Handles are chosen here, so creating ops are pipelined (no reply).
 	nextHandle int64
-	live       map[Handle]bool         // created and not released
-	readyCache map[Handle]Ready        // finished, not yet awaited
-	watchers   map[Handle][]chan Ready // awaiting
+	live       map[objHandle]bool            // created and not released
+	readyCache map[objHandle]readyRef        // finished, not yet awaited
+	watchers   map[objHandle][]chan readyRef // awaiting
 	// GCSAddress is the connected cluster's address (host:port).
 	GCSAddress string
 	// SessionDir is the Ray session directory of the connected cluster.
@@ -178,8 +178,8 @@ type Bridge struct {
 	RayletAddress string
 }
 
-// Hello is the bridge's handshake.
-type Hello struct {
+// bridgeHello is the bridge's handshake.
+type bridgeHello struct {
 	Protocol    int     `json:"protocol"`
 	Ray         *string `json:"ray"`
 	Python      string  `json:"python"`
@@ -218,9 +218,9 @@ func bridgeScript() (string, error) {
 	return path, os.Rename(tmp.Name(), path)
 }
 
-// StartBridge starts the bridge, checks the handshake and connects it to
+// startBridge starts the bridge, checks the handshake and connects it to
 // Ray. Every setup problem is a *SetupError naming its fix.
-func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
+func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if o.Python == "" {
 		return nil, &SetupError{Problem: "no Python interpreter with Ray found", Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
 	}
@@ -250,7 +250,7 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &Bridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[Handle]bool{}, readyCache: map[Handle]Ready{}, watchers: map[Handle][]chan Ready{}, done: make(chan struct{}), exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -343,7 +343,7 @@ func StartBridge(ctx context.Context, o BridgeOptions) (*Bridge, error) {
 
 // fail makes the bridge unusable with err (the first failure wins): every
 // call in flight and every later call returns it.
-func (b *Bridge) fail(err error) {
+func (b *rayBridge) fail(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dead != nil {
@@ -356,7 +356,7 @@ func (b *Bridge) fail(err error) {
 }
 
 // Err returns why the bridge is unusable, or nil while it works.
-func (b *Bridge) Err() error {
+func (b *rayBridge) Err() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.dead
@@ -364,7 +364,7 @@ func (b *Bridge) Err() error {
 
 // healthy dials the GCS and the bridge's raylet (a driver cannot work
 // without either).
-func (b *Bridge) healthy(timeout time.Duration) error {
+func (b *rayBridge) healthy(timeout time.Duration) error {
 	if b.remote {
 		return nil
 	}
@@ -383,7 +383,7 @@ func (b *Bridge) healthy(timeout time.Duration) error {
 // does not answer, the cluster is lost (Ray may report a dead head as a
 // crashed worker first): the bridge fails and the returned
 // *ClusterLostError wraps cause. It returns nil while the GCS answers.
-func (b *Bridge) CheckCluster(cause error) error {
+func (b *rayBridge) CheckCluster(cause error) error {
 	if err := b.Err(); err != nil {
 		if errors.Is(err, ErrClusterLost) {
 			return err
@@ -411,7 +411,7 @@ func (b *Bridge) CheckCluster(cause error) error {
 // failures mean the cluster is lost: the bridge fails with a
 // *ClusterLostError and is killed (a driver whose head is gone can block
 // for a minute in Ray before it notices).
-func (b *Bridge) watchCluster(interval time.Duration, failures int) {
+func (b *rayBridge) watchCluster(interval time.Duration, failures int) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	bad := 0
@@ -446,10 +446,10 @@ func (b *Bridge) watchCluster(interval time.Duration, failures int) {
 	}
 }
 
-func (b *Bridge) checkHello(python string) error {
+func (b *rayBridge) checkHello(python string) error {
 	h := b.Hello
-	if h.Protocol != ProtocolVersion {
-		return &SetupError{Problem: fmt.Sprintf("bridge protocol %d, this coordinator speaks %d", h.Protocol, ProtocolVersion), Fix: "clear the rayflow cache directory and rebuild"}
+	if h.Protocol != bridgeProtocolVersion {
+		return &SetupError{Problem: fmt.Sprintf("bridge protocol %d, this coordinator speaks %d", h.Protocol, bridgeProtocolVersion), Fix: "clear the rayflow cache directory and rebuild"}
 	}
 	if h.Ray == nil {
 		msg := "unknown"
@@ -467,9 +467,9 @@ func (b *Bridge) checkHello(python string) error {
 }
 
 // PID is the bridge process id.
-func (b *Bridge) PID() int { return b.cmd.Process.Pid }
+func (b *rayBridge) PID() int { return b.cmd.Process.Pid }
 
-func (b *Bridge) readLoop(r io.Reader) {
+func (b *rayBridge) readLoop(r io.Reader) {
 	var err error
 	for {
 		var f *frame
@@ -523,7 +523,7 @@ func (b *Bridge) readLoop(r io.Reader) {
 }
 
 // call sends a request and waits for its response frame.
-func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byte) (*frame, error) {
+func (b *rayBridge) call(ctx context.Context, req map[string]any, sections ...[]byte) (*frame, error) {
 	ch := make(chan *frame, 1)
 	b.mu.Lock()
 	if b.dead != nil {
@@ -567,7 +567,7 @@ func (b *Bridge) call(ctx context.Context, req map[string]any, sections ...[]byt
 	}
 }
 
-func (b *Bridge) send(req map[string]any, sections ...[]byte) error {
+func (b *rayBridge) send(req map[string]any, sections ...[]byte) error {
 	if err := b.Err(); err != nil {
 		return err
 	}
@@ -589,22 +589,22 @@ func (b *Bridge) send(req map[string]any, sections ...[]byte) error {
 }
 
 // newHandle allocates a handle for a creating op.
-func (b *Bridge) newHandle() Handle {
+func (b *rayBridge) newHandle() objHandle {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextHandle++
-	h := Handle(b.nextHandle)
+	h := objHandle(b.nextHandle)
 	b.live[h] = true
 	return h
 }
 
 // Put stores data in the object store.
-func (b *Bridge) Put(ctx context.Context, data []byte) (Handle, error) {
+func (b *rayBridge) Put(ctx context.Context, data []byte) (objHandle, error) {
 	h := b.newHandle()
 	return h, b.send(map[string]any{"op": "put", "id": 0, "h": h}, data)
 }
 
-func argSpec(a Arg, sections *[][]byte) map[string]any {
+func argSpec(a taskArg, sections *[][]byte) map[string]any {
 	if a.Handle != 0 {
 		return map[string]any{"h": a.Handle}
 	}
@@ -613,7 +613,7 @@ func argSpec(a Arg, sections *[][]byte) map[string]any {
 }
 
 // Submit submits one leaf (pipelined: no reply is awaited).
-func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
+func (b *rayBridge) Submit(ctx context.Context, t leafTask) (objHandle, error) {
 	var sections [][]byte
 	h := b.newHandle()
 	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node, "digest": t.Digest}
@@ -639,7 +639,7 @@ func (b *Bridge) Submit(ctx context.Context, t LeafTask) (Handle, error) {
 }
 
 // Collect submits an ordered JSON-array collector task.
-func (b *Bridge) Collect(ctx context.Context, args []Arg) (Handle, error) {
+func (b *rayBridge) Collect(ctx context.Context, args []taskArg) (objHandle, error) {
 	var sections [][]byte
 	specs := make([]map[string]any, len(args))
 	for i, a := range args {
@@ -650,14 +650,14 @@ func (b *Bridge) Collect(ctx context.Context, args []Arg) (Handle, error) {
 }
 
 type readyItem struct {
-	H     Handle     `json:"h"`
+	H     objHandle  `json:"h"`
 	OK    bool       `json:"ok"`
 	Error *errorInfo `json:"error"`
 	S     *int       `json:"s"`
 }
 
-func (r readyItem) ready(f *frame) Ready {
-	out := Ready{Handle: r.H, Err: r.Error}
+func (r readyItem) ready(f *frame) readyRef {
+	out := readyRef{Handle: r.H, Err: r.Error}
 	if r.S != nil {
 		out.Value = f.section(*r.S)
 	}
@@ -666,7 +666,7 @@ func (r readyItem) ready(f *frame) Ready {
 
 // deliver routes a batched ready event to the awaiting calls, or keeps
 // it until the handle is awaited or released.
-func (b *Bridge) deliver(f *frame) error {
+func (b *rayBridge) deliver(f *frame) error {
 	var ev struct {
 		Ready []readyItem `json:"ready"`
 	}
@@ -691,25 +691,25 @@ func (b *Bridge) deliver(f *frame) error {
 }
 
 // Await waits for a task handle's ready event.
-func (b *Bridge) Await(ctx context.Context, h Handle) (Ready, error) {
+func (b *rayBridge) Await(ctx context.Context, h objHandle) (readyRef, error) {
 	b.mu.Lock()
 	if b.dead != nil {
 		err := b.dead
 		b.mu.Unlock()
-		return Ready{}, err
+		return readyRef{}, err
 	}
 	if r, ok := b.readyCache[h]; ok {
 		b.mu.Unlock()
 		return r, nil
 	}
-	ch := make(chan Ready, 1)
+	ch := make(chan readyRef, 1)
 	b.watchers[h] = append(b.watchers[h], ch)
 	b.mu.Unlock()
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-b.failed:
-		return Ready{}, b.Err()
+		return readyRef{}, b.Err()
 	case <-ctx.Done():
 		b.mu.Lock()
 		if b.watchers != nil {
@@ -725,12 +725,12 @@ func (b *Bridge) Await(ctx context.Context, h Handle) (Ready, error) {
 			}
 		}
 		b.mu.Unlock()
-		return Ready{}, ctx.Err()
+		return readyRef{}, ctx.Err()
 	}
 }
 
 // Wait waits for handles (batched with every other wait in the bridge).
-func (b *Bridge) Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error) {
+func (b *rayBridge) Wait(ctx context.Context, hs []objHandle, all bool, timeout time.Duration) ([]readyRef, error) {
 	f, err := b.call(ctx, map[string]any{"op": "wait", "handles": hs, "all": all, "timeout": timeout.Seconds()})
 	if err != nil {
 		return nil, err
@@ -741,7 +741,7 @@ func (b *Bridge) Wait(ctx context.Context, hs []Handle, all bool, timeout time.D
 	if err := f.decode(&h); err != nil {
 		return nil, &BridgeError{Err: err}
 	}
-	out := make([]Ready, len(h.Ready))
+	out := make([]readyRef, len(h.Ready))
 	for i, r := range h.Ready {
 		out[i] = r.ready(f)
 	}
@@ -749,7 +749,7 @@ func (b *Bridge) Wait(ctx context.Context, hs []Handle, all bool, timeout time.D
 }
 
 // Get fetches a value's bytes, or its failure.
-func (b *Bridge) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error) {
+func (b *rayBridge) Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error) {
 	f, err := b.call(ctx, map[string]any{"op": "get", "h": h})
 	if err != nil {
 		return nil, nil, nil, err
@@ -767,7 +767,7 @@ func (b *Bridge) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte,
 }
 
 // Cancel requests recursive cancellation of the handles' tasks.
-func (b *Bridge) Cancel(ctx context.Context, hs []Handle) error {
+func (b *rayBridge) Cancel(ctx context.Context, hs []objHandle) error {
 	if len(hs) == 0 {
 		return nil
 	}
@@ -776,7 +776,7 @@ func (b *Bridge) Cancel(ctx context.Context, hs []Handle) error {
 }
 
 // Release drops the bridge's references (no response is awaited).
-func (b *Bridge) Release(hs []Handle) {
+func (b *rayBridge) Release(hs []objHandle) {
 	if len(hs) == 0 {
 		return
 	}
@@ -790,7 +790,7 @@ func (b *Bridge) Release(hs []Handle) {
 }
 
 // CreateActor creates an actor (pipelined) and submits its handshake.
-func (b *Bridge) CreateActor(ctx context.Context, a ActorSpec) (int64, Handle, error) {
+func (b *rayBridge) CreateActor(ctx context.Context, a actorSpec) (int64, objHandle, error) {
 	ready := b.newHandle()
 	b.mu.Lock()
 	b.nextHandle++ // actor ids share the handle counter
@@ -808,11 +808,11 @@ func (b *Bridge) CreateActor(ctx context.Context, a ActorSpec) (int64, Handle, e
 
 // CallActor submits one actor call (pipelined). An Arg argument is passed
 // as a handle or inline bytes; anything else as JSON.
-func (b *Bridge) CallActor(ctx context.Context, actor int64, method string, args []any) (Handle, error) {
+func (b *rayBridge) CallActor(ctx context.Context, actor int64, method string, args []any) (objHandle, error) {
 	var sections [][]byte
 	specs := make([]any, len(args))
 	for i, a := range args {
-		if x, ok := a.(Arg); ok {
+		if x, ok := a.(taskArg); ok {
 			specs[i] = argSpec(x, &sections)
 		} else {
 			specs[i] = a
@@ -823,32 +823,32 @@ func (b *Bridge) CallActor(ctx context.Context, actor int64, method string, args
 }
 
 // KillActor kills an actor best effort (no reply is awaited).
-func (b *Bridge) KillActor(actor int64) {
+func (b *rayBridge) KillActor(actor int64) {
 	_ = b.send(map[string]any{"op": "actor_kill", "id": 0, "actor": actor})
 }
 
-// ActorState is one actor in Ray's state API.
-type ActorState struct {
+// actorState is one actor in Ray's state API.
+type actorState struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
 }
 
 // ListActors lists the cluster's actors of a class through Ray's state
 // API (ray.util.state.list_actors; the cluster needs its dashboard).
-func (b *Bridge) ListActors(ctx context.Context, class string) ([]ActorState, error) {
+func (b *rayBridge) ListActors(ctx context.Context, class string) ([]actorState, error) {
 	f, err := b.call(ctx, map[string]any{"op": "list_actors", "class_name": class})
 	if err != nil {
 		return nil, err
 	}
 	var r struct {
-		Actors []ActorState `json:"actors"`
+		Actors []actorState `json:"actors"`
 	}
 	err = f.decode(&r)
 	return r.Actors, err
 }
 
 // Stats reports the bridge's table size (tests).
-func (b *Bridge) Stats(ctx context.Context) (handles int, err error) {
+func (b *rayBridge) Stats(ctx context.Context) (handles int, err error) {
 	f, err := b.call(ctx, map[string]any{"op": "stats"})
 	if err != nil {
 		return 0, err
@@ -861,7 +861,7 @@ func (b *Bridge) Stats(ctx context.Context) (handles int, err error) {
 }
 
 // Close shuts the bridge down within 30 s (CloseWithin).
-func (b *Bridge) Close() error { return b.CloseWithin(30 * time.Second) }
+func (b *rayBridge) Close() error { return b.CloseWithin(30 * time.Second) }
 
 // CloseWithin shuts the bridge down and reaps it within about timeout: a
 // private cluster is ended with the bridge's process group (SIGKILL: its
@@ -869,7 +869,7 @@ func (b *Bridge) Close() error { return b.CloseWithin(30 * time.Second) }
 // shared cluster's driver is disconnected (ray.shutdown), or killed when
 // that does not finish in time or the cluster is unreachable. Nothing is
 // started: the bridge runs with RAY_ENABLE_AUTO_CONNECT=0.
-func (b *Bridge) CloseWithin(timeout time.Duration) error {
+func (b *rayBridge) CloseWithin(timeout time.Duration) error {
 	b.mu.Lock()
 	b.closing = true
 	dead, private := b.dead, b.private
@@ -897,7 +897,7 @@ func (b *Bridge) CloseWithin(timeout time.Duration) error {
 
 // kill ends the bridge's process group (the bridge and a private
 // cluster's processes) and reaps the bridge.
-func (b *Bridge) kill() {
+func (b *rayBridge) kill() {
 	if b.cmd.Process != nil {
 		killGroup(b.cmd.Process.Pid)
 		_ = b.cmd.Process.Kill()

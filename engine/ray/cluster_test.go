@@ -359,7 +359,7 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := e.Runtime().(*Bridge)
+	b := e.bridgeRuntime().(*rayBridge)
 	session := filepath.Base(b.SessionDir)
 	if !strings.HasPrefix(session, "session_") {
 		t.Fatalf("session dir %q", b.SessionDir)

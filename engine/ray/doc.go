@@ -8,8 +8,10 @@
 // opaque handles, releasing them as soon as it can. Coordinator and
 // bridge speak a versioned, length-framed protocol on stdin/stdout: a
 // JSON header plus raw byte sections, so payloads are never inside JSON.
-// Everything the engine needs from Ray is the Runtime interface, which a
-// native Go runtime could implement instead.
+// Everything the engine needs from Ray is one unexported runtime
+// interface (the bridge implements it; the short tests use a fake, and a
+// native Go runtime could implement it instead); the bridge itself is not
+// part of this package's API. Its protocol is documented in PROTOCOL.md.
 //
 // Leaves run in persistent Go processes: each Ray worker keeps one child
 // process of the application's own binary started in leaf mode, which
@@ -44,8 +46,8 @@
 // build is refused with a *LeafStartError (ErrBuildMismatch, naming both
 // digests); a lost cluster is a *ClusterLostError (ErrClusterLost).
 //
-// Results: Engine.Run returns the final value as an *sdk.EncodedResult
-// (the codec's bytes); Run (this package), sdk.Run and sdk.DecodeResult
+// Results: Engine.Run returns the final value still encoded (the codec's
+// bytes, fetched once); Run (this package), sdk.Run and sdk.DecodeResult
 // decode it into the flow's output type.
 //
 // Code identity: each leaf process starts with a versioned handshake
@@ -134,11 +136,11 @@
 // submissions are pipelined and the coordinator never learns a task id.
 //
 // Output previews (sdk.Flow.WithOutputPreview): WithOutputPreview registers
-// the projector by name in every process of the binary (sdk.LookupPreview).
+// the projector by name in every process of the binary (the leaf process looks it up by that name).
 // Under full reporting a step with a projector that is not a map item
 // reports a PENDING preview after STARTED; after the leaf succeeds its
 // process decodes the encoded result with the codec, runs the projector
-// (sdk.BuildPreview: validated against preview profile v1 and redacted) and
+// (validated against preview profile v1 and redacted) and
 // sends the envelope as an output_preview event before COMPLETED. A
 // projector error or panic, or a result that does not decode, is a FAILED
 // envelope; the leaf's result is never changed. A failed leaf reports

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -52,8 +53,8 @@ type Options struct {
 	CloseTimeout time.Duration
 }
 
-// MapProgress is one aggregate progress report of a bounded map.
-type MapProgress = progress.MapCounters
+// mapProgress is one aggregate progress report of a bounded map.
+type mapProgress = progress.MapCounters
 
 // Engine runs materialized plans on Ray. It implements sdk.Engine.
 //
@@ -61,7 +62,7 @@ type MapProgress = progress.MapCounters
 // progress.Run in the RunSpec, under the plan's reporting policy; two
 // concurrent runs on one engine never share progress state.
 type Engine struct {
-	rt    Runtime
+	rt    rayRuntime
 	exe   string
 	codec sdk.Codec
 
@@ -85,18 +86,18 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			return nil, fmt.Errorf("rayflow: ray: the leaf binary: %w", err)
 		}
 	}
-	b, err := StartBridge(ctx, BridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
+	b, err := startBridge(ctx, bridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
 		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: o.RuntimeEnv})
 	if err != nil {
 		return nil, err
 	}
-	e := NewWithRuntime(b, exe)
+	e := newWithRuntime(b, exe)
 	e.closeTimeout = o.CloseTimeout
 	return e, nil
 }
 
-// NewWithRuntime makes an engine over any Runtime.
-func NewWithRuntime(rt Runtime, exe string) *Engine {
+// newWithRuntime makes an engine over any rayRuntime (the tests' fake).
+func newWithRuntime(rt rayRuntime, exe string) *Engine {
 	return &Engine{rt: rt, exe: exe, codec: sdk.DefaultCodec}
 }
 
@@ -123,8 +124,8 @@ func DefaultPython() string {
 	}
 }
 
-// Runtime returns the engine's runtime (the bridge).
-func (e *Engine) Runtime() Runtime { return e.rt }
+// bridgeRuntime returns the engine's runtime (the bridge).
+func (e *Engine) bridgeRuntime() rayRuntime { return e.rt }
 
 // Name is "ray".
 func (e *Engine) Name() string { return "ray" }
@@ -133,7 +134,7 @@ func (e *Engine) Name() string { return "ray" }
 func (e *Engine) IsRay() bool { return true }
 
 // Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
-// result as an *sdk.EncodedResult (the final value's codec bytes;
+// result still encoded (the final value's codec bytes;
 // sdk.DecodeResult turns it into the flow's output type). Leaf events go
 // to spec.Progress, fenced by spec.Identity, under the plan's reporting
 // policy. A closed engine (ErrClosed), or one whose cluster is lost
@@ -145,23 +146,24 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	}
 	defer func() { err = end(err) }()
 	m, input := spec.Plan, spec.Input
-	if m == nil || m.Bindings == nil || m.Bindings.Root == nil {
+	bind := sdkrt.PlanBindings(m)
+	if bind == nil || bind.Root == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
 	if spec.Progress == nil {
 		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdk.RunPlan)")
 	}
-	if err := e.check(m.Bindings.Root, flowgraph.RootID); err != nil {
+	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
 	rp, err := e.startProgress(ctx, spec.Progress)
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: m.Bindings.RuntimeEnvs}
+	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
-	v, err := r.exec(ctx, m.Bindings.Root, flowgraph.RootID, value{local: true, v: input}, root)
+	v, err := r.exec(ctx, bind.Root, flowgraph.RootID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
 		// Every leaf has finished (and its events reached the actor)
 		// before the last drain.
@@ -181,13 +183,13 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+		return &sdkrt.EncodedResult{Codec: e.codec, Bytes: b}, nil
 	}
 	b, err := r.fetch(ctx, v.h, "0")
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.EncodedResult{Codec: e.codec, Bytes: b}, nil
+	return &sdkrt.EncodedResult{Codec: e.codec, Bytes: b}, nil
 }
 
 // planDigest is the executable digest the plan's code identity names
@@ -211,7 +213,7 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep,
 				Msg: fmt.Sprintf("step %s is not resolvable by name (a closure, method value or generic instantiation) and cannot run on Ray", n.Step.Callable.Name)}
 		}
-		if _, ok := sdk.LookupLeaf(n.Step.Callable.Name); !ok {
+		if _, ok := sdkrt.LookupLeaf(n.Step.Callable.Name); !ok {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAStep, Msg: fmt.Sprintf("step %s is not registered", n.Step.Callable.Name)}
 		}
 		return nil
@@ -240,7 +242,7 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 type value struct {
 	local bool
 	v     any
-	h     Handle
+	h     objHandle
 	raw   []byte // inline encoded bytes (a map item)
 }
 
@@ -248,20 +250,20 @@ type value struct {
 // item) nothing is released before the scope ends, so that cancellation
 // can reach every physical task of the item.
 type scope struct {
-	rt      Runtime
+	rt      rayRuntime
 	retain  bool
 	mu      sync.Mutex
-	handles []Handle
+	handles []objHandle
 }
 
-func (s *scope) add(h Handle) {
+func (s *scope) add(h objHandle) {
 	s.mu.Lock()
 	s.handles = append(s.handles, h)
 	s.mu.Unlock()
 }
 
 // release drops h now unless the scope retains its handles.
-func (s *scope) release(h Handle) {
+func (s *scope) release(h objHandle) {
 	if s.retain {
 		return
 	}
@@ -273,16 +275,16 @@ func (s *scope) release(h Handle) {
 		}
 	}
 	s.mu.Unlock()
-	s.rt.Release([]Handle{h})
+	s.rt.Release([]objHandle{h})
 }
 
 // releaseMany drops hs now (one message) unless the scope retains its
 // handles.
-func (s *scope) releaseMany(hs []Handle) {
+func (s *scope) releaseMany(hs []objHandle) {
 	if s.retain || len(hs) == 0 {
 		return
 	}
-	drop := make(map[Handle]bool, len(hs))
+	drop := make(map[objHandle]bool, len(hs))
 	for _, h := range hs {
 		drop[h] = true
 	}
@@ -298,16 +300,16 @@ func (s *scope) releaseMany(hs []Handle) {
 	s.rt.Release(hs)
 }
 
-func (s *scope) all() []Handle {
+func (s *scope) all() []objHandle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Handle(nil), s.handles...)
+	return append([]objHandle(nil), s.handles...)
 }
 
 // releaseExcept releases every handle but keep.
-func (s *scope) releaseExcept(keep Handle) {
+func (s *scope) releaseExcept(keep objHandle) {
 	s.mu.Lock()
-	var drop []Handle
+	var drop []objHandle
 	for _, h := range s.handles {
 		if h != keep {
 			drop = append(drop, h)
@@ -333,26 +335,26 @@ type runner struct {
 }
 
 // arg turns a value into a task argument.
-func (r *runner) arg(ctx context.Context, v value, sc *scope) (Arg, error) {
+func (r *runner) arg(ctx context.Context, v value, sc *scope) (taskArg, error) {
 	switch {
 	case v.raw != nil:
-		return Arg{Bytes: v.raw}, nil
+		return taskArg{Bytes: v.raw}, nil
 	case !v.local:
-		return Arg{Handle: v.h}, nil
+		return taskArg{Handle: v.h}, nil
 	}
 	b, err := r.e.codec.Marshal(v.v)
 	if err != nil {
-		return Arg{}, fmt.Errorf("rayflow: encoding the input: %w", err)
+		return taskArg{}, fmt.Errorf("rayflow: encoding the input: %w", err)
 	}
 	if len(b) <= 100<<10 {
-		return Arg{Bytes: b}, nil
+		return taskArg{Bytes: b}, nil
 	}
 	h, err := r.e.rt.Put(ctx, b)
 	if err != nil {
-		return Arg{}, err
+		return taskArg{}, err
 	}
 	sc.add(h)
-	return Arg{Handle: h}, nil
+	return taskArg{Handle: h}, nil
 }
 
 // exec submits n on in and returns its (not yet awaited) result. It does
@@ -404,7 +406,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, LeafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s, r.envs), Digest: r.digest, Bootstrap: s.Bootstrap,
+	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s, r.envs), Digest: r.digest, Bootstrap: s.Bootstrap,
 		Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
@@ -467,7 +469,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 	if first != nil {
 		return value{}, first
 	}
-	args := make([]Arg, len(outs))
+	args := make([]taskArg, len(outs))
 	for i, v := range outs {
 		a, err := r.arg(ctx, v, sc)
 		if err != nil {
@@ -501,7 +503,7 @@ func containsMap(n *flowgraph.Node) bool {
 }
 
 // await waits until h is ready and returns its failure, if any.
-func (r *runner) await(ctx context.Context, h Handle, node string) error {
+func (r *runner) await(ctx context.Context, h objHandle, node string) error {
 	ready, err := r.e.rt.Await(ctx, h)
 	if err != nil {
 		return err
@@ -514,7 +516,7 @@ func (r *runner) await(ctx context.Context, h Handle, node string) error {
 }
 
 // fetch gets a value's bytes (what the coordinator must return or split).
-func (r *runner) fetch(ctx context.Context, h Handle, node string) ([]byte, error) {
+func (r *runner) fetch(ctx context.Context, h objHandle, node string) ([]byte, error) {
 	b, info, ev, err := r.e.rt.Get(ctx, h)
 	if err != nil {
 		return nil, err

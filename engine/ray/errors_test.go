@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -90,11 +91,11 @@ func TestLeafHandshake(t *testing.T) {
 		hello  map[string]any
 		reason string
 	}{
-		{"same digest", map[string]any{"protocol": LeafProtocolVersion, "digest": own}, ""},
-		{"no digest (a revision)", map[string]any{"protocol": LeafProtocolVersion, "digest": ""}, ""},
-		{"other build", map[string]any{"protocol": LeafProtocolVersion, "digest": other}, "digest_mismatch"},
+		{"same digest", map[string]any{"protocol": leafProtocolVersion, "digest": own}, ""},
+		{"no digest (a revision)", map[string]any{"protocol": leafProtocolVersion, "digest": ""}, ""},
+		{"other build", map[string]any{"protocol": leafProtocolVersion, "digest": other}, "digest_mismatch"},
 		{"old protocol", map[string]any{"protocol": 1, "digest": own}, "protocol"},
-		{"next protocol", map[string]any{"protocol": LeafProtocolVersion + 1, "digest": own}, "protocol"},
+		{"next protocol", map[string]any{"protocol": leafProtocolVersion + 1, "digest": own}, "protocol"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,7 +110,7 @@ func TestLeafHandshake(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.reason == "" {
-				if !r.OK || r.Hello == nil || r.Hello.Digest != own || r.Hello.Protocol != LeafProtocolVersion {
+				if !r.OK || r.Hello == nil || r.Hello.Digest != own || r.Hello.Protocol != leafProtocolVersion {
 					t.Fatalf("want an accepted hello with the own digest, got %+v", r)
 				}
 				return
@@ -142,7 +143,7 @@ func TestLeafHandshake(t *testing.T) {
 func TestLeafErrorChain(t *testing.T) {
 	t.Parallel()
 	c := startLeaf(t, "sha256:x")
-	c.send(t, map[string]any{"hello": map[string]any{"protocol": LeafProtocolVersion}})
+	c.send(t, map[string]any{"hello": map[string]any{"protocol": leafProtocolVersion}})
 	for _, tc := range []struct {
 		name string
 		flow sdk.Flow[int, int]
@@ -157,7 +158,7 @@ func TestLeafErrorChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := m.Bindings.Root.Step.Callable.Name
+		name := sdkrt.PlanBindings(m).Root.Step.Callable.Name
 		f := c.send(t, map[string]any{"name": name, "node": "0"}, nil, in)
 		var r struct {
 			OK    bool       `json:"ok"`

@@ -16,10 +16,10 @@ import (
 // propagate to dependents as Ray propagates them. It has no actors.
 type fakeRuntime struct {
 	mu     sync.Mutex
-	next   Handle
-	vals   map[Handle]*fakeVal
-	tasks  []LeafTask
-	actors []ActorSpec
+	next   objHandle
+	vals   map[objHandle]*fakeVal
+	tasks  []leafTask
+	actors []actorSpec
 	closed bool
 }
 
@@ -39,12 +39,12 @@ func (v *fakeVal) finish(data []byte, err *errorInfo, ev []byte) {
 var errFakeClosed = errors.New("fake runtime closed")
 
 func newFakeEngine() (*Engine, *fakeRuntime) {
-	rt := &fakeRuntime{vals: map[Handle]*fakeVal{}}
-	e := NewWithRuntime(rt, "/fake/leaf")
+	rt := &fakeRuntime{vals: map[objHandle]*fakeVal{}}
+	e := newWithRuntime(rt, "/fake/leaf")
 	return e, rt
 }
 
-func (f *fakeRuntime) newVal() (Handle, *fakeVal, error) {
+func (f *fakeRuntime) newVal() (objHandle, *fakeVal, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -56,7 +56,7 @@ func (f *fakeRuntime) newVal() (Handle, *fakeVal, error) {
 	return f.next, v, nil
 }
 
-func (f *fakeRuntime) val(h Handle) *fakeVal {
+func (f *fakeRuntime) val(h objHandle) *fakeVal {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.vals[h]
@@ -69,7 +69,7 @@ type ref struct {
 	v     *fakeVal
 }
 
-func (f *fakeRuntime) ref(a Arg) ref {
+func (f *fakeRuntime) ref(a taskArg) ref {
 	if a.Handle == 0 {
 		return ref{bytes: a.Bytes}
 	}
@@ -94,7 +94,7 @@ func (f *fakeRuntime) arg(ctx context.Context, r ref) ([]byte, *errorInfo, []byt
 	}
 }
 
-func (f *fakeRuntime) Put(_ context.Context, data []byte) (Handle, error) {
+func (f *fakeRuntime) Put(_ context.Context, data []byte) (objHandle, error) {
 	h, v, err := f.newVal()
 	if err == nil {
 		v.finish(data, nil, nil)
@@ -102,7 +102,7 @@ func (f *fakeRuntime) Put(_ context.Context, data []byte) (Handle, error) {
 	return h, err
 }
 
-func (f *fakeRuntime) Submit(_ context.Context, t LeafTask) (Handle, error) {
+func (f *fakeRuntime) Submit(_ context.Context, t leafTask) (objHandle, error) {
 	h, v, err := f.newVal()
 	if err != nil {
 		return 0, err
@@ -129,7 +129,7 @@ func (f *fakeRuntime) Submit(_ context.Context, t LeafTask) (Handle, error) {
 	return h, nil
 }
 
-func (f *fakeRuntime) Collect(_ context.Context, args []Arg) (Handle, error) {
+func (f *fakeRuntime) Collect(_ context.Context, args []taskArg) (objHandle, error) {
 	h, v, err := f.newVal()
 	if err != nil {
 		return 0, err
@@ -153,28 +153,28 @@ func (f *fakeRuntime) Collect(_ context.Context, args []Arg) (Handle, error) {
 	return h, nil
 }
 
-func (f *fakeRuntime) Await(ctx context.Context, h Handle) (Ready, error) {
+func (f *fakeRuntime) Await(ctx context.Context, h objHandle) (readyRef, error) {
 	v := f.val(h)
 	if v == nil {
-		return Ready{}, errors.New("fake: unknown handle")
+		return readyRef{}, errors.New("fake: unknown handle")
 	}
 	select {
 	case <-v.done:
-		return Ready{Handle: h, Err: v.err, Value: v.ev}, nil
+		return readyRef{Handle: h, Err: v.err, Value: v.ev}, nil
 	case <-ctx.Done():
-		return Ready{}, ctx.Err()
+		return readyRef{}, ctx.Err()
 	}
 }
 
-func (f *fakeRuntime) Wait(ctx context.Context, hs []Handle, all bool, timeout time.Duration) ([]Ready, error) {
+func (f *fakeRuntime) Wait(ctx context.Context, hs []objHandle, all bool, timeout time.Duration) ([]readyRef, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		var out []Ready
+		var out []readyRef
 		for _, h := range hs {
 			if v := f.val(h); v != nil {
 				select {
 				case <-v.done:
-					out = append(out, Ready{Handle: h, Err: v.err, Value: v.ev})
+					out = append(out, readyRef{Handle: h, Err: v.err, Value: v.ev})
 				default:
 				}
 			}
@@ -190,7 +190,7 @@ func (f *fakeRuntime) Wait(ctx context.Context, hs []Handle, all bool, timeout t
 	}
 }
 
-func (f *fakeRuntime) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error) {
+func (f *fakeRuntime) Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error) {
 	r, err := f.Await(ctx, h)
 	if err != nil {
 		return nil, nil, nil, err
@@ -201,7 +201,7 @@ func (f *fakeRuntime) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []
 	return f.val(h).data, nil, nil, nil
 }
 
-func (f *fakeRuntime) Cancel(_ context.Context, hs []Handle) error {
+func (f *fakeRuntime) Cancel(_ context.Context, hs []objHandle) error {
 	for _, h := range hs {
 		if v := f.val(h); v != nil {
 			if v.cancel != nil {
@@ -213,7 +213,7 @@ func (f *fakeRuntime) Cancel(_ context.Context, hs []Handle) error {
 	return nil
 }
 
-func (f *fakeRuntime) Release(hs []Handle) {
+func (f *fakeRuntime) Release(hs []objHandle) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range hs {
@@ -222,14 +222,14 @@ func (f *fakeRuntime) Release(hs []Handle) {
 }
 
 // CreateActor records the spec and refuses: the fake has no actors.
-func (f *fakeRuntime) CreateActor(_ context.Context, a ActorSpec) (int64, Handle, error) {
+func (f *fakeRuntime) CreateActor(_ context.Context, a actorSpec) (int64, objHandle, error) {
 	f.mu.Lock()
 	f.actors = append(f.actors, a)
 	f.mu.Unlock()
 	return 0, 0, errors.New("fake runtime: no actors")
 }
 
-func (f *fakeRuntime) CallActor(context.Context, int64, string, []any) (Handle, error) {
+func (f *fakeRuntime) CallActor(context.Context, int64, string, []any) (objHandle, error) {
 	return 0, errors.New("fake runtime: no actors")
 }
 
@@ -243,8 +243,8 @@ func (f *fakeRuntime) Close() error {
 }
 
 // submitted returns the recorded leaf submissions.
-func (f *fakeRuntime) submitted() []LeafTask {
+func (f *fakeRuntime) submitted() []leafTask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]LeafTask(nil), f.tasks...)
+	return append([]leafTask(nil), f.tasks...)
 }

@@ -29,7 +29,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := e.Runtime().(*Bridge)
+	b := e.bridgeRuntime().(*rayBridge)
 	log := filepath.Join(t.TempDir(), "leaves")
 	f := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100})
 	errc := make(chan error, 1)

@@ -17,25 +17,26 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// LeafEnv is the environment variable that starts a binary in leaf mode.
-const LeafEnv = "RAYFLOW_LEAF"
+// leafEnv is the environment variable that starts a binary in leaf mode.
+const leafEnv = "RAYFLOW_LEAF"
 
 // ServeLeafIfRequested turns this process into a Ray leaf process when it
 // was started as one (RAYFLOW_LEAF=1) and never returns in that case;
 // otherwise it returns at once. Call it first thing in main (and in
 // TestMain of tests that run flows on Ray): a Ray worker runs leaves by
 // starting the application's own binary in leaf mode, which finds each
-// step by its registered name (sdk.LookupLeaf), so the flows must be
+// step by its registered name (sdkrt.LookupLeaf), so the flows must be
 // built at package initialization.
 //
 // In leaf mode stdin and stdout carry the framed leaf protocol; anything
 // the application writes to os.Stdout goes to stderr instead.
 func ServeLeafIfRequested() {
-	if os.Getenv(LeafEnv) != "1" {
+	if os.Getenv(leafEnv) != "1" {
 		return
 	}
 	in, out := os.Stdin, protocolStdout()
@@ -130,9 +131,9 @@ func (p *pipeSender) resolve(seq int64, ok bool, reason string) {
 	}
 }
 
-// LeafProtocolVersion is the version of the leaf-process protocol
+// leafProtocolVersion is the version of the leaf-process protocol
 // (PROTOCOL.md) that the handshake carries.
-const LeafProtocolVersion = 2
+const leafProtocolVersion = 2
 
 // leafHello is the handshake's first frame (worker to leaf) and its reply.
 type leafHello struct {
@@ -163,9 +164,9 @@ func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error
 			"message": msg, "want": want, "got": got}})
 		return errors.New(msg)
 	}
-	if h.Hello.Protocol != LeafProtocolVersion {
+	if h.Hello.Protocol != leafProtocolVersion {
 		return refuse("protocol", fmt.Sprintf("the leaf binary %s speaks leaf protocol %d, the worker %d (rebuild the binary with this rayflow)",
-			os.Args[0], LeafProtocolVersion, h.Hello.Protocol), strconv.Itoa(h.Hello.Protocol), strconv.Itoa(LeafProtocolVersion))
+			os.Args[0], leafProtocolVersion, h.Hello.Protocol), strconv.Itoa(h.Hello.Protocol), strconv.Itoa(leafProtocolVersion))
 	}
 	digest, err := own()
 	if err != nil {
@@ -175,7 +176,7 @@ func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error
 		return refuse("digest_mismatch", fmt.Sprintf("the leaf binary %s is build %s, the plan was made by build %s (deploy the same binary, or set a build revision)",
 			os.Args[0], digest, want), want, digest)
 	}
-	return w.write(map[string]any{"ok": true, "hello": leafHello{Protocol: LeafProtocolVersion, Digest: digest, PID: os.Getpid()}})
+	return w.write(map[string]any{"ok": true, "hello": leafHello{Protocol: leafProtocolVersion, Digest: digest, PID: os.Getpid()}})
 }
 
 // serveLeaves answers the handshake, then runs leaf requests one at a
@@ -276,7 +277,7 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 			env = sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
 		}
 	}()
-	p, ok := sdk.LookupPreview(name)
+	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
 		return sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
 	}
@@ -285,12 +286,12 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.
 func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []byte) (out []byte, info *errorInfo, value []byte) {
-	leaf, ok := sdk.LookupLeaf(req.Name)
+	leaf, ok := sdkrt.LookupLeaf(req.Name)
 	switch req.Kind {
 	case "reduce", "check_reducer":
-		var r sdk.ReducerLeaf
-		if r, ok = sdk.LookupReducer(req.Name); ok {
-			leaf = func(ctx context.Context, codec sdk.Codec, acc, item []byte) ([]byte, error) {
+		var r sdkrt.ReducerLeaf
+		if r, ok = sdkrt.LookupReducer(req.Name); ok {
+			leaf = func(ctx context.Context, codec sdkrt.Codec, acc, item []byte) ([]byte, error) {
 				if req.Kind == "check_reducer" {
 					return nil, nil
 				}
@@ -311,7 +312,7 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 	}()
 	var err error
 	if req.Bootstrap {
-		err = sdk.RunBootstrap(ctx)
+		err = sdkrt.RunBootstrap(ctx)
 	}
 	if err == nil {
 		out, err = leaf(ctx, codec, bound, in)

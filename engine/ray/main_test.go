@@ -19,7 +19,7 @@ import (
 // RAYFLOW_LEAF=1.
 var (
 	testEngine  *Engine
-	testBridge  *Bridge
+	testBridge  *rayBridge
 	testAddress string
 )
 
@@ -56,7 +56,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	testEngine = e
-	testBridge = e.Runtime().(*Bridge)
+	testBridge = e.bridgeRuntime().(*rayBridge)
 	testAddress = testBridge.GCSAddress
 	fmt.Fprintf(os.Stderr, "engine/ray: connected to %s (%s) in %v\n", addr, testAddress, time.Since(start).Round(time.Millisecond))
 	code := m.Run()

@@ -13,7 +13,7 @@ import (
 
 type itemDone struct {
 	index int
-	h     Handle
+	h     objHandle
 	sc    *scope
 	err   error
 }
@@ -97,7 +97,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	done := make(chan itemDone)
 	inflight := map[int]*scope{}
 	var (
-		results   []Handle // without a sink: by input index
+		results   []objHandle // without a sink: by input index
 		admitted  int
 		completed int
 		running   int // item goroutines not yet returned
@@ -158,7 +158,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 				d.sc.releaseAll() // the actor holds the item now
 				open -= freed
 				completed++
-				r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
+				r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 				continue
 			}
 		}
@@ -174,17 +174,17 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		d.sc.releaseExcept(d.h)
 		sc.add(d.h)
 		completed++
-		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
+		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 	}
 	if failure != nil {
 		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
 		if sk != nil {
 			sk.kill() // discards the retained state
 		}
-		r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
+		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
 		return value{}, failure
 	}
-	r.report(MapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
+	r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
 	if sk != nil {
 		h, err := sk.finalize(ctx, admitted)
 		if err != nil {
@@ -194,9 +194,9 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		sc.add(h)
 		return value{h: h}, nil
 	}
-	args := make([]Arg, len(results))
+	args := make([]taskArg, len(results))
 	for i, h := range results {
-		args[i] = Arg{Handle: h}
+		args[i] = taskArg{Handle: h}
 	}
 	h, err := r.e.rt.Collect(ctx, args)
 	if err != nil {
@@ -207,7 +207,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	return value{h: h}, nil
 }
 
-func (r *runner) report(p MapProgress) { r.rp.mapProgress(p) }
+func (r *runner) report(p mapProgress) { r.rp.mapProgress(p) }
 
 // abort stops the in-flight items after a failure: their goroutines are
 // stopped and drained, every retained physical reference is cancelled
@@ -222,7 +222,7 @@ func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, fail
 		d := <-done
 		inflight[d.index] = d.sc
 	}
-	var hs []Handle
+	var hs []objHandle
 	for _, isc := range inflight {
 		hs = append(hs, isc.all()...)
 	}
@@ -243,7 +243,7 @@ func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, fail
 // task's dispatch to a worker (it then runs to completion), so the cancel
 // is repeated about every 500 ms for the handles still pending (the bridge
 // cancels only those).
-func cancelUntilDone(ctx context.Context, rt Runtime, hs []Handle, deadline time.Time) {
+func cancelUntilDone(ctx context.Context, rt rayRuntime, hs []objHandle, deadline time.Time) {
 	for {
 		if rt.Cancel(ctx, hs) != nil {
 			return

@@ -176,12 +176,12 @@ func TestMapFailureCancels(t *testing.T) {
 
 // countingRuntime counts the bytes the coordinator fetches.
 type countingRuntime struct {
-	Runtime
+	rayRuntime
 	fetched atomic.Int64
 }
 
-func (c *countingRuntime) Get(ctx context.Context, h Handle) ([]byte, *errorInfo, []byte, error) {
-	b, info, v, err := c.Runtime.Get(ctx, h)
+func (c *countingRuntime) Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error) {
+	b, info, v, err := c.rayRuntime.Get(ctx, h)
 	c.fetched.Add(int64(len(b) + len(v)))
 	return b, info, v, err
 }
@@ -191,8 +191,8 @@ func (c *countingRuntime) Close() error { return nil }
 func TestLargeValueStaysInRay(t *testing.T) {
 	needRay(t)
 	t.Parallel()
-	cr := &countingRuntime{Runtime: testEngine.rt}
-	e := NewWithRuntime(cr, testEngine.exe)
+	cr := &countingRuntime{rayRuntime: testEngine.rt}
+	e := newWithRuntime(cr, testEngine.exe)
 	const size = 9 << 20
 	// count payload fetches only, not progress drains
 	got, err := Run(context.Background(), e, bigFlow, size, pol(common.ReportingPolicyDisabled))

@@ -106,10 +106,10 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 		flow    sdk.Flow[int, int]
 		refused string // the refusal's message, "" when honoured
 		// check inspects the submission of an honoured field.
-		check func(t *testing.T, task LeafTask)
+		check func(t *testing.T, task leafTask)
 	}
 	opt := func(k string, v any, refused string) tc {
-		check := func(t *testing.T, task LeafTask) {
+		check := func(t *testing.T, task leafTask) {
 			t.Helper()
 			got, ok := task.Options[k]
 			if !ok {
@@ -145,26 +145,26 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 		"_generator_backpressure_num_objects": opt("_generator_backpressure_num_objects", 4, "generator tasks"),
 		"num_returns":                         opt("num_returns", 2, "num_returns must be 1"),
 		"resources field": {flow: sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.25, Memory: 4096, Custom: map[string]float64{"gpu_slot": 1}})),
-			check: func(t *testing.T, task LeafTask) {
+			check: func(t *testing.T, task leafTask) {
 				if task.Options["num_cpus"] != 0.25 || task.Options["memory"] != int64(4096) || !reflect.DeepEqual(task.Options["resources"], map[string]float64{"gpu_slot": 1}) {
 					t.Fatalf("resources submitted as %v", task.Options)
 				}
 			}},
 		"runtime env profile": {flow: sdk.Step(Inc, sdk.WithRuntimeEnv(testEnvProfile)),
-			check: func(t *testing.T, task LeafTask) {
+			check: func(t *testing.T, task leafTask) {
 				env, _ := task.Options["runtime_env"].(map[string]any)
 				if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" {
 					t.Fatalf("runtime_env submitted as %v", task.Options["runtime_env"])
 				}
 			}},
 		"bootstrap": {flow: sdk.Step(Inc, sdk.WithBootstrap()),
-			check: func(t *testing.T, task LeafTask) {
+			check: func(t *testing.T, task leafTask) {
 				if !task.Bootstrap {
 					t.Fatal("bootstrap was not submitted")
 				}
 			}},
 		"bound value": {flow: sdk.Bind(AddBound, 100),
-			check: func(t *testing.T, task LeafTask) {
+			check: func(t *testing.T, task leafTask) {
 				if string(task.Bound) != "100" {
 					t.Fatalf("bound value submitted as %q", task.Bound)
 				}

@@ -19,9 +19,9 @@ const (
 	progressDrainEvery  = 200 * time.Millisecond
 )
 
-// ActorIngress are the collector actor's counters (what it buffered or
+// actorIngress are the collector actor's counters (what it buffered or
 // refused before the run's Collector saw anything).
-type ActorIngress struct {
+type actorIngress struct {
 	Accepted         int64 `json:"accepted"`
 	RejectedSize     int64 `json:"rejected_size"`     // over the 32 KiB wire cap
 	RejectedOverflow int64 `json:"rejected_overflow"` // the buffer was full
@@ -39,7 +39,7 @@ type runProgress struct {
 	actor int64
 
 	mu       sync.Mutex
-	actorIn  ActorIngress
+	actorIn  actorIngress
 	actorErr error // the collector actor's creation failed
 
 	stop    chan struct{}
@@ -53,7 +53,7 @@ func (e *Engine) startProgress(ctx context.Context, run *progress.Run) (*runProg
 	if !run.Full() {
 		return rp, nil
 	}
-	actor, ready, err := e.rt.CreateActor(ctx, ActorSpec{Kind: "progress", Options: map[string]any{"num_cpus": 0},
+	actor, ready, err := e.rt.CreateActor(ctx, actorSpec{Kind: "progress", Options: map[string]any{"num_cpus": 0},
 		MaxItems: progressActorEvents, MaxBytes: progressActorBytes})
 	if err != nil {
 		return nil, err
@@ -68,24 +68,24 @@ func (e *Engine) startProgress(ctx context.Context, run *progress.Run) (*runProg
 }
 
 // leafSpec is what a leaf at node id needs to report (nil: it does not).
-func (rp *runProgress) leafSpec(id string, s *flowgraph.Step, mapItem bool) *LeafProgress {
+func (rp *runProgress) leafSpec(id string, s *flowgraph.Step, mapItem bool) *leafProgressEvent {
 	if rp == nil || !rp.run.Full() || mapItem || !rp.run.IsNode(id) {
 		return nil
 	}
-	lp := &LeafProgress{Actor: rp.actor, Identity: rp.run.Identity(), Label: rp.run.Label(id)}
+	lp := &leafProgressEvent{Actor: rp.actor, Identity: rp.run.Identity(), Label: rp.run.Label(id)}
 	if s.Preview != nil {
 		lp.Preview = s.Preview.Callable.Name
 	}
 	return lp
 }
 
-func (rp *runProgress) mapProgress(p MapProgress) {
+func (rp *runProgress) mapProgress(p mapProgress) {
 	if rp != nil {
 		rp.run.Map(p)
 	}
 }
 
-func (rp *runProgress) drainLoop(ctx context.Context, ready Handle) {
+func (rp *runProgress) drainLoop(ctx context.Context, ready objHandle) {
 	defer close(rp.stopped)
 	r := &runner{e: rp.e}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -98,7 +98,7 @@ func (rp *runProgress) drainLoop(ctx context.Context, ready Handle) {
 	}()
 	err := r.await(rctx, ready, "0")
 	cancel()
-	rp.e.rt.Release([]Handle{ready})
+	rp.e.rt.Release([]objHandle{ready})
 	if err != nil {
 		rp.mu.Lock()
 		rp.actorErr = err
@@ -126,7 +126,7 @@ func (rp *runProgress) drain(ctx context.Context) {
 		debugf("progress drain: call: %v", err)
 		return
 	}
-	defer rp.e.rt.Release([]Handle{h})
+	defer rp.e.rt.Release([]objHandle{h})
 	r := &runner{e: rp.e}
 	if err := r.await(ctx, h, "0"); err != nil {
 		debugf("progress drain: await: %v", err)
@@ -141,7 +141,7 @@ func (rp *runProgress) drain(ctx context.Context) {
 	if i < 0 {
 		return
 	}
-	var st ActorIngress
+	var st actorIngress
 	debugf("progress drain: %s (%d bytes)", b[:i], len(b))
 	if json.Unmarshal(b[:i], &st) == nil {
 		rp.mu.Lock()
@@ -172,7 +172,7 @@ func (rp *runProgress) finish(ctx context.Context) {
 }
 
 // Actor returns the collector actor's counters and its creation error.
-func (rp *runProgress) Actor() (ActorIngress, error) {
+func (rp *runProgress) Actor() (actorIngress, error) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	return rp.actorIn, rp.actorErr

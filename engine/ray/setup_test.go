@@ -33,7 +33,7 @@ func TestSetupErrors(t *testing.T) {
 	}
 	hello := func(ray string) string {
 		return `import json, struct, sys
-h = json.dumps({"op": "hello", "protocol": ` + strconv.Itoa(ProtocolVersion) + `, "ray": ` + ray + `, "python": "3.11.0", "import_error": "ModuleNotFoundError: No module named 'ray'", "sizes": []}).encode()
+h = json.dumps({"op": "hello", "protocol": ` + strconv.Itoa(bridgeProtocolVersion) + `, "ray": ` + ray + `, "python": "3.11.0", "import_error": "ModuleNotFoundError: No module named 'ray'", "sizes": []}).encode()
 sys.stdout.buffer.write(struct.pack(">I", len(h)) + h)
 sys.stdout.flush()
 sys.stdin.read()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -149,7 +150,7 @@ func TestEveryCallableIsPackageLevel(t *testing.T) {
 			walk(c)
 		}
 	}
-	walk(Workflow.Graph())
+	walk(sdkrt.Graph(Workflow))
 	var want []string
 	for _, f := range []string{"BuildConfig", "BuildFastItems", "FastLeaf", "SummarizeFast",
 		"BuildSlowItems", "SlowLeaf", "SummarizeSlow", "SummarizeWorkflow"} {
@@ -158,7 +159,7 @@ func TestEveryCallableIsPackageLevel(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("callables = %v, want %v", names, want)
 	}
-	if err := sdk.Validate(Workflow.Graph()); err != nil {
+	if err := sdkrt.Validate(sdkrt.Graph(Workflow)); err != nil {
 		t.Fatal(err)
 	}
 }

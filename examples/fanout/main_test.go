@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -54,7 +55,7 @@ func TestChecksum(t *testing.T) {
 // mapNode returns the workflow's map node (chain child 1, node id 0.1).
 func mapNode(t *testing.T) *flowgraph.Node {
 	t.Helper()
-	root := workflow.Workflow.Graph()
+	root := sdkrt.Graph(workflow.Workflow)
 	if root.Kind != flowgraph.KindChain || len(root.Children) != 3 || root.Children[1].Kind != flowgraph.KindMap {
 		t.Fatalf("unexpected shape: want chain(step, map, step)")
 	}
@@ -67,7 +68,7 @@ func TestMapLimits(t *testing.T) {
 	if l := m.Map.Limits; l == nil || l.MaxConcurrency != 16 || l.MaxItems != 10_000 || l.CancelTimeout != sdk.CancelTimeoutDefault {
 		t.Fatalf("limits = %+v, want window 16, max items 10,000, default cancel timeout", m.Map.Limits)
 	}
-	if err := sdk.Validate(workflow.Workflow.Graph()); err != nil {
+	if err := sdkrt.Validate(sdkrt.Graph(workflow.Workflow)); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.Children[0].Step.Resources.NumCPUs; got != 0.25 {

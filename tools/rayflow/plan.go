@@ -49,16 +49,15 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 		return exitUsage
 	}
 	verb, name := positional[0], positional[1]
-	root, ok := sdk.LookupFlow(name)
-	if !ok {
-		errorLine(e, "no flow named %q (known: %s)", name, strings.Join(sdk.RegisteredFlows(), ", "))
-		return exitUsage
-	}
 	opts := []sdk.MaterializeOption{sdk.WithStrategy(sdk.Strategy(*strategy)), sdk.WithReportingPolicy(sdk.ReportingPolicy(*reporting))}
 	if *ray {
 		opts = append(opts, sdk.ForRay())
 	}
-	m, err := sdk.MaterializeGraph(root, opts...)
+	m, err := sdk.MaterializeRegistered(name, opts...)
+	if errors.Is(err, sdk.ErrUnknownFlow) {
+		errorLine(e, "no flow named %q (known: %s)", name, strings.Join(sdk.RegisteredFlows(), ", "))
+		return exitUsage
+	}
 	if err != nil {
 		var se *sdk.SelectionError
 		if errors.As(err, &se) {

@@ -61,6 +61,7 @@ import (
 	"syscall"
 
 	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -171,12 +172,11 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		fail(res, "setup", fmt.Errorf("the input is not JSON: %.200q", c.Input))
 		return ExitSetup
 	}
-	root, ok := sdk.LookupFlow(c.Flow)
-	if !ok {
+	m, err := sdk.MaterializeRegistered(c.Flow, sdk.ForRay())
+	if errors.Is(err, sdk.ErrUnknownFlow) {
 		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdk.RegisteredFlows(), ", ")))
 		return ExitSetup
 	}
-	m, err := sdk.MaterializeGraph(root, sdk.ForRay())
 	if err != nil {
 		fail(res, "setup", err)
 		return ExitSetup
@@ -212,7 +212,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		fail(res, kind, err)
 		return ExitRun
 	}
-	er, ok := out.(*sdk.EncodedResult)
+	er, ok := out.(*sdkrt.EncodedResult)
 	if !ok || er.Codec.Name() != "json" {
 		fail(res, "run", fmt.Errorf("the engine returned %T, not JSON codec bytes", out))
 		return ExitRun
