@@ -119,7 +119,7 @@ func TestCLI(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]int{false: 0, true: 1}[anyInvalid]; code != want {
+		if want := map[bool]int{false: 0, true: 3}[anyInvalid]; code != want { // 3: input rejected by a contract rule
 			t.Errorf("%s: exit %d, want %d", def, code, want)
 		}
 		lines := strings.Split(string(out), "\n")
