@@ -3,6 +3,7 @@ package durable
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,11 +37,24 @@ func runningLeaves(t *testing.T) map[int]string {
 	if dash == "" {
 		dash = "http://127.0.0.1:8265"
 	}
-	resp, err := http.Get(dash + "/api/v0/tasks?limit=10000&filter_keys=state&filter_predicates=%3D&filter_values=RUNNING")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, dash+"/api/v0/tasks?limit=10000&filter_keys=state&filter_predicates=%3D&filter_values=RUNNING", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cluster with token authentication (Ray enables it when
+	// ~/.ray/auth_token exists) answers 401 without the token.
+	if tok := rayAuthToken(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Skipf("Ray's state API is not available (%v)", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		t.Fatalf("state API: %s: %s", resp.Status, b)
+	}
 	var body struct {
 		Data struct {
 			Result struct {
@@ -163,4 +177,25 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
+}
+
+// rayAuthToken is the token Ray's own clients use: $RAY_AUTH_TOKEN, the file
+// $RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token ("" when there is none).
+func rayAuthToken() string {
+	if t := os.Getenv("RAY_AUTH_TOKEN"); t != "" {
+		return strings.TrimSpace(t)
+	}
+	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		path = filepath.Join(home, ".ray", "auth_token")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
