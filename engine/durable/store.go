@@ -47,14 +47,22 @@ type outcome struct {
 	errTrace       string
 	cancellation   string // "" keeps the task's cancellation status
 	cancelErr      string
+	// lastKnown says lastSummary is the progress summary the caller
+	// expects the task row to hold (nil: none); the transition then
+	// derives the terminal summary from it and checks it under the fence
+	// in the same statement, instead of reading the row first.
+	lastKnown   bool
+	lastSummary []byte
 }
 
 // transitionSQL archives the fenced attempt and updates the task in one
 // statement: the row is locked by the first CTE, so nothing can change it
-// between the copy and the update.
+// between the copy and the update. With $17 it changes nothing unless the
+// row's progress summary is $16 (the one $15 was derived from).
 const transitionSQL = `WITH old AS (
   SELECT id, attempt_number, execution_generation, workflow_run_id, claimed_by, workflow_plan_fingerprint, started_at
-  FROM rayflow_tasks WHERE ` + fenceWhere + ` FOR UPDATE
+  FROM rayflow_tasks WHERE ` + fenceWhere + `
+    AND (NOT $17::bool OR workflow_progress_summary_json IS NOT DISTINCT FROM $16::text) FOR UPDATE
 ), arch AS (
   INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, claimed_by,
     workflow_plan_fingerprint, started_at, finished_at, error_type, error_message, error_traceback, result_data,
@@ -85,12 +93,32 @@ FROM old WHERE t.id = old.id AND t.` + `execution_generation = old.execution_gen
 
 // transition ends the fenced attempt; it returns the rows changed (0 when
 // the fence no longer matches).
+//
+// When the caller knows the row's summary (o.lastKnown: a worker without
+// progress storage expects none) this is one statement; when the row
+// holds another summary, or the fence is gone, it falls back to reading
+// the summary under the fence first.
 func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
+	if o.lastKnown {
+		var expect *string
+		if o.lastSummary != nil {
+			s := string(o.lastSummary)
+			expect = &s
+		}
+		n, err := transitionExec(ctx, db, f, o, envelope(o.lastSummary, o.state), expect, true)
+		if err != nil || n > 0 {
+			return n, err
+		}
+	}
+	return transitionExec(ctx, db, f, o, terminalSummary(ctx, db, f, o.state), nil, false)
+}
+
+func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect *string, check bool) (int64, error) {
 	args := f.args()
 	args = append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
 		nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
 		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)),
-		terminalSummary(ctx, db, f, o.state))
+		sum, expect, check)
 	tag, err := db.Exec(ctx, transitionSQL, args...)
 	if err != nil {
 		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
@@ -107,7 +135,16 @@ func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {
 	if err := db.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...).Scan(&last); err != nil || last == nil {
 		return nil
 	}
-	b, err := progressstore.TerminalEnvelope([]byte(*last), summary.TerminalState(state), time.Now())
+	return envelope([]byte(*last), state)
+}
+
+// envelope is the terminal summary derived from last (nil for none, or
+// when it cannot be derived: the transition must still land).
+func envelope(last []byte, state State) *string {
+	if last == nil {
+		return nil
+	}
+	b, err := progressstore.TerminalEnvelope(last, summary.TerminalState(state), time.Now())
 	if err != nil || b == nil {
 		return nil
 	}

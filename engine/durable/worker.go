@@ -494,8 +494,9 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 		err error
 	}
 	done := make(chan res, 1)
+	var sink *progressstore.Sink // written by runTask, read after done
 	go func() {
-		out, err := w.runTask(runCtx, f, c)
+		out, err := w.runTask(runCtx, f, c, &sink)
 		done <- res{out, err}
 	}()
 	var r res
@@ -535,6 +536,15 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	default:
 		var p *permanent
 		o = w.failure(c, StateFailed, r.err, errors.As(r.err, &p))
+	}
+	// The row's summary is known unless the run may still be publishing:
+	// none without progress storage, else the sink's last accepted one.
+	switch {
+	case abandoned || w.o.Jobs != nil:
+	case sink != nil:
+		o.lastKnown, o.lastSummary = true, sink.LastSummary()
+	case w.o.NoProgressStore:
+		o.lastKnown = true
 	}
 	w.finish(f, o, log)
 }
@@ -624,7 +634,9 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 
 // runTask materializes the flow, enforces plan pinning, pins the plan on
 // the first materialization and runs the flow with the attempt's identity.
-func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error) {
+//
+// It stores the run's progress sink (if any) in *sinkOut before running.
+func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **progressstore.Sink) ([]byte, error) {
 	e, err := w.o.Registry.lookup(c.flow)
 	if err != nil {
 		return nil, &permanent{err}
@@ -668,6 +680,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed) ([]byte, error
 			return nil, &permanent{err}
 		}
 		opts = append(opts, sdk.WithProgress(sink))
+		*sinkOut = sink
 	}
 	if w.o.Engine != nil {
 		opts = append(opts, sdk.WithEngine(w.o.Engine))

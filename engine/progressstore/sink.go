@@ -34,6 +34,7 @@ type Sink struct {
 	detailRev int64
 	prev      map[string]prevRow // node_key → committed row
 	stale     bool
+	summary   []byte // last accepted summary (nil: none yet)
 	// Stats of the last Publish (for benchmarks and tests).
 	last PublishStats
 }
@@ -75,6 +76,16 @@ func (s *Sink) LastStats() PublishStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
+}
+
+// LastSummary returns the bytes of the last summary this sink stored
+// (nil when none was): what the task row holds unless something else
+// wrote it since. The lifecycle derives the terminal envelope from it
+// without reading the row first (it checks the row under the fence).
+func (s *Sink) LastSummary() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summary
 }
 
 // errCancelling: the fence matches a CANCELLING task; Publish skips.
@@ -183,6 +194,7 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 	if tag.RowsAffected() == 0 {
 		return fenceError(ctx, s.pool, id, sum.SummaryRevision)
 	}
+	s.summary = b
 	return nil
 }
 
@@ -418,6 +430,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	s.last.Publish = time.Since(t2)
 	s.last.Upserted, s.last.Deleted = len(changed), len(dropped)
 	s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, detailRev, next
+	s.summary = sb
 	return nil
 }
 
