@@ -57,6 +57,11 @@ type RunConfig struct {
 	Now func() time.Time
 	// Logger receives sink errors (default slog.Default()).
 	Logger *slog.Logger
+	// Discard, with no Sink, says nothing reads the run's state (no
+	// Snapshot, Ingest or Final): under full the in-process leaves still
+	// get producers, so progress.Report answers as it would, but their
+	// events are dropped instead of collected (no Collector is built).
+	Discard bool
 }
 
 // MapCounters is one aggregate report of a bounded map's fan-out.
@@ -86,7 +91,8 @@ type Run struct {
 	now      func() time.Time
 	log      *slog.Logger
 	started  time.Time
-	col      *Collector // nil unless full
+	full     bool
+	col      *Collector // nil unless full and collecting
 	enc      *Encoder   // nil unless full
 	labels   map[string]string
 	maps     map[string]bool // the map nodes
@@ -141,7 +147,22 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 	if cfg.Root != nil {
 		r.register(cfg.Root)
 	}
+	if pol == common.ReportingPolicyFull && cfg.Discard && cfg.Sink == nil {
+		// The profile is checked as the Collector would.
+		if prof := cfg.Profile; prof.Name != "" {
+			if err := prof.Validate(); err != nil {
+				return nil, fmt.Errorf("progress: limits profile: %w", err)
+			}
+		}
+		r.full = true
+		var err error
+		if r.enc, err = NewEncoder(r.id, r.now, nil); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if pol == common.ReportingPolicyFull {
+		r.full = true
 		var err error
 		if r.col, err = NewCollector(CollectorConfig{Identity: r.id, Profile: cfg.Profile, Now: r.now}); err != nil {
 			return nil, err
@@ -174,7 +195,10 @@ func (r *Run) Policy() common.ReportingPolicy {
 }
 
 // Full reports whether leaves report live events (the full policy).
-func (r *Run) Full() bool { return r != nil && r.col != nil }
+func (r *Run) Full() bool { return r != nil && r.full }
+
+// errDiscarding: the run was started with Discard.
+var errDiscarding = errors.New("progress: the run discards its events (RunConfig.Discard)")
 
 // Label is the label of graph node id ("" when it is not a node: a map
 // item's step, a nil Run).
@@ -201,6 +225,9 @@ func (r *Run) Ingest(wire []byte) Outcome {
 	if !r.Full() {
 		return Outcome{Err: errors.New("progress: the run collects no events")}
 	}
+	if r.col == nil {
+		return Outcome{Err: errDiscarding}
+	}
 	return r.col.Ingest(wire)
 }
 
@@ -211,7 +238,9 @@ func (r *Run) Send(wire []byte) (<-chan error, error) {
 		return nil, ErrActorUnavailable
 	}
 	ch := make(chan error, 1)
-	if o := r.col.Ingest(wire); !o.Accepted {
+	if r.col == nil {
+		ch <- nil // dropped: nothing reads it
+	} else if o := r.col.Ingest(wire); !o.Accepted {
 		ch <- fmt.Errorf("%w: %s: %v", ErrActorRejected, o.Reason, o.Err)
 	} else {
 		ch <- nil
@@ -236,7 +265,7 @@ func (r *Run) Producer(id string) *Producer {
 // Map records a bounded map's counters; Failed or a drained, exhausted
 // input also settles the map node.
 func (r *Run) Map(p MapCounters) {
-	if !r.Full() || !r.maps[p.Node] {
+	if !r.Full() || r.col == nil || !r.maps[p.Node] {
 		return
 	}
 	label := r.labels[p.Node]
@@ -256,7 +285,7 @@ func (r *Run) Map(p MapCounters) {
 
 // Snapshot returns the schema-v2 snapshot (ok false unless full).
 func (r *Run) Snapshot() (Snapshot, bool) {
-	if !r.Full() {
+	if !r.Full() || r.col == nil {
 		return Snapshot{}, false
 	}
 	return r.col.Snapshot(), true
@@ -307,6 +336,9 @@ func (r *Run) Finish(ctx context.Context, runErr error) error {
 // Final builds the terminal publication without publishing it (what
 // Finish would publish for runErr); for tests and tools.
 func (r *Run) Final(runErr error) (*Publication, error) {
+	if r.full && r.col == nil {
+		return nil, errDiscarding
+	}
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	return r.publication(true, outcomeOf(runErr))

@@ -12,6 +12,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/event"
+	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -295,4 +296,44 @@ func canonicalEvent(wire []byte) (string, error) {
 	}
 	b, err := canonical.NoFold.Transform(wire)
 	return string(b), err
+}
+
+// TestDiscardRunReportsWithoutCollecting: under Discard a full run's
+// leaves still get producers whose reports are accepted, but nothing is
+// collected (no snapshot, Ingest refused), and a bad profile still fails.
+func TestDiscardRunReportsWithoutCollecting(t *testing.T) {
+	id, root := runID, testGraph()
+	r, err := Start(t.Context(), RunConfig{Identity: id, Root: root, Discard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Full() {
+		t.Fatal("a discarding full run is still full")
+	}
+	if _, ok := r.Snapshot(); ok {
+		t.Fatal("a discarding run has no snapshot")
+	}
+	if o := r.Ingest([]byte("{}")); o.Err == nil {
+		t.Fatal("a discarding run ingests nothing")
+	}
+	var p *Producer
+	for id := range r.labels {
+		if p = r.Producer(id); p != nil {
+			break
+		}
+	}
+	if p == nil {
+		t.Fatal("no producer for any step node")
+	}
+	ctx := Context(t.Context(), p)
+	if !Report(ctx, 1, 2, "half", nil) {
+		t.Fatal("the report was not accepted")
+	}
+	p.Complete()
+	if err := r.Finish(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(t.Context(), RunConfig{Identity: id, Root: root, Discard: true, Profile: limits.Profile{Name: "bogus"}}); err == nil {
+		t.Fatal("an invalid profile was accepted")
+	}
 }

@@ -198,6 +198,8 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
+		// A local run without a sink: nothing reads the collected state.
+		Discard: cfg.sink == nil && cfg.engine == nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rayflow: progress: %w", err)
