@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,8 @@ func newEnv(t *testing.T, n int) *env {
 var tokensOf = map[string]string{"admin": "admin-token-0123456789", "chain": "chain-token-0123456789",
 	"other": "other-token-0123456789", "nobody": "nobody-token-012345678"}
 
+var dataCode = regexp.MustCompile(`<main data-code="([A-Z_]*)">`)
+
 func (e *env) do(t *testing.T, principal, method, target string) (int, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest(method, target, nil)
@@ -63,6 +66,14 @@ func (e *env) do(t *testing.T, principal, method, target string) (int, map[strin
 	w := httptest.NewRecorder()
 	e.s.ServeHTTP(w, req)
 	var body map[string]any
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		// a page: its error code is the data-code of <main>
+		m := dataCode.FindSubmatch(w.Body.Bytes())
+		if m == nil {
+			t.Fatalf("%s %s: page without <main data-code>: %q", method, target, w.Body)
+		}
+		return w.Code, map[string]any{"code": string(m[1])}
+	}
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 		t.Fatalf("%s %s: body %q: %v", method, target, w.Body, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,9 +47,12 @@ type Server struct {
 // Route is one endpoint of the API.
 type Route struct {
 	Method, Pattern string
-	// Public routes (the probes) need no token.
+	// Public routes (the probes, sign-in, the stylesheet) need no token.
 	Public bool
-	h      func(w http.ResponseWriter, r *http.Request, principal string)
+	// HTML routes are browser pages: they also take the session cookie,
+	// and send a request without a principal to the sign-in page.
+	HTML bool
+	h    func(w http.ResponseWriter, r *http.Request, principal string)
 }
 
 // New returns the API on pool, with tokens as principals and allowlist
@@ -85,6 +89,14 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", h: s.edges},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/nodes", h: s.details},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/node-detail", h: s.node},
+		{Method: "GET", Pattern: "/login", Public: true, HTML: true, h: s.loginPage},
+		{Method: "POST", Pattern: "/login", Public: true, HTML: true, h: s.login},
+		{Method: "POST", Pattern: "/logout", Public: true, HTML: true, h: s.logout},
+		{Method: "GET", Pattern: "/assets/graph.css", Public: true, h: s.asset},
+		{Method: "GET", Pattern: "/tasks/{task_id}", HTML: true, h: s.taskPage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, h: s.graphPage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
 	}
 }
 
@@ -103,7 +115,15 @@ func (s *Server) wrap(rt Route) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		principal := ""
-		if !rt.Public {
+		switch {
+		case rt.Public:
+		case rt.HTML:
+			if principal = s.browserPrincipal(r); principal == "" {
+				http.Redirect(sw, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				s.log.Info("request", "method", r.Method, "route", rt.Pattern, "status", sw.code, "principal", "", "ms", time.Since(start).Milliseconds())
+				return
+			}
+		default:
 			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if ok {
 				principal = s.tokens.Principal(strings.TrimSpace(tok))

@@ -1,0 +1,296 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/rayflow/rayflow/gen/detail"
+	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/serve/read"
+)
+
+// Graph page bounds.
+const (
+	// MaxGraphNodes is the largest retained topology the graph page lays
+	// out; a larger run shows its summary and a message.
+	MaxGraphNodes = 50_000
+	// WindowNodes caps the nodes (and collapsed groups) one window draws.
+	WindowNodes = 400
+	// WideLayer is the widest a layer is drawn: a wider layer draws its
+	// first WideLayer-1 nodes and one collapsed group for the rest.
+	WideLayer = 12
+	// LayerListPage is the page size of a collapsed group's node list.
+	LayerListPage = 200
+	graphPage     = 256 // limit of each read the page makes
+)
+
+// errGraphTooLarge: the retained topology is over MaxGraphNodes.
+var errGraphTooLarge = errors.New("graph too large to lay out")
+
+// errCycle: the topology has a cycle (a corrupt publication).
+var errCycle = errors.New("topology has a cycle")
+
+// gnode is one node of a loaded graph.
+type gnode struct {
+	ID, Label string
+	Kind      topology.NodeKind
+	State     detail.NodeState
+	Fanout    *detail.NodeFanout
+	Layer     int
+	index     int
+}
+
+// graph is one attempt's retained topology with node states, laid out
+// in layers by longest path from a source.
+type graph struct {
+	Summary   *gread.Summary
+	Nodes     []gnode // sorted by (layer, topology order)
+	Layers    [][]int // node indexes (into Nodes) per layer
+	Edges     [][2]int
+	byID      map[string]int
+	Truncated bool // a page said the topology or detail is not complete
+}
+
+// walkAll reads every page of one collection through fetch (bounded by
+// max items), calling each for the items of a page.
+func walkAll[T any](ctx context.Context, max int64, fetch func(cursor string) ([]T, *string, bool, error), each func(T)) (complete bool, err error) {
+	cursor := ""
+	var n int64
+	complete = true
+	for {
+		items, next, comp, err := fetch(cursor)
+		if err != nil {
+			return false, err
+		}
+		complete = complete && comp
+		n += int64(len(items))
+		if n > max {
+			return false, errGraphTooLarge
+		}
+		for _, it := range items {
+			each(it)
+		}
+		if next == nil || *next == "" || len(items) == 0 {
+			return complete, nil
+		}
+		cursor = *next
+	}
+}
+
+// loadGraph reads attempt's summary, topology and node details through
+// the read service (pages of graphPage) and lays the graph out.
+func loadGraph(ctx context.Context, reads *read.Service, principal, taskID string, attempt int64) (*graph, error) {
+	sum, err := reads.Summary(ctx, principal, taskID, attempt)
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{Summary: sum, byID: map[string]int{}}
+	if sum.Summary == nil || (sum.Availability != summary.DetailAvailabilityAvailable && sum.Availability != summary.DetailAvailabilityTruncated) {
+		return g, nil
+	}
+	if sum.Summary.NodeCounts.RetainedTopology > MaxGraphNodes {
+		return g, errGraphTooLarge
+	}
+	attempt = sum.RunIdentity.AttemptNumber
+	req := func(cursor string) read.PageRequest {
+		return read.PageRequest{TaskID: taskID, Attempt: attempt, Limit: graphPage, Cursor: cursor}
+	}
+	var nodes []gnode
+	comp, err := walkAll(ctx, MaxGraphNodes, func(c string) ([]topology.Node, *string, bool, error) {
+		p, err := reads.TopologyNodes(ctx, principal, req(c))
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return p.Items, p.NextCursor, p.Complete, nil
+	}, func(n topology.Node) {
+		if _, dup := g.byID[n.NodeID]; dup {
+			return
+		}
+		g.byID[n.NodeID] = len(nodes)
+		nodes = append(nodes, gnode{ID: n.NodeID, Label: n.Label, Kind: n.Kind, State: detail.NodeStatePending, index: len(nodes)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.Truncated = g.Truncated || !comp
+	var edges [][2]int
+	comp, err = walkAll(ctx, 4*MaxGraphNodes, func(c string) ([]topology.Edge, *string, bool, error) {
+		p, err := reads.TopologyEdges(ctx, principal, req(c))
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return p.Items, p.NextCursor, p.Complete, nil
+	}, func(e topology.Edge) {
+		s, ok1 := g.byID[e.Source]
+		t, ok2 := g.byID[e.Target]
+		if ok1 && ok2 {
+			edges = append(edges, [2]int{s, t})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.Truncated = g.Truncated || !comp
+	comp, err = walkAll(ctx, MaxGraphNodes, func(c string) ([]detail.NodeDetail, *string, bool, error) {
+		p, err := reads.NodeDetails(ctx, principal, req(c))
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return p.Items, p.NextCursor, p.Complete, nil
+	}, func(d detail.NodeDetail) {
+		if i, ok := g.byID[d.NodeID]; ok {
+			nodes[i].State, nodes[i].Fanout = d.State, d.Fanout
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.Truncated = g.Truncated || !comp
+	if err := g.layout(nodes, edges); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// layout assigns each node its longest-path layer (Kahn's order), sorts
+// the nodes by (layer, topology order) and re-indexes the edges.
+func (g *graph) layout(nodes []gnode, edges [][2]int) error {
+	n := len(nodes)
+	indeg := make([]int, n)
+	out := make([][]int, n)
+	for _, e := range edges {
+		out[e[0]] = append(out[e[0]], e[1])
+		indeg[e[1]]++
+	}
+	queue := make([]int, 0, n)
+	for i := range n {
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for h := 0; h < len(queue); h++ {
+		u := queue[h]
+		for _, v := range out[u] {
+			if l := nodes[u].Layer + 1; l > nodes[v].Layer {
+				nodes[v].Layer = l
+			}
+			if indeg[v]--; indeg[v] == 0 {
+				queue = append(queue, v)
+			}
+		}
+	}
+	if len(queue) != n {
+		return errCycle
+	}
+	sort.SliceStable(nodes, func(a, b int) bool {
+		if nodes[a].Layer != nodes[b].Layer {
+			return nodes[a].Layer < nodes[b].Layer
+		}
+		return nodes[a].index < nodes[b].index
+	})
+	pos := make([]int, n) // old index → new
+	for i := range nodes {
+		pos[nodes[i].index] = i
+		g.byID[nodes[i].ID] = i
+	}
+	for i := range edges {
+		edges[i] = [2]int{pos[edges[i][0]], pos[edges[i][1]]}
+	}
+	g.Nodes, g.Edges = nodes, edges
+	for i, nd := range nodes {
+		for len(g.Layers) <= nd.Layer {
+			g.Layers = append(g.Layers, nil)
+		}
+		g.Layers[nd.Layer] = append(g.Layers[nd.Layer], i)
+	}
+	return nil
+}
+
+// StateCounts counts nodes by state.
+type StateCounts struct{ Pending, Running, Succeeded, Failed int64 }
+
+func (c *StateCounts) add(s detail.NodeState, n int64) {
+	switch s {
+	case detail.NodeStateRunning:
+		c.Running += n
+	case detail.NodeStateSucceeded:
+		c.Succeeded += n
+	case detail.NodeStateFailed:
+		c.Failed += n
+	default:
+		c.Pending += n
+	}
+}
+
+// MapCounts are a map node's item counts by state, from its fanout: the
+// items in flight run, the completed ones succeeded (failed when the map
+// failed: a map stops at its first failed item, so one of its completed
+// items failed), the ones not yet submitted of a bounded map pend.
+func MapCounts(state detail.NodeState, f *detail.NodeFanout) StateCounts {
+	var c StateCounts
+	if f == nil {
+		return c
+	}
+	c.Running = f.InFlightItems
+	c.Succeeded = f.CompletedItems
+	if state == detail.NodeStateFailed && c.Succeeded > 0 {
+		c.Succeeded--
+		c.Failed = 1
+	} else if state == detail.NodeStateFailed {
+		c.Failed = 1
+	}
+	if f.MaxItems != nil && *f.MaxItems > f.SubmittedItems && !f.InputExhausted {
+		c.Pending = *f.MaxItems - f.SubmittedItems
+	}
+	return c
+}
+
+// item is one drawn box: a node, or a collapsed group of a wide layer.
+type item struct {
+	Node   int // index into Nodes, or -1 for a group
+	Layer  int
+	Group  []int // the collapsed nodes
+	Counts StateCounts
+}
+
+// windows splits the drawn items (wide layers collapsed) into windows of
+// at most WindowNodes items, whole layers each (a layer draws at most
+// WideLayer items, so every window but a last one is nearly full).
+func (g *graph) windows() [][]item {
+	var out [][]item
+	var cur []item
+	for l, idx := range g.Layers {
+		var row []item
+		if len(idx) > WideLayer {
+			for _, i := range idx[:WideLayer-1] {
+				row = append(row, item{Node: i, Layer: l})
+			}
+			grp := item{Node: -1, Layer: l, Group: idx[WideLayer-1:]}
+			for _, i := range grp.Group {
+				grp.Counts.add(g.Nodes[i].State, 1)
+			}
+			row = append(row, grp)
+		} else {
+			for _, i := range idx {
+				row = append(row, item{Node: i, Layer: l})
+			}
+		}
+		if len(cur)+len(row) > WindowNodes && len(cur) > 0 {
+			out = append(out, cur)
+			cur = nil
+		}
+		cur = append(cur, row...)
+	}
+	if len(cur) > 0 || len(out) == 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func (g *graph) String() string {
+	return fmt.Sprintf("graph(%d nodes, %d edges)", len(g.Nodes), len(g.Edges))
+}

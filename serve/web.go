@@ -1,0 +1,507 @@
+package serve
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/gen/detail"
+	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/serve/read"
+)
+
+// The browser pages: server-rendered HTML and inline SVG from embedded
+// templates and one stylesheet; no script runs (the CSP forbids it). A
+// live run's pages refresh by <meta http-equiv="refresh"> until the run
+// is terminal.
+
+//go:embed web/pages.html web/graph.css
+var webFS embed.FS
+
+var pages = template.Must(template.New("").ParseFS(webFS, "web/pages.html"))
+
+// SessionCookie holds a browser's bearer token (HttpOnly, SameSite=Strict).
+const SessionCookie = "rayflow_token"
+
+// RefreshSeconds is the live pages' refresh period.
+const RefreshSeconds = 5
+
+// csp is the pages' Content-Security-Policy: no script at all, styles
+// and images from this origin, forms post only here, never framed.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func htmlHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+}
+
+// page is the data every page template shares.
+type page struct {
+	Title, Principal, Code, Message, Back string
+	Refresh                               int
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("render", "page", name, "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	htmlHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// htmlFail renders err as an error page with the API's status mapping.
+func (s *Server) htmlFail(w http.ResponseWriter, r *http.Request, principal string, err error) {
+	var re *read.Error
+	p := page{Title: "Error", Principal: principal}
+	code := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &re):
+		code, p.Code, p.Message = HTTPStatus(re.Code), string(re.Code), re.Message
+	case errors.Is(err, errGraphTooLarge):
+		code, p.Code, p.Message = http.StatusOK, "LIMIT_EXCEEDED", fmt.Sprintf("the graph has more than %d retained nodes", MaxGraphNodes)
+	case errors.Is(err, errCycle):
+		code, p.Code, p.Message = http.StatusServiceUnavailable, "CORRUPT", "the topology has a cycle"
+	default:
+		s.log.Error("page failed", "path", r.URL.Path, "err", err)
+		p.Code, p.Message = "INTERNAL", "internal error"
+	}
+	p.Title = p.Code
+	s.render(w, r, code, "error", p)
+}
+
+// browserPrincipal authenticates an HTML request by its session cookie
+// or, as the API does, by its bearer token.
+func (s *Server) browserPrincipal(r *http.Request) string {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return s.tokens.Principal(strings.TrimSpace(tok))
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return s.tokens.Principal(c.Value)
+	}
+	return ""
+}
+
+// safeNext keeps a post-login redirect on this site (a path, not //host).
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+// sameOrigin refuses a cross-site form post (Origin of another host).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return o == ""
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ string) {
+	s.render(w, r, http.StatusOK, "login", struct {
+		page
+		Next string
+	}{page{Title: "Sign in"}, safeNext(r.URL.Query().Get("next"))})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if !sameOrigin(r) {
+		s.render(w, r, http.StatusForbidden, "error", page{Title: "Sign in", Code: "ACCESS_DENIED", Message: "cross-site sign-in refused"})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.render(w, r, http.StatusBadRequest, "error", page{Title: "Sign in", Code: "INVALID_ARGUMENT", Message: "malformed form"})
+		return
+	}
+	tok, next := strings.TrimSpace(r.PostForm.Get("token")), safeNext(r.PostForm.Get("next"))
+	if s.tokens.Principal(tok) == "" {
+		s.log.Info("sign-in refused") // never the token
+		s.render(w, r, http.StatusUnauthorized, "login", struct {
+			page
+			Next string
+		}{page{Title: "Sign in", Message: "unknown token"}, next})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
+	if !sameOrigin(r) {
+		s.render(w, r, http.StatusForbidden, "error", page{Title: "Sign out", Code: "ACCESS_DENIED", Message: "cross-site sign-out refused"})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (s *Server) asset(w http.ResponseWriter, r *http.Request, _ string) {
+	b, err := webFS.ReadFile("web/graph.css")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(b)
+}
+
+// taskPage is /tasks/{task_id}: state, attempts, the graph link.
+func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, principal string) {
+	id := r.PathValue("task_id")
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, read.ActionReadTask); err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	t, err := s.client.Get(r.Context(), id)
+	if errors.Is(err, durable.ErrNotFound) {
+		err = &read.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"}
+	}
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	p := page{Title: "Task " + t.ID, Principal: principal}
+	if !t.State.Terminal() {
+		p.Refresh = RefreshSeconds
+	}
+	st := status(t, true)
+	s.render(w, r, http.StatusOK, "task", struct {
+		page
+		Task TaskStatus
+	}{p, st})
+}
+
+// glyph places a state's marker shape (circle, triangle, checked square,
+// crossed diamond) at (x, y) (its vertical centre).
+type glyph struct {
+	S, Glyph             string
+	X, X1, X2, Y, Y0, Y2 int
+}
+
+func newGlyph(state string, x, y int) glyph {
+	return glyph{S: state, Glyph: glyphText(state), X: x, X1: x + 6, X2: x + 12, Y: y, Y0: y - 6, Y2: y + 6}
+}
+
+func glyphText(state string) string {
+	switch state {
+	case string(detail.NodeStateRunning):
+		return "▶"
+	case string(detail.NodeStateSucceeded):
+		return "✓"
+	case string(detail.NodeStateFailed):
+		return "✗"
+	}
+	return "○"
+}
+
+type box struct {
+	Href, Aria, Class, ID, State, Label, Text string
+	X, Y, RX, TX, TY1, TY2                    int
+	G                                         glyph
+}
+
+type line struct{ X1, Y1, X2, Y2 int }
+
+type attemptLink struct {
+	N       int64
+	Href    string
+	Current bool
+}
+
+type graphData struct {
+	page
+	TaskID, RunState, Availability string
+	Attempt                        int64
+	Live                           bool
+	Counts                         *summary.NodeCounts
+	NodeTotal                      int64
+	Legend                         []glyph
+	Attempts                       []attemptLink
+	Window, Windows                int
+	FirstLayer, LastLayer          int
+	Prev, Next                     string
+	Width, Height, Hidden          int
+	Boxes                          []box
+	Lines                          []line
+}
+
+const (
+	colW, rowH, boxW, boxH, pad = 170, 84, 150, 52, 20
+	maxDrawnEdges               = 2000
+)
+
+func clip(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func graphHref(taskID string, attempt int64, window int) string {
+	v := url.Values{}
+	if attempt > 0 {
+		v.Set("attempt_number", strconv.FormatInt(attempt, 10))
+	}
+	if window > 1 {
+		v.Set("window", strconv.Itoa(window))
+	}
+	if len(v) == 0 {
+		return "/tasks/" + taskID + "/graph"
+	}
+	return "/tasks/" + taskID + "/graph?" + v.Encode()
+}
+
+func nodeHref(taskID string, attempt int64, nodeID string) string {
+	return "/tasks/" + taskID + "/graph/node?" + url.Values{"attempt_number": {strconv.FormatInt(attempt, 10)}, "node_id": {nodeID}}.Encode()
+}
+
+func layerHref(taskID string, attempt int64, layer, pg int) string {
+	v := url.Values{"attempt_number": {strconv.FormatInt(attempt, 10)}, "layer": {strconv.Itoa(layer)}}
+	if pg > 1 {
+		v.Set("page", strconv.Itoa(pg))
+	}
+	return "/tasks/" + taskID + "/graph/layer?" + v.Encode()
+}
+
+// attemptsOf is the attempt switcher: attempts 1..current of the task.
+func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) []attemptLink {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, read.ActionReadTask); err != nil {
+		return nil
+	}
+	t, err := s.client.Get(r.Context(), taskID)
+	if err != nil {
+		return nil
+	}
+	var out []attemptLink
+	for n := int64(max(1, t.Attempt-MaxStatusAttempts)); n <= int64(t.Attempt); n++ {
+		out = append(out, attemptLink{N: n, Href: graphHref(taskID, n, 0), Current: n == shown})
+	}
+	return out
+}
+
+func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal string) {
+	taskID := r.PathValue("task_id")
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	win, err := intParam(r, "window", 1)
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	start := time.Now()
+	g, gerr := loadGraph(r.Context(), s.reads, principal, taskID, attempt)
+	if gerr != nil && !errors.Is(gerr, errGraphTooLarge) {
+		s.htmlFail(w, r, principal, gerr)
+		return
+	}
+	sum := g.Summary
+	d := graphData{page: page{Title: "Graph of " + taskID, Principal: principal}, TaskID: taskID,
+		Availability: string(sum.Availability), Attempt: sum.RunIdentity.AttemptNumber}
+	for _, st := range []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded, detail.NodeStateFailed} {
+		d.Legend = append(d.Legend, newGlyph(string(st), 2, 8))
+	}
+	d.RunState = "NOT_REPORTED"
+	if sum.Summary != nil {
+		d.RunState = string(sum.Summary.State)
+		d.Counts, d.NodeTotal = &sum.Summary.NodeCounts, sum.Summary.NodeCounts.RetainedTopology
+		d.Live = sum.Summary.Terminal.Outcome == nil
+	} else {
+		d.Live = sum.Availability == summary.DetailAvailabilityNotReported
+	}
+	if d.Live {
+		d.Refresh = RefreshSeconds
+	}
+	d.Attempts = s.attemptsOf(r, principal, taskID, d.Attempt)
+	switch {
+	case errors.Is(gerr, errGraphTooLarge):
+		d.Message = fmt.Sprintf("This run retains more than %d nodes; only its counts are shown.", MaxGraphNodes)
+	case sum.Summary == nil || len(g.Nodes) == 0:
+		d.Message = "No graph is available for this attempt (" + string(sum.Availability) + ")."
+	default:
+		if g.Truncated {
+			d.Message = "The retained graph is incomplete (truncated by the reporting limits)."
+		}
+		s.drawWindow(&d, g, int(max(win, 1)))
+	}
+	s.log.Debug("graph page", "task", taskID, "nodes", len(g.Nodes), "ms", time.Since(start).Milliseconds())
+	s.render(w, r, http.StatusOK, "graph", d)
+}
+
+func (s *Server) drawWindow(d *graphData, g *graph, win int) {
+	ws := g.windows()
+	if win > len(ws) {
+		win = len(ws)
+	}
+	items := ws[win-1]
+	d.Window, d.Windows = win, len(ws)
+	if win > 1 {
+		d.Prev = graphHref(d.TaskID, d.Attempt, win-1)
+	}
+	if win < len(ws) {
+		d.Next = graphHref(d.TaskID, d.Attempt, win+1)
+	}
+	if len(items) == 0 {
+		return
+	}
+	d.FirstLayer, d.LastLayer = items[0].Layer, items[len(items)-1].Layer
+	at := map[int][2]int{} // node index → box top-left
+	col, row, cols := 0, -1, 1
+	prevLayer := -1
+	for _, it := range items {
+		if it.Layer != prevLayer {
+			row, col, prevLayer = row+1, 0, it.Layer
+		}
+		x, y := pad+col*colW, pad+row*rowH
+		col++
+		cols = max(cols, col)
+		b := box{X: x, Y: y, TX: x + 26, TY1: y + 21, TY2: y + 40}
+		if it.Node < 0 {
+			c := it.Counts
+			b.Class, b.State, b.ID = "group", "GROUP", fmt.Sprintf("layer-%d", it.Layer)
+			b.Label = fmt.Sprintf("⧉ %d more nodes", len(it.Group))
+			b.Text = fmt.Sprintf("○%d ▶%d ✓%d ✗%d", c.Pending, c.Running, c.Succeeded, c.Failed)
+			b.Aria = fmt.Sprintf("%d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
+			b.TX = x + 8
+		} else {
+			n := &g.Nodes[it.Node]
+			at[it.Node] = [2]int{x, y}
+			st := string(n.State)
+			b.Class, b.State, b.ID = "state-"+st, st, n.ID
+			b.Label = clip(n.Label, 20)
+			b.Text = glyphText(st) + " " + st
+			b.Href = nodeHref(d.TaskID, d.Attempt, n.ID)
+			b.G = newGlyph(st, x+8, y+26)
+			b.Aria = fmt.Sprintf("%s: %s", n.Label, st)
+			if n.Kind == topology.NodeKindMap {
+				c := MapCounts(n.State, n.Fanout)
+				b.Class += " map"
+				b.RX = 14
+				b.Label = clip("⧉ "+n.Label, 20)
+				b.Text = fmt.Sprintf("%s ○%d ▶%d ✓%d ✗%d", glyphText(st), c.Pending, c.Running, c.Succeeded, c.Failed)
+				b.Aria = fmt.Sprintf("map %s: %s; items %d pending, %d running, %d succeeded, %d failed", n.Label, st, c.Pending, c.Running, c.Succeeded, c.Failed)
+			}
+		}
+		d.Boxes = append(d.Boxes, b)
+	}
+	d.Width, d.Height = 2*pad+cols*colW, 2*pad+(row+1)*rowH
+	for _, e := range g.Edges {
+		a, ok1 := at[e[0]]
+		b, ok2 := at[e[1]]
+		if !ok1 && !ok2 {
+			continue
+		}
+		if !ok1 || !ok2 || len(d.Lines) >= maxDrawnEdges {
+			d.Hidden++
+			continue
+		}
+		d.Lines = append(d.Lines, line{X1: a[0] + boxW/2, Y1: a[1] + boxH, X2: b[0] + boxW/2, Y2: b[1]})
+	}
+}
+
+// nodePage is one node's detail (a map's item counts): the single node read.
+func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, principal string) {
+	taskID := r.PathValue("task_id")
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	nodeID := r.URL.Query().Get("node_id")
+	out, err := s.reads.Node(r.Context(), principal, taskID, attempt, nodeID)
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	d := struct {
+		page
+		NodeID, GraphHref string
+		Item              *detail.NodeDetail
+		Map               *StateCounts
+	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item}
+	if out.Item != nil && out.Item.Fanout != nil {
+		c := MapCounts(out.Item.State, out.Item.Fanout)
+		d.Map = &c
+	}
+	if out.Item != nil && (out.Item.State == detail.NodeStatePending || out.Item.State == detail.NodeStateRunning) {
+		d.Refresh = RefreshSeconds
+	}
+	s.render(w, r, http.StatusOK, "node", d)
+}
+
+type layerRow struct{ Href, Label, State, Glyph string }
+
+// layerPage lists one layer's nodes (a collapsed group), LayerListPage a page.
+func (s *Server) layerPage(w http.ResponseWriter, r *http.Request, principal string) {
+	taskID := r.PathValue("task_id")
+	attempt, err := intParam(r, "attempt_number", 1)
+	if err == nil {
+		var l, pg int64
+		if l, err = intParam(r, "layer", 0); err == nil {
+			if pg, err = intParam(r, "page", 1); err == nil {
+				s.layer(w, r, principal, taskID, attempt, int(l), int(max(pg, 1)))
+				return
+			}
+		}
+	}
+	s.htmlFail(w, r, principal, err)
+}
+
+func (s *Server) layer(w http.ResponseWriter, r *http.Request, principal, taskID string, attempt int64, l, pg int) {
+	g, err := loadGraph(r.Context(), s.reads, principal, taskID, attempt)
+	if err != nil {
+		s.htmlFail(w, r, principal, err)
+		return
+	}
+	attempt = g.Summary.RunIdentity.AttemptNumber
+	d := struct {
+		page
+		TaskID, GraphHref, Prev, Next string
+		Layer                         int
+		Rows                          []layerRow
+	}{page: page{Title: "Layer", Principal: principal}, TaskID: taskID, GraphHref: graphHref(taskID, attempt, 0), Layer: l}
+	if l < len(g.Layers) {
+		idx := g.Layers[l]
+		lo := min((pg-1)*LayerListPage, len(idx))
+		hi := min(lo+LayerListPage, len(idx))
+		for _, i := range idx[lo:hi] {
+			n := g.Nodes[i]
+			d.Rows = append(d.Rows, layerRow{Href: nodeHref(taskID, attempt, n.ID), Label: n.Label, State: string(n.State), Glyph: glyphText(string(n.State))})
+		}
+		if pg > 1 {
+			d.Prev = layerHref(taskID, attempt, l, pg-1)
+		}
+		if hi < len(idx) {
+			d.Next = layerHref(taskID, attempt, l, pg+1)
+		}
+	}
+	s.render(w, r, http.StatusOK, "layer", d)
+}
