@@ -117,7 +117,8 @@ func path(p string) string {
 }
 
 // TestUnauthenticated: every route but the probes refuses a missing,
-// malformed or unknown token with 401 before touching the database.
+// malformed or unknown token with 401 before touching the database (a
+// page redirects to the sign-in page).
 func TestUnauthenticated(t *testing.T) {
 	s := lazyServer(t)
 	for _, rt := range s.Routes() {
@@ -132,6 +133,12 @@ func TestUnauthenticated(t *testing.T) {
 			if rt.Public {
 				if w.Code == http.StatusUnauthorized {
 					t.Errorf("%s %s (%s): public route wants a token", rt.Method, rt.Pattern, name)
+				}
+				continue
+			}
+			if rt.HTML { // a page sends the browser to sign in, and back
+				if w.Code != http.StatusSeeOther || !strings.HasPrefix(w.Header().Get("Location"), "/login?next=%2Ftasks%2F") {
+					t.Errorf("%s %s (%s): %d %v", rt.Method, rt.Pattern, name, w.Code, w.Header())
 				}
 				continue
 			}
