@@ -138,7 +138,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
 	tok, next := strings.TrimSpace(r.PostForm.Get("token")), safeNext(r.PostForm.Get("next"))
 	if s.tokens.Principal(tok) == "" {
 		s.log.Info("sign-in refused") // never the token
-		s.render(w, r, http.StatusUnauthorized, "login", struct {
+		s.render(w, r, http.StatusForbidden, "login", struct {
 			page
 			Next string
 		}{page{Title: "Sign in", Message: "unknown token"}, next})
