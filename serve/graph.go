@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/rayflow/rayflow/gen/detail"
 	gread "github.com/rayflow/rayflow/gen/read"
@@ -81,9 +82,65 @@ func walkAll[T any](ctx context.Context, max int64, fetch func(cursor string) ([
 	}
 }
 
+// errChanged: a newer publication replaced the one being read.
+var errChanged = errors.New("publication changed while read")
+
+// graphCache keeps the laid-out topology of the few runs last drawn,
+// keyed by run and topology version, and their node states by detail
+// revision: a live page's refresh re-reads only the node details, a
+// finished run's only its summary. Every use follows an authorized
+// summary read of the same run.
+type graphCache struct {
+	mu      sync.Mutex
+	entries map[string]*graph
+	order   []string
+}
+
+// graphCacheSize bounds the cache (entries of at most MaxGraphNodes nodes).
+const graphCacheSize = 8
+
+func (c *graphCache) get(k string) *graph {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k]
+}
+
+func (c *graphCache) put(k string, g *graph) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*graph{}
+	}
+	if _, ok := c.entries[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.entries[k] = g
+	for len(c.order) > graphCacheSize {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func pubRev(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 // loadGraph reads attempt's summary, topology and node details through
-// the read service (pages of graphPage) and lays the graph out.
-func loadGraph(ctx context.Context, reads *read.Service, principal, taskID string, attempt int64) (*graph, error) {
+// the read service (pages of graphPage) and lays the graph out; a run
+// republished while it is read is read again (twice at most).
+func loadGraph(ctx context.Context, reads *read.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
+	for try := 0; ; try++ {
+		g, err := loadGraphOnce(ctx, reads, cache, principal, taskID, attempt)
+		if !errors.Is(err, errChanged) || try == 2 {
+			return g, err
+		}
+	}
+}
+
+func loadGraphOnce(ctx context.Context, reads *read.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
 	sum, err := reads.Summary(ctx, principal, taskID, attempt)
 	if err != nil {
 		return nil, err
@@ -96,63 +153,91 @@ func loadGraph(ctx context.Context, reads *read.Service, principal, taskID strin
 		return g, errGraphTooLarge
 	}
 	attempt = sum.RunIdentity.AttemptNumber
+	topoV, detailR := pubRev(sum.Publication.TopologyVersion), pubRev(sum.Publication.DetailRevision)
+	topoKey := fmt.Sprintf("%s|%d|%s|%d|%d", taskID, attempt, sum.RunIdentity.RunID, sum.RunIdentity.ExecutionGeneration, topoV)
+	fullKey := fmt.Sprintf("%s|%d", topoKey, detailR)
+	if c := cache.get(fullKey); c != nil {
+		out := *c
+		out.Summary = sum
+		return &out, nil
+	}
 	req := func(cursor string) read.PageRequest {
 		return read.PageRequest{TaskID: taskID, Attempt: attempt, Limit: graphPage, Cursor: cursor}
 	}
-	var nodes []gnode
-	comp, err := walkAll(ctx, MaxGraphNodes, func(c string) ([]topology.Node, *string, bool, error) {
-		p, err := reads.TopologyNodes(ctx, principal, req(c))
-		if err != nil {
-			return nil, nil, false, err
-		}
-		return p.Items, p.NextCursor, p.Complete, nil
-	}, func(n topology.Node) {
-		if _, dup := g.byID[n.NodeID]; dup {
-			return
-		}
-		g.byID[n.NodeID] = len(nodes)
-		nodes = append(nodes, gnode{ID: n.NodeID, Label: n.Label, Kind: n.Kind, State: detail.NodeStatePending, index: len(nodes)})
-	})
-	if err != nil {
-		return nil, err
+	same := func(p gread.Publication, avail summary.DetailAvailability) bool {
+		return avail != summary.DetailAvailabilityExpired && pubRev(p.TopologyVersion) == topoV
 	}
-	g.Truncated = g.Truncated || !comp
-	var edges [][2]int
-	comp, err = walkAll(ctx, 4*MaxGraphNodes, func(c string) ([]topology.Edge, *string, bool, error) {
-		p, err := reads.TopologyEdges(ctx, principal, req(c))
+	topo := cache.get(topoKey)
+	if topo == nil {
+		var nodes []gnode
+		byID := map[string]int{}
+		comp, err := walkAll(ctx, MaxGraphNodes, func(c string) ([]topology.Node, *string, bool, error) {
+			p, err := reads.TopologyNodes(ctx, principal, req(c))
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if !same(p.Publication, p.Availability) {
+				return nil, nil, false, errChanged
+			}
+			return p.Items, p.NextCursor, p.Complete, nil
+		}, func(n topology.Node) {
+			if _, dup := byID[n.NodeID]; dup {
+				return
+			}
+			byID[n.NodeID] = len(nodes)
+			nodes = append(nodes, gnode{ID: n.NodeID, Label: n.Label, Kind: n.Kind, State: detail.NodeStatePending, index: len(nodes)})
+		})
 		if err != nil {
-			return nil, nil, false, err
+			return nil, err
 		}
-		return p.Items, p.NextCursor, p.Complete, nil
-	}, func(e topology.Edge) {
-		s, ok1 := g.byID[e.Source]
-		t, ok2 := g.byID[e.Target]
-		if ok1 && ok2 {
-			edges = append(edges, [2]int{s, t})
+		var edges [][2]int
+		ecomp, err := walkAll(ctx, 4*MaxGraphNodes, func(c string) ([]topology.Edge, *string, bool, error) {
+			p, err := reads.TopologyEdges(ctx, principal, req(c))
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if !same(p.Publication, p.Availability) {
+				return nil, nil, false, errChanged
+			}
+			return p.Items, p.NextCursor, p.Complete, nil
+		}, func(e topology.Edge) {
+			s, ok1 := byID[e.Source]
+			t, ok2 := byID[e.Target]
+			if ok1 && ok2 {
+				edges = append(edges, [2]int{s, t})
+			}
+		})
+		if err != nil {
+			return nil, err
 		}
-	})
-	if err != nil {
-		return nil, err
+		topo = &graph{byID: byID, Truncated: !comp || !ecomp}
+		if err := topo.layout(nodes, edges); err != nil {
+			return nil, err
+		}
+		cache.put(topoKey, topo)
 	}
-	g.Truncated = g.Truncated || !comp
-	comp, err = walkAll(ctx, MaxGraphNodes, func(c string) ([]detail.NodeDetail, *string, bool, error) {
+	g.byID, g.Layers, g.Edges, g.Truncated = topo.byID, topo.Layers, topo.Edges, topo.Truncated
+	g.Nodes = make([]gnode, len(topo.Nodes))
+	copy(g.Nodes, topo.Nodes)
+	comp, err := walkAll(ctx, MaxGraphNodes, func(c string) ([]detail.NodeDetail, *string, bool, error) {
 		p, err := reads.NodeDetails(ctx, principal, req(c))
 		if err != nil {
 			return nil, nil, false, err
 		}
+		if !same(p.Publication, p.Availability) || pubRev(p.Publication.DetailRevision) != detailR {
+			return nil, nil, false, errChanged
+		}
 		return p.Items, p.NextCursor, p.Complete, nil
 	}, func(d detail.NodeDetail) {
 		if i, ok := g.byID[d.NodeID]; ok {
-			nodes[i].State, nodes[i].Fanout = d.State, d.Fanout
+			g.Nodes[i].State, g.Nodes[i].Fanout = d.State, d.Fanout
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	g.Truncated = g.Truncated || !comp
-	if err := g.layout(nodes, edges); err != nil {
-		return nil, err
-	}
+	cache.put(fullKey, g)
 	return g, nil
 }
 

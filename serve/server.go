@@ -42,6 +42,7 @@ type Server struct {
 	client *durable.Client
 	log    *slog.Logger
 	mux    *http.ServeMux
+	graphs graphCache
 }
 
 // Route is one endpoint of the API.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
@@ -49,6 +50,9 @@ func htmlHeaders(w http.ResponseWriter) {
 	h.Set("Cache-Control", "no-store")
 }
 
+// renderErrors counts template failures (tests read it).
+var renderErrors atomic.Int64
+
 // page is the data every page template shares.
 type page struct {
 	Title, Principal, Code, Message, Back string
@@ -59,6 +63,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	var buf bytes.Buffer
 	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
 		s.log.Error("render", "page", name, "path", r.URL.Path, "err", err)
+		renderErrors.Add(1)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -317,7 +322,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		return
 	}
 	start := time.Now()
-	g, gerr := loadGraph(r.Context(), s.reads, principal, taskID, attempt)
+	g, gerr := loadGraph(r.Context(), s.reads, &s.graphs, principal, taskID, attempt)
 	if gerr != nil && !errors.Is(gerr, errGraphTooLarge) {
 		s.htmlFail(w, r, principal, gerr)
 		return
@@ -406,7 +411,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 				b.Class += " map"
 				b.RX = 14
 				b.Label = clip("⧉ "+n.Label, 20)
-				b.Text = fmt.Sprintf("%s ○%d ▶%d ✓%d ✗%d", glyphText(st), c.Pending, c.Running, c.Succeeded, c.Failed)
+				b.Text = fmt.Sprintf("%s %s ○%d ▶%d ✓%d ✗%d", glyphText(st), st, c.Pending, c.Running, c.Succeeded, c.Failed)
 				b.Aria = fmt.Sprintf("map %s: %s; items %d pending, %d running, %d succeeded, %d failed", n.Label, st, c.Pending, c.Running, c.Succeeded, c.Failed)
 			}
 		}
@@ -476,7 +481,7 @@ func (s *Server) layerPage(w http.ResponseWriter, r *http.Request, principal str
 }
 
 func (s *Server) layer(w http.ResponseWriter, r *http.Request, principal, taskID string, attempt int64, l, pg int) {
-	g, err := loadGraph(r.Context(), s.reads, principal, taskID, attempt)
+	g, err := loadGraph(r.Context(), s.reads, &s.graphs, principal, taskID, attempt)
 	if err != nil {
 		s.htmlFail(w, r, principal, err)
 		return

@@ -1,0 +1,378 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/progress"
+	"github.com/rayflow/rayflow/serve/internal/fixture"
+)
+
+// dom is a parsed page.
+type dom struct{ root *html.Node }
+
+func parse(t *testing.T, body []byte) dom {
+	t.Helper()
+	n, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dom{n}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// all returns the elements named tag (any tag if "") for which keep holds.
+func (d dom) all(tag string, keep func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && (tag == "" || n.Data == tag) && (keep == nil || keep(n)) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(d.root)
+	return out
+}
+
+func (d dom) byID(id string) *html.Node {
+	if ns := d.all("", func(n *html.Node) bool { return attr(n, "id") == id }); len(ns) > 0 {
+		return ns[0]
+	}
+	return nil
+}
+
+func text(n *html.Node) string {
+	if n == nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// boxes are the graph's drawn links (nodes and collapsed groups).
+func (d dom) boxes() []*html.Node {
+	return d.all("a", func(n *html.Node) bool { return attr(n, "data-node-id") != "" })
+}
+
+// get fetches a page as principal through the session cookie.
+func (e *env) get(t *testing.T, principal, target string) (int, http.Header, []byte) {
+	t.Helper()
+	req := httptest.NewRequest("GET", target, nil)
+	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: tokensOf[principal]})
+	w := httptest.NewRecorder()
+	e.s.ServeHTTP(w, req)
+	return w.Code, w.Header(), w.Body.Bytes()
+}
+
+// shaped publishes a 20-node graph: n0 → n1..n15 (a layer wider than
+// WideLayer) → n16 → n17 → n18 → n19, a bounded map.
+func shaped(c *fixture.Chain, final bool) *progress.Publication {
+	p := c.Pub(true, final)
+	var edges []topology.Edge
+	for i := 1; i <= 15; i++ {
+		edges = append(edges, topology.Edge{Source: fixture.NodeID(0), Target: fixture.NodeID(i)},
+			topology.Edge{Source: fixture.NodeID(i), Target: fixture.NodeID(16)})
+	}
+	for i := 16; i < 19; i++ {
+		edges = append(edges, topology.Edge{Source: fixture.NodeID(i), Target: fixture.NodeID(i + 1)})
+	}
+	p.Edges = edges
+	p.Summary.EdgeCounts.Discovered, p.Summary.EdgeCounts.RetainedTopology = int64(len(edges)), int64(len(edges))
+	p.Nodes[19].Kind = topology.NodeKindMap
+	ten := int64(10)
+	f := &detail.NodeFanout{MaxItems: &ten, SubmittedItems: 6, CompletedItems: 4, InFlightItems: 2}
+	if final {
+		f = &detail.NodeFanout{MaxItems: &ten, SubmittedItems: 10, CompletedItems: 10, InputExhausted: true}
+	}
+	p.Details[19].Fanout = f
+	return p
+}
+
+func newShaped(t *testing.T) (*env, *fixture.Chain) {
+	e := newEnv(t, 1)
+	taskID, id := fixture.NewTask(t, e.pool, "chain")
+	c := fixture.NewChain(id, 20)
+	for i := range 16 {
+		c.States[i] = detail.NodeStateSucceeded
+	}
+	c.States[3] = detail.NodeStateFailed
+	c.States[16], c.States[19] = detail.NodeStateRunning, detail.NodeStateRunning
+	c.Publish(t, e.pool, shaped(c, false))
+	e.taskID, e.c = taskID, c
+	return e, c
+}
+
+func TestGraphPageLive(t *testing.T) {
+	e, _ := newShaped(t)
+	base := "/tasks/" + e.taskID
+	code, h, body := e.get(t, "chain", base+"/graph")
+	if code != 200 {
+		t.Fatalf("graph: %d %s", code, body)
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
+		t.Errorf("CSP = %q", csp)
+	}
+	d := parse(t, body)
+	if m := d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" }); len(m) != 1 {
+		t.Errorf("a live run's page has %d refresh metas, want 1", len(m))
+	}
+	if got := text(d.byID("run-state")); got != "RUNNING" {
+		t.Errorf("run state %q", got)
+	}
+	bs := d.boxes()
+	// n0, 11 of the 15-wide layer and its group of 4, n16..n19.
+	if len(bs) != 1+11+1+4 {
+		t.Fatalf("%d boxes, want 17", len(bs))
+	}
+	states := map[string]int{}
+	for _, b := range bs {
+		href, aria, st := attr(b, "href"), attr(b, "aria-label"), attr(b, "data-state")
+		if !strings.HasPrefix(href, base+"/graph/") || aria == "" {
+			t.Errorf("box %s: href %q aria %q", attr(b, "data-node-id"), href, aria)
+		}
+		states[st]++
+		if st != "GROUP" && !strings.Contains(text(b), st) {
+			t.Errorf("box %s does not say its state %s: %q", attr(b, "data-node-id"), st, text(b))
+		}
+		if st != "GROUP" && len(d.all("", func(n *html.Node) bool { return isDescendant(n, b) && strings.Contains(attr(n, "class"), "glyph") })) == 0 {
+			t.Errorf("box %s has no state shape", attr(b, "data-node-id"))
+		}
+	}
+	if states["SUCCEEDED"] != 11 || states["FAILED"] != 1 || states["RUNNING"] != 2 || states["PENDING"] != 2 || states["GROUP"] != 1 {
+		t.Errorf("states drawn: %v", states)
+	}
+	var mp, grp *html.Node
+	for _, b := range bs {
+		switch attr(b, "data-node-id") {
+		case fixture.NodeID(19):
+			mp = b
+		case "layer-1":
+			grp = b
+		}
+	}
+	if mp == nil || !strings.Contains(attr(mp, "aria-label"), "4 pending, 2 running, 4 succeeded, 0 failed") {
+		t.Fatalf("map box: %v", mp)
+	}
+	if grp == nil || !strings.Contains(attr(grp, "aria-label"), "4 more nodes of layer 1: 0 pending, 0 running, 4 succeeded") {
+		t.Fatalf("group box: %v", grp)
+	}
+	legend := d.all("ul", func(n *html.Node) bool { return attr(n, "class") == "legend" })
+	if len(legend) != 1 {
+		t.Fatal("no legend")
+	}
+	for _, s := range []string{"PENDING", "RUNNING", "SUCCEEDED", "FAILED"} {
+		if !strings.Contains(text(legend[0]), s) {
+			t.Errorf("legend lacks %s", s)
+		}
+	}
+	// The map's item page: its counts by state.
+	code, _, body = e.get(t, "chain", attr(mp, "href"))
+	if code != 200 {
+		t.Fatalf("map page: %d %s", code, body)
+	}
+	items := text(parse(t, body).byID("map-items"))
+	for _, want := range []string{"pending4", "running2", "succeeded4", "failed0"} {
+		if !strings.Contains(strings.ReplaceAll(items, "\n", ""), want) {
+			t.Errorf("map items %q lack %s", items, want)
+		}
+	}
+	// The group's list: the whole layer, linked.
+	code, _, body = e.get(t, "chain", attr(grp, "href"))
+	rows := parse(t, body).all("tr", nil)
+	if code != 200 || len(rows) != 1+15 {
+		t.Errorf("layer page: %d, %d rows", code, len(rows))
+	}
+	// Windows: one window, no previous/next links.
+	if d.byID("next-window") != nil || d.byID("prev-window") != nil {
+		t.Error("a 20-node graph has window links")
+	}
+}
+
+func isDescendant(n, of *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p == of {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGraphPageFinishedAndAttempts: a finished run does not refresh; a
+// retried task's graph switches between its attempts.
+func TestGraphPageFinishedAndAttempts(t *testing.T) {
+	e, c := newShaped(t)
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
+	}
+	c.Publish(t, e.pool, shaped(c, true))
+	base := "/tasks/" + e.taskID
+	code, _, body := e.get(t, "chain", base+"/graph")
+	d := parse(t, body)
+	if code != 200 || text(d.byID("run-state")) != "SUCCEEDED" || len(d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" })) != 0 {
+		t.Fatalf("finished graph: %d state %q", code, text(d.byID("run-state")))
+	}
+	if n := len(d.boxes()); n != 17 {
+		t.Errorf("%d boxes", n)
+	}
+	if nav := d.all("nav", func(n *html.Node) bool { return attr(n, "class") == "attempts" }); len(nav) != 0 {
+		t.Error("an attempt switcher for a task of one attempt")
+	}
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, `INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, finished_at, workflow_progress_summary_json)
+ SELECT id, attempt_number, execution_generation, workflow_run_id, 'FAILED', now(), workflow_progress_summary_json FROM rayflow_tasks WHERE task_id = $1`, e.taskID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET attempt_number = 2, execution_generation = 1, workflow_run_id = gen_random_uuid(),
+ workflow_progress_summary_json = NULL, progress_summary_revision = NULL WHERE task_id = $1`, e.taskID); err != nil {
+		t.Fatal(err)
+	}
+	code, _, body = e.get(t, "chain", base+"/graph")
+	d = parse(t, body)
+	links := d.all("a", func(n *html.Node) bool { return n.Parent != nil && attr(n.Parent, "class") == "attempts" })
+	if code != 200 || len(links) != 2 || attr(links[1], "aria-current") != "page" || text(d.byID("run-state")) != "NOT_REPORTED" {
+		t.Fatalf("attempt 2: %d, %d switcher links, state %q", code, len(links), text(d.byID("run-state")))
+	}
+	code, _, body = e.get(t, "chain", attr(links[0], "href"))
+	d = parse(t, body)
+	if code != 200 || len(d.boxes()) != 17 || text(d.byID("run-state")) != "SUCCEEDED" {
+		t.Errorf("attempt 1 through the switcher: %d, %d boxes", code, len(d.boxes()))
+	}
+	// The task page: state, attempts, a link to the graph.
+	code, _, body = e.get(t, "chain", base)
+	d = parse(t, body)
+	if code != 200 || text(d.byID("task-state")) != "RUNNING" || attr(d.byID("graph-link"), "href") != base+"/graph" {
+		t.Errorf("task page: %d %q", code, body)
+	}
+	if rows := d.all("tr", nil); len(rows) != 1+2 {
+		t.Errorf("task page: %d attempt rows, want 2", len(rows)-1)
+	}
+}
+
+// TestLogin: the sign-in form sets an HttpOnly SameSite=Strict cookie
+// for a known token only, refuses a cross-site post, keeps next on site.
+func TestLogin(t *testing.T) {
+	s := lazyServer(t)
+	post := func(origin, token, next string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {token}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w
+	}
+	w := post("http://example.com", tokensOf["chain"], "/tasks/x/graph")
+	cs := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tasks/x/graph" || len(cs) != 1 {
+		t.Fatalf("sign-in: %d %v", w.Code, w.Header())
+	}
+	if c := cs[0]; c.Name != SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value != tokensOf["chain"] || c.Path != "/" {
+		t.Errorf("cookie %+v", c)
+	}
+	for name, w := range map[string]*httptest.ResponseRecorder{
+		"unknown token": post("", "not-a-token-at-all-xx", "/"),
+		"cross-site":    post("https://evil.example", tokensOf["chain"], "/"),
+		"null origin":   post("null", tokensOf["chain"], "/"),
+	} {
+		if w.Code != http.StatusForbidden || len(w.Result().Cookies()) != 0 {
+			t.Errorf("%s: %d %v", name, w.Code, w.Header())
+		}
+		if strings.Contains(w.Body.String(), tokensOf["chain"]) {
+			t.Errorf("%s: the page echoes the token", name)
+		}
+	}
+	for _, next := range []string{"//evil.example/x", "https://evil.example", "/\\evil.example", "x"} {
+		if w := post("", tokensOf["chain"], next); w.Header().Get("Location") != "/" {
+			t.Errorf("next %q → %q", next, w.Header().Get("Location"))
+		}
+	}
+	w = post("", tokensOf["chain"], "/")
+	req := httptest.NewRequest("POST", "/logout", nil)
+	req.AddCookie(w.Result().Cookies()[0])
+	lw := httptest.NewRecorder()
+	s.ServeHTTP(lw, req)
+	if c := lw.Result().Cookies(); lw.Code != http.StatusSeeOther || len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Errorf("sign-out: %d %v", lw.Code, c)
+	}
+}
+
+// TestGraph25k: a 25,000-node chain renders its first window of at most
+// WindowNodes boxes with next-window links, in bounded time.
+func TestGraph25k(t *testing.T) {
+	e := newEnv(t, 25_000)
+	base := "/tasks/" + e.taskID + "/graph"
+	start := time.Now()
+	code, _, body := e.get(t, "chain", base)
+	first := time.Since(start)
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	d := parse(t, body)
+	elems := len(d.all("", nil))
+	t.Logf("25,000-node chain: first window rendered in %v, %d bytes, %d elements", first, len(body), elems)
+	if n := len(d.boxes()); n != WindowNodes {
+		t.Errorf("%d boxes, want %d", n, WindowNodes)
+	}
+	if elems > 10*WindowNodes {
+		t.Errorf("%d elements in the first window", elems)
+	}
+	if d.byID("prev-window") != nil || attr(d.byID("next-window"), "href") != base+"?attempt_number=1&window=2" {
+		t.Error("window links of the first window")
+	}
+	if first > 30*time.Second {
+		t.Errorf("first window took %v", first)
+	}
+	start = time.Now()
+	code, _, _ = e.get(t, "chain", base)
+	t.Logf("25,000-node chain: the same window again (refresh, topology and states cached) in %v", time.Since(start))
+	if code != 200 {
+		t.Fatal(code)
+	}
+	e.c.States[0] = detail.NodeStateRunning
+	e.c.Publish(t, e.pool, e.c.Pub(false, false))
+	start = time.Now()
+	code, _, body = e.get(t, "chain", base)
+	t.Logf("25,000-node chain: after a new detail revision (topology cached, states re-read) in %v", time.Since(start))
+	if code != 200 || attr(parse(t, body).boxes()[0], "data-state") != "RUNNING" {
+		t.Fatalf("after a new revision: %d", code)
+	}
+	start = time.Now()
+	code, _, body = e.get(t, "chain", base+"?window=63")
+	d = parse(t, body)
+	t.Logf("25,000-node chain: last window rendered in %v", time.Since(start))
+	if code != 200 || len(d.boxes()) != 25_000-62*WindowNodes || d.byID("next-window") != nil || d.byID("prev-window") == nil {
+		t.Errorf("last window: %d, %d boxes", code, len(d.boxes()))
+	}
+}
