@@ -189,3 +189,17 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 .PHONY: bench-progress
 bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
 	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
+
+# --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
+.PHONY: bench-read chromium test-browser
+
+bench-read: pg-up ## progress reads (CONTRACTS §8.4 side by side): serve/read's BenchmarkReads on chains of 1k/10k/25k nodes
+	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/
+
+chromium: ## install Debian's chromium for the browser tests when it is missing
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(chromium --version 2>/dev/null)"; else \
+		echo "chromium: installing the Debian package"; \
+		{ apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; }; fi
+
+test-browser: chromium pg-up ## the graph page in headless Chromium (live, finished and 25k-node runs)
+	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBrowser' -v ./serve/

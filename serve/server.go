@@ -35,14 +35,15 @@ import (
 
 // Server is the HTTP API.
 type Server struct {
-	pool   *pgxpool.Pool
-	tokens *Tokens
-	reads  *read.Service
-	keys   *read.Keys
-	client *durable.Client
-	log    *slog.Logger
-	mux    *http.ServeMux
-	graphs graphCache
+	pool    *pgxpool.Pool
+	tokens  *Tokens
+	reads   *read.Service
+	keys    *read.Keys
+	client  *durable.Client
+	log     *slog.Logger
+	mux     *http.ServeMux
+	graphs  graphCache
+	metrics *metrics
 }
 
 // Route is one endpoint of the API.
@@ -53,6 +54,8 @@ type Route struct {
 	// HTML routes are browser pages: they also take the session cookie,
 	// and send a request without a principal to the sign-in page.
 	HTML bool
+	// Read names the read kind whose latency the route records.
+	Read string
 	h    func(w http.ResponseWriter, r *http.Request, principal string)
 }
 
@@ -66,7 +69,7 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux()}
+	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics()}
 	for _, rt := range s.Routes() {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
@@ -81,21 +84,23 @@ func (s *Server) Routes() []Route {
 	return []Route{
 		{Method: "GET", Pattern: "/livez", Public: true, h: s.livez},
 		{Method: "GET", Pattern: "/readyz", Public: true, h: s.readyz},
+		{Method: "GET", Pattern: "/api/openapi.json", Public: true, h: s.openapi},
+		{Method: "GET", Pattern: "/metrics", h: s.metricsHandler},
 		{Method: "GET", Pattern: "/api/tasks", h: s.listTasks},
 		{Method: "GET", Pattern: "/api/tasks/{task_id}", h: s.taskStatus},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/cancel", h: s.cancel},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/retry", h: s.retry},
-		{Method: "GET", Pattern: "/api/workflows/{task_id}", h: s.summary},
-		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/nodes", h: s.nodes},
-		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", h: s.edges},
-		{Method: "GET", Pattern: "/api/workflows/{task_id}/nodes", h: s.details},
-		{Method: "GET", Pattern: "/api/workflows/{task_id}/node-detail", h: s.node},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}", Read: readSummary, h: s.summary},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/nodes", Read: readNodes, h: s.nodes},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", Read: readEdges, h: s.edges},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/nodes", Read: readDetails, h: s.details},
+		{Method: "GET", Pattern: "/api/workflows/{task_id}/node-detail", Read: readNode, h: s.node},
 		{Method: "GET", Pattern: "/login", Public: true, HTML: true, h: s.loginPage},
 		{Method: "POST", Pattern: "/login", Public: true, HTML: true, h: s.login},
 		{Method: "POST", Pattern: "/logout", Public: true, HTML: true, h: s.logout},
 		{Method: "GET", Pattern: "/assets/graph.css", Public: true, h: s.asset},
 		{Method: "GET", Pattern: "/tasks/{task_id}", HTML: true, h: s.taskPage},
-		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, h: s.graphPage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
 	}
@@ -137,6 +142,9 @@ func (s *Server) wrap(rt Route) http.Handler {
 			}
 		}
 		rt.h(sw, r, principal)
+		if rt.Read != "" {
+			s.metrics.observe(rt.Read, start)
+		}
 		s.log.Info("request", "method", r.Method, "route", rt.Pattern, "status", sw.code, "principal", principal, "ms", time.Since(start).Milliseconds())
 	})
 }

@@ -46,7 +46,7 @@ func htmlHeaders(w http.ResponseWriter) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make a browser send Origin: null on our own forms
 	h.Set("Cache-Control", "no-store")
 }
 
@@ -113,8 +113,12 @@ func safeNext(next string) string {
 	return next
 }
 
-// sameOrigin refuses a cross-site form post (Origin of another host).
+// sameOrigin refuses a cross-site form post: by Sec-Fetch-Site when the
+// browser sends it, else by an Origin of another host.
 func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
+	}
 	o := r.Header.Get("Origin")
 	if o == "" || o == "null" {
 		return o == ""

@@ -283,11 +283,14 @@ func TestGraphPageFinishedAndAttempts(t *testing.T) {
 // for a known token only, refuses a cross-site post, keeps next on site.
 func TestLogin(t *testing.T) {
 	s := lazyServer(t)
-	post := func(origin, token, next string) *httptest.ResponseRecorder {
+	post := func(origin, token, next string, site ...string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {token}, "next": {next}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if origin != "" {
 			req.Header.Set("Origin", origin)
+		}
+		for _, v := range site {
+			req.Header.Set("Sec-Fetch-Site", v)
 		}
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, req)
@@ -302,9 +305,11 @@ func TestLogin(t *testing.T) {
 		t.Errorf("cookie %+v", c)
 	}
 	for name, w := range map[string]*httptest.ResponseRecorder{
-		"unknown token": post("", "not-a-token-at-all-xx", "/"),
-		"cross-site":    post("https://evil.example", tokensOf["chain"], "/"),
-		"null origin":   post("null", tokensOf["chain"], "/"),
+		"unknown token":                post("", "not-a-token-at-all-xx", "/"),
+		"cross-site":                   post("https://evil.example", tokensOf["chain"], "/"),
+		"null origin":                  post("null", tokensOf["chain"], "/"),
+		"cross-site by Sec-Fetch-Site": post("http://example.com", tokensOf["chain"], "/", "cross-site"),
+		"same-site by Sec-Fetch-Site":  post("http://example.com", tokensOf["chain"], "/", "same-site"),
 	} {
 		if w.Code != http.StatusForbidden || len(w.Result().Cookies()) != 0 {
 			t.Errorf("%s: %d %v", name, w.Code, w.Header())

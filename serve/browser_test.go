@@ -1,0 +1,179 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/rayflow/rayflow/gen/detail"
+)
+
+// browser starts a headless Chromium (Debian's; `make chromium` installs
+// it) with a fresh profile, or skips when there is none.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Chromium")
+	}
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no chromium on PATH (make chromium)")
+	}
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+// run runs one action and fails the test on its error.
+func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	return run(t, ctx, chromedp.Evaluate[T](expr))
+}
+
+// signIn opens target, is sent to the sign-in form, signs in with the
+// principal's token and lands on target.
+func signIn(t *testing.T, ctx context.Context, base, target, principal string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+target),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), tokensOf[principal]),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("run-state")),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatalf("%s: the screenshot is not a PNG: %v", name, err)
+	}
+	if b := img.Bounds(); b.Dx() < 100 || b.Dy() < 100 {
+		t.Errorf("%s: screenshot %v", name, b)
+	}
+	t.Logf("%s: screenshot %v, %d bytes", name, img.Bounds(), len(buf))
+	if dir := os.Getenv("RAYFLOW_SCREENSHOT_DIR"); dir != "" { // to look at; never committed
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestBrowserGraph loads a live and then a finished run's graph in a real
+// headless Chromium: sign-in through the form, the DOM's node count,
+// states and links, keyboard focus on the node links, screenshots.
+func TestBrowserGraph(t *testing.T) {
+	ctx := browser(t)
+	e, c := newShaped(t)
+	srv := httptest.NewServer(e.s)
+	defer srv.Close()
+	target := "/tasks/" + e.taskID + "/graph"
+	signIn(t, ctx, srv.URL, target, "chain")
+	url := run(t, ctx, chromedp.Location())
+	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
+	links := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].filter(a => a.getAttribute('href').startsWith('/tasks/') && a.getAttribute('aria-label')).length`)
+	states := eval[string](t, ctx, `[...document.querySelectorAll('svg#graph a[data-state]')].map(a => a.dataset.state + ':' + (a.textContent.includes(a.dataset.state) || a.dataset.state === 'GROUP')).sort().join(',')`)
+	refresh := eval[int](t, ctx, `document.querySelectorAll('meta[http-equiv="refresh"]').length`)
+	state := run(t, ctx, chromedp.Text(chromedp.ID("run-state")))
+	if !strings.HasSuffix(url, target) || boxes != 17 || links != 17 || refresh != 1 || state != "RUNNING" {
+		t.Errorf("live page %s: %d boxes, %d links, %d refresh, state %q", url, boxes, links, refresh, state)
+	}
+	if strings.Contains(states, ":false") {
+		t.Errorf("a box does not say its state: %s", states)
+	}
+	// Keyboard: tabbing reaches the graph's node links, each with a label.
+	var focused string
+	for range 12 {
+		run(t, ctx, chromedp.KeyEvent(kb.Tab))
+		focused = eval[string](t, ctx, `(document.activeElement.closest('svg#graph') ? 'node:' : '') + (document.activeElement.getAttribute('aria-label') || '')`)
+		if strings.HasPrefix(focused, "node:") {
+			break
+		}
+	}
+	if !strings.HasPrefix(focused, "node:") || len(focused) <= len("node:") {
+		t.Errorf("tabbing never reached a labelled node link (last focus %q)", focused)
+	}
+	screenshot(t, ctx, "live")
+
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
+	}
+	c.Publish(t, e.pool, shaped(c, true))
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+target), chromedp.WaitVisible(chromedp.ID("graph"))); err != nil {
+		t.Fatal(err)
+	}
+	boxes = eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-state="SUCCEEDED"]').length`)
+	refresh = eval[int](t, ctx, `document.querySelectorAll('meta[http-equiv="refresh"]').length`)
+	state = run(t, ctx, chromedp.Text(chromedp.ID("run-state")))
+	if boxes != 16 || refresh != 0 || state != "SUCCEEDED" {
+		t.Errorf("finished page: %d succeeded boxes, %d refresh, state %q", boxes, refresh, state)
+	}
+	screenshot(t, ctx, "finished")
+}
+
+// TestBrowserGraph25k: the first window of a 25,000-node run renders in
+// Chromium with WindowNodes node links; time to first render is logged.
+func TestBrowserGraph25k(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 25_000)
+	srv := httptest.NewServer(e.s)
+	defer srv.Close()
+	target := "/tasks/" + e.taskID + "/graph"
+	start := time.Now()
+	signIn(t, ctx, srv.URL, target, "chain")
+	first := time.Since(start)
+	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
+	elems := eval[int](t, ctx, `document.getElementsByTagName('*').length`)
+	t.Logf("25,000 nodes in Chromium: sign-in to first render %v; %d node links, %d elements", first, boxes, elems)
+	if boxes != WindowNodes || elems > 10*WindowNodes {
+		t.Errorf("%d node links, %d elements", boxes, elems)
+	}
+	start = time.Now()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("next-window")), chromedp.WaitVisible(chromedp.ID("prev-window"))); err != nil {
+		t.Fatal(err)
+	}
+	boxes = eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
+	t.Logf("25,000 nodes in Chromium: next window in %v (%d node links)", time.Since(start), boxes)
+	if boxes != WindowNodes {
+		t.Errorf("window 2: %d node links", boxes)
+	}
+	screenshot(t, ctx, "25k")
+}
