@@ -260,7 +260,7 @@ type graphData struct {
 }
 
 const (
-	colW, rowH, boxW, boxH, pad = 170, 84, 150, 52, 20
+	colW, rowH, boxW, boxH, pad = 210, 84, 190, 52, 20
 	maxDrawnEdges               = 2000
 )
 
@@ -395,7 +395,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 		if it.Node < 0 {
 			c := it.Counts
 			b.Class, b.State, b.ID = "group", "GROUP", fmt.Sprintf("layer-%d", it.Layer)
-			b.Label = fmt.Sprintf("⧉ %d more nodes", len(it.Group))
+			b.Label = fmt.Sprintf("group: %d more nodes", len(it.Group))
 			b.Text = fmt.Sprintf("○%d ▶%d ✓%d ✗%d", c.Pending, c.Running, c.Succeeded, c.Failed)
 			b.Aria = fmt.Sprintf("%d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
@@ -405,7 +405,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 			at[it.Node] = [2]int{x, y}
 			st := string(n.State)
 			b.Class, b.State, b.ID = "state-"+st, st, n.ID
-			b.Label = clip(n.Label, 20)
+			b.Label = clip(n.Label, 26)
 			b.Text = glyphText(st) + " " + st
 			b.Href = nodeHref(d.TaskID, d.Attempt, n.ID)
 			b.G = newGlyph(st, x+8, y+26)
@@ -414,7 +414,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 				c := MapCounts(n.State, n.Fanout)
 				b.Class += " map"
 				b.RX = 14
-				b.Label = clip("⧉ "+n.Label, 20)
+				b.Label = clip("map: "+n.Label, 26)
 				b.Text = fmt.Sprintf("%s %s ○%d ▶%d ✓%d ✗%d", glyphText(st), st, c.Pending, c.Running, c.Succeeded, c.Failed)
 				b.Aria = fmt.Sprintf("map %s: %s; items %d pending, %d running, %d succeeded, %d failed", n.Label, st, c.Pending, c.Running, c.Succeeded, c.Failed)
 			}
