@@ -297,20 +297,24 @@ func layerHref(taskID string, attempt int64, layer, pg int) string {
 	return "/tasks/" + taskID + "/graph/layer?" + v.Encode()
 }
 
-// attemptsOf is the attempt switcher: attempts 1..current of the task.
-func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) []attemptLink {
+// attemptsOf is the attempt switcher (attempts 1..current of the task,
+// the last MaxStatusAttempts) and the task's state ("" when unknown).
+func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) ([]attemptLink, durable.State) {
 	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, read.ActionReadTask); err != nil {
-		return nil
+		return nil, ""
 	}
 	t, err := s.client.Get(r.Context(), taskID)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	var out []attemptLink
 	for n := int64(max(1, t.Attempt-MaxStatusAttempts)); n <= int64(t.Attempt); n++ {
 		out = append(out, attemptLink{N: n, Href: graphHref(taskID, n, 0), Current: n == shown})
 	}
-	return out
+	if shown < int64(t.Attempt) {
+		return out, durable.StateFailed // an archived attempt is over
+	}
+	return out, t.State
 }
 
 func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal string) {
@@ -337,18 +341,23 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 	for _, st := range []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded, detail.NodeStateFailed} {
 		d.Legend = append(d.Legend, newGlyph(string(st), 2, 8))
 	}
+	var taskState durable.State
+	d.Attempts, taskState = s.attemptsOf(r, principal, taskID, d.Attempt)
 	d.RunState = "NOT_REPORTED"
 	if sum.Summary != nil {
 		d.RunState = string(sum.Summary.State)
 		d.Counts, d.NodeTotal = &sum.Summary.NodeCounts, sum.Summary.NodeCounts.RetainedTopology
 		d.Live = sum.Summary.Terminal.Outcome == nil
 	} else {
-		d.Live = sum.Availability == summary.DetailAvailabilityNotReported
+		// nothing published yet: live while the task may still publish
+		d.Live = sum.Availability == summary.DetailAvailabilityNotReported && !taskState.Terminal()
+	}
+	if d.Live && taskState != "" && taskState.Terminal() && sum.Summary != nil {
+		d.Live = false // the task ended without a final publication
 	}
 	if d.Live {
 		d.Refresh = RefreshSeconds
 	}
-	d.Attempts = s.attemptsOf(r, principal, taskID, d.Attempt)
 	switch {
 	case errors.Is(gerr, errGraphTooLarge):
 		d.Message = fmt.Sprintf("This run retains more than %d nodes; only its counts are shown.", MaxGraphNodes)

@@ -263,6 +263,21 @@ func TestGraphPageFinishedAndAttempts(t *testing.T) {
 	if code != 200 || len(links) != 2 || attr(links[1], "aria-current") != "page" || text(d.byID("run-state")) != "NOT_REPORTED" {
 		t.Fatalf("attempt 2: %d, %d switcher links, state %q", code, len(links), text(d.byID("run-state")))
 	}
+	refreshes := func(d dom) int {
+		return len(d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" }))
+	}
+	if refreshes(d) != 1 {
+		t.Error("attempt 2 (running, nothing published yet) does not refresh")
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET state = 'FAILED', finished_at = now() WHERE task_id = $1`, e.taskID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, body := e.get(t, "chain", base+"/graph"); refreshes(parse(t, body)) != 0 {
+		t.Error("a task that ended without publishing still refreshes")
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET state = 'RUNNING', finished_at = NULL WHERE task_id = $1`, e.taskID); err != nil {
+		t.Fatal(err)
+	}
 	code, _, body = e.get(t, "chain", attr(links[0], "href"))
 	d = parse(t, body)
 	if code != 200 || len(d.boxes()) != 17 || text(d.byID("run-state")) != "SUCCEEDED" {
