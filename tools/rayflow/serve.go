@@ -31,7 +31,9 @@ verify), from --cursor-keys-file or RAYFLOW_SERVE_CURSOR_KEYS; without
 either a random key is made and cursors do not survive a restart.
 Routes: GET /livez, /readyz; GET /api/tasks, /api/tasks/{id}; POST
 /api/tasks/{id}/cancel, /retry; GET /api/workflows/{id}[/topology/nodes|
-/topology/edges|/nodes|/node-detail?node_id=].`
+/topology/edges|/nodes|/node-detail?node_id=]; GET /metrics,
+/api/openapi.json. Browser pages (sign in at /login; an HttpOnly cookie):
+GET /tasks/{id} and its live graph page /tasks/{id}/graph.`
 
 func cmdServe(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "serve", serveSynopsis, `printf 'ops %s *\n' "$(openssl rand -hex 24)" > tokens
