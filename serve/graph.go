@@ -27,6 +27,12 @@ const (
 	// LayerListPage is the page size of a collapsed group's node list.
 	LayerListPage = 200
 	graphPage     = 256 // limit of each read the page makes
+	// SparseDetail: a run retaining more node details than this has its
+	// states read node by node (single node reads) for the nodes a page
+	// shows, not by walking every detail page.
+	SparseDetail = 2000
+	// sparseReaders is how many single node reads a page runs at once.
+	sparseReaders = 4
 )
 
 // errGraphTooLarge: the retained topology is over MaxGraphNodes.
@@ -54,6 +60,51 @@ type graph struct {
 	Edges     [][2]int
 	byID      map[string]int
 	Truncated bool // a page said the topology or detail is not complete
+	// Sparse: the node states were not read (SparseDetail); fillStates
+	// reads those of the nodes a page shows.
+	Sparse bool
+}
+
+// fillStates reads the states of the nodes idx by single node reads of
+// the summary's attempt (sparseReaders at a time).
+func (g *graph) fillStates(ctx context.Context, reads *read.Service, principal, taskID string, idx []int) error {
+	attempt := g.Summary.RunIdentity.AttemptNumber
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	for range sparseReaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out, err := reads.Node(ctx, principal, taskID, attempt, g.Nodes[i].ID)
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+						cancel()
+					}
+					mu.Unlock()
+					continue
+				}
+				if out.Item != nil {
+					g.Nodes[i].State, g.Nodes[i].Fanout = out.Item.State, out.Item.Fanout
+				}
+			}
+		}()
+	}
+	for _, i := range idx {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
 }
 
 // walkAll reads every page of one collection through fetch (bounded by
@@ -219,6 +270,10 @@ func loadGraphOnce(ctx context.Context, reads *read.Service, cache *graphCache, 
 	g.byID, g.Layers, g.Edges, g.Truncated = topo.byID, topo.Layers, topo.Edges, topo.Truncated
 	g.Nodes = make([]gnode, len(topo.Nodes))
 	copy(g.Nodes, topo.Nodes)
+	if sum.Summary.NodeCounts.RetainedDetail > SparseDetail {
+		g.Sparse = true
+		return g, nil
+	}
 	comp, err := walkAll(ctx, MaxGraphNodes, func(c string) ([]detail.NodeDetail, *string, bool, error) {
 		p, err := reads.NodeDetails(ctx, principal, req(c))
 		if err != nil {

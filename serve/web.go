@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -367,18 +368,32 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		if g.Truncated {
 			d.Message = "The retained graph is incomplete (truncated by the reporting limits)."
 		}
-		s.drawWindow(&d, g, int(max(win, 1)))
+		if err := s.drawWindow(r.Context(), &d, g, principal, int(max(win, 1))); err != nil {
+			s.htmlFail(w, r, principal, err)
+			return
+		}
 	}
 	s.log.Debug("graph page", "task", taskID, "nodes", len(g.Nodes), "ms", time.Since(start).Milliseconds())
 	s.render(w, r, http.StatusOK, "graph", d)
 }
 
-func (s *Server) drawWindow(d *graphData, g *graph, win int) {
+func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, principal string, win int) error {
 	ws := g.windows()
 	if win > len(ws) {
 		win = len(ws)
 	}
 	items := ws[win-1]
+	if g.Sparse { // read the states of the drawn nodes only
+		var idx []int
+		for _, it := range items {
+			if it.Node >= 0 {
+				idx = append(idx, it.Node)
+			}
+		}
+		if err := g.fillStates(ctx, s.reads, principal, d.TaskID, idx); err != nil {
+			return err
+		}
+	}
 	d.Window, d.Windows = win, len(ws)
 	if win > 1 {
 		d.Prev = graphHref(d.TaskID, d.Attempt, win-1)
@@ -387,7 +402,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 		d.Next = graphHref(d.TaskID, d.Attempt, win+1)
 	}
 	if len(items) == 0 {
-		return
+		return nil
 	}
 	d.FirstLayer, d.LastLayer = items[0].Layer, items[len(items)-1].Layer
 	at := map[int][2]int{} // node index → box top-left
@@ -407,6 +422,10 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 			b.Label = fmt.Sprintf("group: %d more nodes", len(it.Group))
 			b.Text = fmt.Sprintf("○%d ▶%d ✓%d ✗%d", c.Pending, c.Running, c.Succeeded, c.Failed)
 			b.Aria = fmt.Sprintf("%d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			if g.Sparse {
+				b.Text = "states: open the layer"
+				b.Aria = fmt.Sprintf("%d more nodes of layer %d (their states on the layer page)", len(it.Group), it.Layer)
+			}
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
 			b.TX = x + 8
 		} else {
@@ -443,6 +462,7 @@ func (s *Server) drawWindow(d *graphData, g *graph, win int) {
 		}
 		d.Lines = append(d.Lines, line{X1: a[0] + boxW/2, Y1: a[1] + boxH, X2: b[0] + boxW/2, Y2: b[1]})
 	}
+	return nil
 }
 
 // nodePage is one node's detail (a map's item counts): the single node read.
@@ -510,6 +530,12 @@ func (s *Server) layer(w http.ResponseWriter, r *http.Request, principal, taskID
 		idx := g.Layers[l]
 		lo := min((pg-1)*LayerListPage, len(idx))
 		hi := min(lo+LayerListPage, len(idx))
+		if g.Sparse {
+			if err := g.fillStates(r.Context(), s.reads, principal, taskID, idx[lo:hi]); err != nil {
+				s.htmlFail(w, r, principal, err)
+				return
+			}
+		}
 		for _, i := range idx[lo:hi] {
 			n := g.Nodes[i]
 			d.Rows = append(d.Rows, layerRow{Href: nodeHref(taskID, attempt, n.ID), Label: n.Label, State: string(n.State), Glyph: glyphText(string(n.State))})
