@@ -138,7 +138,8 @@ var errChanged = errors.New("publication changed while read")
 
 // graphCache keeps the laid-out topology of the few runs last drawn,
 // keyed by run and topology version, and their node states by detail
-// revision: a live page's refresh re-reads only the node details, a
+// revision (a run over SparseDetail: only the drawn nodes' states, node
+// by node, are read per page): a live page's refresh re-reads only the node details, a
 // finished run's only its summary. Every use follows an authorized
 // summary read of the same run.
 type graphCache struct {
