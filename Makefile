@@ -50,7 +50,7 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	$(MAKE) --no-print-directory demo-durable; rc=$$?; \
 	if [ -n "$$started" ]; then $(MAKE) --no-print-directory pg-down; fi; exit $$rc
 
-test: ray-venv ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
+test: ray-venv chromium ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
 	@trap 'exit 130' INT TERM; stop=""; trap 'for s in $$stop; do $(MAKE) --no-print-directory $$s; done' EXIT; \
 	if [ "$(origin RAYFLOW_RAY_ADDRESS)" = environment ] && [ -n "$$RAYFLOW_RAY_ADDRESS" ]; then \
 		addr=$$RAYFLOW_RAY_ADDRESS; echo "make test: using the Ray cluster at RAYFLOW_RAY_ADDRESS=$$addr"; \
