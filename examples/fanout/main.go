@@ -80,16 +80,22 @@ func main() {
 
 // progressLines is a progress sink printing every map node's fan-out
 // counters to stderr, at most twice a second (WithProgressInterval) and
-// once when the run ends.
+// once when the run ends, skipping a line equal to the node's last one
+// (the final publication often repeats the last live counters).
 func progressLines() progress.Sink {
+	last := map[string]string{}
 	return progress.SinkFunc(func(_ context.Context, p *progress.Publication) error {
 		for _, d := range p.Details {
 			f := d.Fanout
 			if f == nil {
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)\n",
+			line := fmt.Sprintf("progress: map %s %s: %d done, %d in flight, %d admitted (input exhausted: %v)",
 				d.NodeID, d.State, f.CompletedItems, f.InFlightItems, f.SubmittedItems, f.InputExhausted)
+			if last[d.NodeID] != line {
+				last[d.NodeID] = line
+				fmt.Fprintln(os.Stderr, line)
+			}
 		}
 		return nil
 	})
