@@ -293,21 +293,35 @@ func (s *Service) pageCommon(t *target, expired bool) read.PageCommon {
 
 func pos(p []int64) (int64, int64) { return p[0], p[1] }
 
-// TopologyNodes reads one page of topology nodes in node_id order.
-func (s *Service) TopologyNodes(ctx context.Context, principal string, req PageRequest) (*read.NodePage, error) {
+// topoSpec is what sets one topology collection's page apart.
+type topoSpec[T any] struct {
+	coll     read.Collection
+	kind     string // the manifest's page collection
+	what     string // the collection in messages
+	pages    func(*manifestRow) int64
+	retained func(*target) int64
+	decode   func([]byte) ([]T, error)
+	after    func(r T, after any) bool
+	resume   func(read.Cursor) (after T, position []int64, seen int64)
+	cursor   func(key []byte, t *target, limit int, last T, position []int64, seen int64) read.Cursor
+	empty    func(read.PageCommon) any // the page without items, for the fitter
+}
+
+// topologyPage reads one page of a topology collection: the envelope, the
+// items and the next cursor (nil at the end).
+func topologyPage[T any](ctx context.Context, s *Service, principal string, req PageRequest, sp topoSpec[T]) (read.PageCommon, []T, *string, error) {
 	if req.State != "" {
-		return nil, errorf(read.ErrorCodeInvalidArgument, "topology nodes take no state filter")
+		return read.PageCommon{}, nil, nil, errorf(read.ErrorCodeInvalidArgument, "%s take no state filter", sp.what)
 	}
-	var out *read.NodePage
+	var pc read.PageCommon
+	var items []T
+	var next *string
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, read.CollectionTopologyNodes, [][]string{})
+		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, sp.coll, [][]string{})
 		if err != nil {
 			return err
 		}
-		pc := s.pageCommon(t, expired)
-		out = &read.NodePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
-			Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
-			Collection: string(read.CollectionTopologyNodes), Items: []topology.Node{}}
+		pc, items, next = s.pageCommon(t, expired), nil, nil
 		if expired || !readableAvail(t.avail) {
 			return nil
 		}
@@ -317,45 +331,44 @@ func (s *Service) TopologyNodes(ctx context.Context, principal string, req PageR
 		}
 		var st pageState
 		if c != nil {
-			nc := c.(*read.NodeCursor)
-			st.pageIndex, st.offset = pos(nc.Position)
-			st.after, st.seen = topology.Node{NodeID: nc.After}, nc.Seen
+			after, p, seen := sp.resume(c)
+			st.pageIndex, st.offset = pos(p)
+			st.after, st.seen = after, seen
 		}
-		f, err := newFitter(out)
+		f, err := newFitter(sp.empty(pc))
 		if err != nil {
 			return err
 		}
-		items, next, more, err := walk(ctx, tx, m, "NODE", m.nodePages, st, limit, f,
-			func(b []byte) ([]topology.Node, error) {
-				p, err := topology.DecodeNodePage(b)
-				if err != nil {
-					return nil, err
-				}
-				return p.Records, nil
-			},
-			func(r topology.Node, after any) bool { return r.NodeID > after.(topology.Node).NodeID })
+		got, at, more, err := walk(ctx, tx, m, sp.kind, sp.pages(m), st, limit, f, sp.decode, sp.after)
 		if err != nil {
 			return err
 		}
-		out.Items, out.ReturnedCount = append(out.Items, items...), int64(len(items))
-		seen := st.seen + int64(len(items))
+		items = got
+		seen := st.seen + int64(len(got))
 		if !more {
-			return finalCount(seen, t.sum.NodeCounts.RetainedTopology, "topology nodes")
+			return finalCount(seen, sp.retained(t), sp.what)
 		}
-		key := s.keys.keys[0]
-		tok, err := s.keys.sign(&read.NodeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
-			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
-			Limit: int64(limit), Collection: string(read.CollectionTopologyNodes), Order: "node_id_asc", Filters: [][]string{},
-			After: items[len(items)-1].NodeID, Position: []int64{next.pageIndex, next.offset}, Seen: seen})
+		tok, err := s.keys.sign(sp.cursor(s.keys.keys[0], t, limit, got[len(got)-1], []int64{at.pageIndex, at.offset}, seen))
 		if err != nil {
 			return err
 		}
-		out.NextCursor = &tok
+		next = &tok
 		return nil
 	})
 	if err != nil {
+		return read.PageCommon{}, nil, nil, err
+	}
+	return pc, items, next, nil
+}
+
+// TopologyNodes reads one page of topology nodes in node_id order.
+func (s *Service) TopologyNodes(ctx context.Context, principal string, req PageRequest) (*read.NodePage, error) {
+	pc, items, next, err := topologyPage(ctx, s, principal, req, nodeTopology)
+	if err != nil {
 		return nil, err
 	}
+	out := nodePage(pc, append([]topology.Node{}, items...))
+	out.ReturnedCount, out.NextCursor = int64(len(items)), next
 	if err := out.Validate(); err != nil {
 		return nil, errorf(read.ErrorCodeCorrupt, "node page does not validate: %v", err)
 	}
@@ -364,75 +377,81 @@ func (s *Service) TopologyNodes(ctx context.Context, principal string, req PageR
 
 // TopologyEdges reads one page of topology edges in (source, target) order.
 func (s *Service) TopologyEdges(ctx context.Context, principal string, req PageRequest) (*read.EdgePage, error) {
-	if req.State != "" {
-		return nil, errorf(read.ErrorCodeInvalidArgument, "topology edges take no state filter")
-	}
-	var out *read.EdgePage
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		t, limit, c, expired, err := s.pagePrelude(ctx, tx, principal, req, read.CollectionTopologyEdges, [][]string{})
-		if err != nil {
-			return err
-		}
-		pc := s.pageCommon(t, expired)
-		out = &read.EdgePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
-			Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
-			Collection: string(read.CollectionTopologyEdges), Items: []topology.Edge{}}
-		if expired || !readableAvail(t.avail) {
-			return nil
-		}
-		m, err := loadManifest(ctx, tx, t)
-		if err != nil {
-			return err
-		}
-		var st pageState
-		if c != nil {
-			ec := c.(*read.EdgeCursor)
-			st.pageIndex, st.offset = pos(ec.Position)
-			st.after, st.seen = topology.Edge{Source: ec.After[0], Target: ec.After[1]}, ec.Seen
-		}
-		f, err := newFitter(out)
-		if err != nil {
-			return err
-		}
-		items, next, more, err := walk(ctx, tx, m, "EDGE", m.edgePages, st, limit, f,
-			func(b []byte) ([]topology.Edge, error) {
-				p, err := topology.DecodeEdgePage(b)
-				if err != nil {
-					return nil, err
-				}
-				return p.Records, nil
-			},
-			func(r topology.Edge, after any) bool {
-				a := after.(topology.Edge)
-				return r.Source > a.Source || r.Source == a.Source && r.Target > a.Target
-			})
-		if err != nil {
-			return err
-		}
-		out.Items, out.ReturnedCount = append(out.Items, items...), int64(len(items))
-		seen := st.seen + int64(len(items))
-		if !more {
-			return finalCount(seen, t.sum.EdgeCounts.RetainedTopology, "topology edges")
-		}
-		key := s.keys.keys[0]
-		last := items[len(items)-1]
-		tok, err := s.keys.sign(&read.EdgeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
-			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
-			Limit: int64(limit), Collection: string(read.CollectionTopologyEdges), Order: "source_target_asc", Filters: [][]string{},
-			After: []string{last.Source, last.Target}, Position: []int64{next.pageIndex, next.offset}, Seen: seen})
-		if err != nil {
-			return err
-		}
-		out.NextCursor = &tok
-		return nil
-	})
+	pc, items, next, err := topologyPage(ctx, s, principal, req, edgeTopology)
 	if err != nil {
 		return nil, err
 	}
+	out := edgePage(pc, append([]topology.Edge{}, items...))
+	out.ReturnedCount, out.NextCursor = int64(len(items)), next
 	if err := out.Validate(); err != nil {
 		return nil, errorf(read.ErrorCodeCorrupt, "edge page does not validate: %v", err)
 	}
 	return out, nil
+}
+
+func nodePage(pc read.PageCommon, items []topology.Node) *read.NodePage {
+	return &read.NodePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
+		Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
+		Collection: string(read.CollectionTopologyNodes), Items: items}
+}
+
+func edgePage(pc read.PageCommon, items []topology.Edge) *read.EdgePage {
+	return &read.EdgePage{SchemaVersion: 1, GeneratedAt: pc.GeneratedAt, TaskID: pc.TaskID, RunIdentity: pc.RunIdentity,
+		Publication: pc.Publication, Availability: pc.Availability, Complete: pc.Complete, Schema: SchemaPage,
+		Collection: string(read.CollectionTopologyEdges), Items: items}
+}
+
+var nodeTopology = topoSpec[topology.Node]{
+	coll: read.CollectionTopologyNodes, kind: "NODE", what: "topology nodes",
+	pages:    func(m *manifestRow) int64 { return m.nodePages },
+	retained: func(t *target) int64 { return t.sum.NodeCounts.RetainedTopology },
+	decode: func(b []byte) ([]topology.Node, error) {
+		p, err := topology.DecodeNodePage(b)
+		if err != nil {
+			return nil, err
+		}
+		return p.Records, nil
+	},
+	after: func(r topology.Node, after any) bool { return r.NodeID > after.(topology.Node).NodeID },
+	resume: func(c read.Cursor) (topology.Node, []int64, int64) {
+		nc := c.(*read.NodeCursor)
+		return topology.Node{NodeID: nc.After}, nc.Position, nc.Seen
+	},
+	cursor: func(key []byte, t *target, limit int, last topology.Node, position []int64, seen int64) read.Cursor {
+		return &read.NodeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
+			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
+			Limit: int64(limit), Collection: string(read.CollectionTopologyNodes), Order: "node_id_asc", Filters: [][]string{},
+			After: last.NodeID, Position: position, Seen: seen}
+	},
+	empty: func(pc read.PageCommon) any { return nodePage(pc, []topology.Node{}) },
+}
+
+var edgeTopology = topoSpec[topology.Edge]{
+	coll: read.CollectionTopologyEdges, kind: "EDGE", what: "topology edges",
+	pages:    func(m *manifestRow) int64 { return m.edgePages },
+	retained: func(t *target) int64 { return t.sum.EdgeCounts.RetainedTopology },
+	decode: func(b []byte) ([]topology.Edge, error) {
+		p, err := topology.DecodeEdgePage(b)
+		if err != nil {
+			return nil, err
+		}
+		return p.Records, nil
+	},
+	after: func(r topology.Edge, after any) bool {
+		a := after.(topology.Edge)
+		return r.Source > a.Source || r.Source == a.Source && r.Target > a.Target
+	},
+	resume: func(c read.Cursor) (topology.Edge, []int64, int64) {
+		ec := c.(*read.EdgeCursor)
+		return topology.Edge{Source: ec.After[0], Target: ec.After[1]}, ec.Position, ec.Seen
+	},
+	cursor: func(key []byte, t *target, limit int, last topology.Edge, position []int64, seen int64) read.Cursor {
+		return &read.EdgeCursor{V: 1, Owner: ownerTag(key, t.taskPK), Run: runTag(key, t.identity()),
+			RunIdentity: t.public(), SummaryRevision: t.sum.SummaryRevision, TopologyVersion: *t.sum.TopologyVersion,
+			Limit: int64(limit), Collection: string(read.CollectionTopologyEdges), Order: "source_target_asc", Filters: [][]string{},
+			After: []string{last.Source, last.Target}, Position: position, Seen: seen}
+	},
+	empty: func(pc read.PageCommon) any { return edgePage(pc, []topology.Edge{}) },
 }
 
 // NodeDetails reads one page of node details in stable node-key order,
