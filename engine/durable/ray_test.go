@@ -3,6 +3,7 @@ package durable
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rayflow/rayflow/internal/raytoken"
 	"io"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ func runningLeaves(t *testing.T) map[int]string {
 	}
 	// A cluster with token authentication (Ray enables it when
 	// ~/.ray/auth_token exists) answers 401 without the token.
-	if tok := rayAuthToken(); tok != "" {
+	if tok := raytoken.Token(); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -177,25 +178,4 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
-}
-
-// rayAuthToken is the token Ray's own clients use: $RAY_AUTH_TOKEN, the file
-// $RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token ("" when there is none).
-func rayAuthToken() string {
-	if t := os.Getenv("RAY_AUTH_TOKEN"); t != "" {
-		return strings.TrimSpace(t)
-	}
-	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
-	if path == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		path = filepath.Join(home, ".ray", "auth_token")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rayflow/rayflow/internal/raytoken"
 	"io"
 	"net"
 	"os"
@@ -932,15 +933,11 @@ func authTokenAvailable() bool {
 	if os.Getenv("RAY_AUTH_TOKEN") != "" {
 		return true
 	}
-	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
-	if path == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return false
-		}
-		path = filepath.Join(home, ".ray", "auth_token")
+	p := raytoken.Path()
+	if p == "" {
+		return false
 	}
-	_, err := os.Stat(path)
+	_, err := os.Stat(p)
 	return err == nil
 }
 

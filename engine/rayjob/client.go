@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rayflow/rayflow/internal/raytoken"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,24 +111,7 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-func defaultToken() string {
-	if t := os.Getenv("RAY_AUTH_TOKEN"); t != "" {
-		return strings.TrimSpace(t)
-	}
-	path := os.Getenv("RAY_AUTH_TOKEN_PATH")
-	if path == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		path = filepath.Join(home, ".ray", "auth_token")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
+func defaultToken() string { return raytoken.Token() }
 
 // Job is one run to submit.
 type Job struct {
