@@ -157,7 +157,7 @@ func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption)
 	return run(ctx, m.bindings.Root, m, input, opts)
 }
 
-func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (any, error) {
+func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (_ any, err error) {
 	var cfg runConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -191,6 +191,8 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		return nil, err
 	}
 
+	ctx, endSpan := traceRun(ctx, m, id, cfg.engine)
+	defer func() { endSpan(err) }()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
@@ -224,7 +226,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		return nil, err
 	}
 	if ferr != nil {
-		slog.Warn("rayflow: the final progress publication failed", "run_id", id.RunID, "err", ferr)
+		slog.WarnContext(ctx, "rayflow: the final progress publication failed", "run_id", id.RunID, "err", ferr)
 	}
 	return out, nil
 }

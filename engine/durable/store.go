@@ -225,12 +225,13 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 		var o ordered
 		var input string
 		var timeout int64
+		var waited float64
 		c := &o.c
 		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
-			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created); err != nil {
+			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created, &waited); err != nil {
 			return nil, err
 		}
-		c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
+		c.input, c.timeout, c.waited = []byte(input), time.Duration(timeout)*time.Second, time.Duration(waited*float64(time.Second))
 		got = append(got, o)
 	}
 	if err := rows.Err(); err != nil {

@@ -97,6 +97,9 @@ type WorkerOptions struct {
 	// by default: summary v3 on the task row, and under the full policy
 	// topology and node detail.
 	NoProgressStore bool
+	// MetricsAddr, when set, serves the process's Prometheus metrics
+	// (package telemetry) at /metrics on this address while Run runs.
+	MetricsAddr string
 }
 
 func (o *WorkerOptions) defaults() error {
@@ -270,6 +273,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	lwg.Go(func() { w.listen(lctx) })
 	defer func() { lcancel(); lwg.Wait() }()
 
+	if err := w.serveMetrics(ctx); err != nil {
+		return err
+	}
 	w.log.Info("durable worker started", "queue", w.o.Queue, "concurrency", w.o.Concurrency, "runner", w.o.Runner)
 	interval := w.o.PollInterval
 	more := true
@@ -408,7 +414,8 @@ type claimed struct {
 	timeout       time.Duration
 	pinnedFP      string
 	pinnedAttempt int
-	adoptJob      string // a running Ray job this worker takes over
+	adoptJob      string        // a running Ray job this worker takes over
+	waited        time.Duration // claim latency: claim − max(enqueued, run_after)
 }
 
 const claimSQL = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))
@@ -427,7 +434,8 @@ FROM (SELECT id FROM rayflow_tasks
 WHERE t.id = c.id
 RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
   t.workflow_run_id::text, t.input_json, coalesce(t.timeout_seconds, 0), coalesce(t.workflow_plan_fingerprint, ''),
-  coalesce(t.workflow_plan_pinned_attempt, 0), t.priority, t.created_at`
+  coalesce(t.workflow_plan_pinned_attempt, 0), t.priority, t.created_at,
+  extract(epoch FROM now() - greatest(t.run_after, t.enqueued_at))::float8`
 
 // claim takes up to n tasks, each as a new attempt with a new execution
 // generation and run id, and starts them.
@@ -444,6 +452,7 @@ func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 		return 0, err
 	}
 	w.stats.claimed.Add(int64(len(got)))
+	w.observeClaim(got)
 	for _, c := range got {
 		w.start(c)
 	}
@@ -479,7 +488,8 @@ func (p *permanent) Unwrap() error { return p.err }
 // execute runs one attempt and records its outcome under its fence.
 func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc, c claimed) {
 	f := c.fence()
-	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen)
+	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen, "run_id", c.runID)
+	runCtx, observed := w.observeAttempt(runCtx, c)
 	if c.timeout > 0 {
 		var tcancel context.CancelFunc
 		runCtx, tcancel = context.WithTimeoutCause(runCtx, c.timeout, ErrTimedOut)
@@ -520,6 +530,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 		o = outcome{state: StateSucceeded, result: &s}
 	case errors.Is(cause, errFenceLost) || errors.Is(r.err, errFenceLost):
 		log.Info("attempt superseded; nothing to record")
+		observed(nil)
 		return
 	case errors.Is(cause, ErrCancelled):
 		o = outcome{state: StateCancelled, errType: "Cancelled", errMsg: ErrCancelled.Error()}
@@ -546,6 +557,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	case w.o.NoProgressStore:
 		o.lastKnown = true
 	}
+	observed(&o)
 	w.finish(f, o, log)
 }
 
@@ -679,7 +691,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 		if err != nil {
 			return nil, &permanent{err}
 		}
-		opts = append(opts, sdk.WithProgress(sink))
+		opts = append(opts, sdk.WithProgress(observeSink(sink)))
 		*sinkOut = sink
 	}
 	if w.o.Engine != nil {
@@ -772,6 +784,7 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		}
 		if n == 1 {
 			w.log.Info("swept a task", "task_pk", c.f.pk, "outcome", o.state, "retry", o.retry)
+			observeSwept(o)
 			if o.retry {
 				signal(w.wake)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 // CancelTimeoutDefault is how long a run waits, once cancelled, for leaves
@@ -71,7 +72,7 @@ type frame struct {
 	external bool
 }
 
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	if err := flowgraph.Canceled(ctx); err != nil {
 		return nil, err
 	}
@@ -305,9 +306,14 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 	work := make(chan itemResult)
 	done := make(chan itemResult)
 	workers := 0
+	mw := telemetry.OpenMapWindow(engineName, window)
+	defer mw.Close()
 	worker := func() {
 		for it := range work {
-			v, err := r.exec(ctx, body, flowgraph.ItemID(id, it.index), it.value, item)
+			bid := flowgraph.ItemID(id, it.index)
+			mw.ItemStarted()
+			v, err := r.exec(withItem(ctx, bid, it.index), body, bid, it.value, item)
+			mw.ItemDone()
 			done <- itemResult{index: it.index, value: v, err: err}
 		}
 	}

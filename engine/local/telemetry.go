@@ -1,0 +1,49 @@
+package local
+
+import (
+	"context"
+
+	"github.com/rayflow/rayflow/sdk/flowgraph"
+	"github.com/rayflow/rayflow/telemetry"
+)
+
+// Telemetry of a local run: every plan node runs in a span of its own
+// (telemetry.SpanNode; a map item's body in a telemetry.SpanItem) under
+// the run's span, so a step's context carries its node's span and the
+// application's spans nest under it; errors and cancellations set the
+// span's status. A step is also a leaf (rayflow_leaves_*_total{engine=
+// "local"}), and a bounded map's window counts in
+// rayflow_map_window_slots and rayflow_map_items_in_flight.
+
+const engineName = "local"
+
+// itemMark marks the context of a map item's body (node id, item index).
+type itemMark struct {
+	id    string
+	index int
+}
+
+type itemKey struct{}
+
+// withItem marks ctx as running the body of item index (node id id).
+func withItem(ctx context.Context, id string, index int) context.Context {
+	return context.WithValue(ctx, itemKey{}, itemMark{id, index})
+}
+
+// exec runs node n (id) in its span.
+func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+	item := -1
+	if m, ok := ctx.Value(itemKey{}).(itemMark); ok && m.id == id {
+		item = m.index
+	}
+	ctx, span := telemetry.StartNode(ctx, id, n.Kind.String(), item)
+	if n.Kind == flowgraph.KindStep {
+		telemetry.LeafSubmitted(engineName)
+	}
+	out, err := r.execNode(ctx, n, id, in, f)
+	if n.Kind == flowgraph.KindStep {
+		telemetry.LeafFinished(engineName, err)
+	}
+	telemetry.End(span, err)
+	return out, err
+}

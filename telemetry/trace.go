@@ -1,0 +1,218 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of every rayflow span.
+const ScopeName = "github.com/rayflow/rayflow"
+
+// Span names.
+const (
+	SpanAttempt = "rayflow.attempt" // one durable task attempt
+	SpanRun     = "rayflow.run"     // one run of a plan (any engine)
+	SpanNode    = "rayflow.node"    // one plan node (chain, group, map, step)
+	SpanItem    = "rayflow.item"    // one map item (its body's run)
+	SpanLeaf    = "rayflow.leaf"    // one leaf call in the process that runs it (a Ray leaf process)
+)
+
+// Attribute keys.
+const (
+	AttrRunID       = attribute.Key("rayflow.run.id")
+	AttrTaskPK      = attribute.Key("rayflow.task.pk")
+	AttrTaskID      = attribute.Key("rayflow.task.id")
+	AttrAttempt     = attribute.Key("rayflow.attempt")
+	AttrGeneration  = attribute.Key("rayflow.execution_generation")
+	AttrFingerprint = attribute.Key("rayflow.plan.fingerprint")
+	AttrFlow        = attribute.Key("rayflow.flow")
+	AttrQueue       = attribute.Key("rayflow.queue")
+	AttrStrategy    = attribute.Key("rayflow.strategy")
+	AttrEngine      = attribute.Key("rayflow.engine")
+	AttrNodeID      = attribute.Key("rayflow.node.id")
+	AttrNodeKind    = attribute.Key("rayflow.node.kind")
+	AttrCallable    = attribute.Key("rayflow.callable")
+	AttrItemIndex   = attribute.Key("rayflow.map.item")
+	AttrRayTaskID   = attribute.Key("rayflow.ray.task_id")
+	AttrCancelled   = attribute.Key("rayflow.cancelled")
+)
+
+// Tracer is rayflow's tracer (the global provider's: a no-op until Setup
+// or the application configures one).
+func Tracer() trace.Tracer { return otel.Tracer(ScopeName) }
+
+// RunInfo is what a run's spans and log records carry.
+type RunInfo struct {
+	RunID       string
+	TaskPK      int64 // 0 outside a durable task
+	Attempt     int64
+	Generation  int64
+	Fingerprint string
+	Flow        string // the definition name
+	Strategy    string
+	Engine      string
+}
+
+func (r *RunInfo) attrs() []attribute.KeyValue {
+	a := []attribute.KeyValue{AttrRunID.String(r.RunID), AttrFingerprint.String(r.Fingerprint),
+		AttrAttempt.Int64(r.Attempt), AttrGeneration.Int64(r.Generation)}
+	if r.TaskPK != 0 {
+		a = append(a, AttrTaskPK.Int64(r.TaskPK))
+	}
+	if r.Flow != "" {
+		a = append(a, AttrFlow.String(r.Flow))
+	}
+	if r.Strategy != "" {
+		a = append(a, AttrStrategy.String(r.Strategy))
+	}
+	if r.Engine != "" {
+		a = append(a, AttrEngine.String(r.Engine))
+	}
+	return a
+}
+
+// scope is what a context knows of its run and node (for logs and spans).
+type scope struct {
+	run  *RunInfo
+	node string
+	task string // the durable task id (an attempt's context)
+}
+
+type scopeKey struct{}
+
+func scopeOf(ctx context.Context) scope {
+	s, _ := ctx.Value(scopeKey{}).(scope)
+	return s
+}
+
+// Run returns the run a context belongs to (nil outside a run).
+func Run(ctx context.Context) *RunInfo { return scopeOf(ctx).run }
+
+// Node returns the plan node id a context runs (empty outside a node).
+func Node(ctx context.Context) string { return scopeOf(ctx).node }
+
+// AttemptInfo is one durable task attempt.
+type AttemptInfo struct {
+	TaskID     string
+	TaskPK     int64
+	Flow       string
+	Queue      string
+	Attempt    int64
+	Generation int64
+	RunID      string
+}
+
+// StartAttempt starts the span of a durable task attempt.
+func StartAttempt(ctx context.Context, a AttemptInfo) (context.Context, trace.Span) {
+	s := scopeOf(ctx)
+	s.task = a.TaskID
+	s.run = &RunInfo{RunID: a.RunID, TaskPK: a.TaskPK, Attempt: a.Attempt, Generation: a.Generation, Flow: a.Flow}
+	ctx = context.WithValue(ctx, scopeKey{}, s)
+	return Tracer().Start(ctx, SpanAttempt, trace.WithAttributes(AttrTaskID.String(a.TaskID), AttrTaskPK.Int64(a.TaskPK),
+		AttrFlow.String(a.Flow), AttrQueue.String(a.Queue), AttrAttempt.Int64(a.Attempt), AttrGeneration.Int64(a.Generation),
+		AttrRunID.String(a.RunID)))
+}
+
+// StartRun starts the span of one run; its context carries the run for
+// the node spans and log records below it.
+func StartRun(ctx context.Context, r RunInfo) (context.Context, trace.Span) {
+	s := scopeOf(ctx)
+	s.run, s.node = &r, ""
+	ctx = context.WithValue(ctx, scopeKey{}, s)
+	return Tracer().Start(ctx, SpanRun, trace.WithAttributes(r.attrs()...))
+}
+
+// StartNode starts the span of plan node id (kind: step, chain, group,
+// map); item ≥ 0 marks the body of a map's item (a SpanItem span).
+func StartNode(ctx context.Context, id, kind string, item int) (context.Context, trace.Span) {
+	s := scopeOf(ctx)
+	s.node = id
+	ctx = context.WithValue(ctx, scopeKey{}, s)
+	name := SpanNode
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, AttrNodeID.String(id), AttrNodeKind.String(kind))
+	if item >= 0 {
+		name = SpanItem
+		attrs = append(attrs, AttrItemIndex.Int(item))
+	}
+	if s.run != nil {
+		attrs = append(attrs, AttrRunID.String(s.run.RunID))
+	}
+	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// LeafInfo is one leaf call in the process that runs it.
+type LeafInfo struct {
+	RunID     string
+	Node      string
+	Callable  string
+	RayTaskID string
+}
+
+// StartLeaf starts the span of a leaf call (in a Ray leaf process, from
+// the trace context its request carried: see Extract).
+func StartLeaf(ctx context.Context, l LeafInfo) (context.Context, trace.Span) {
+	s := scopeOf(ctx)
+	if l.RunID != "" && s.run == nil {
+		s.run = &RunInfo{RunID: l.RunID}
+	}
+	s.node = l.Node
+	ctx = context.WithValue(ctx, scopeKey{}, s)
+	attrs := []attribute.KeyValue{AttrNodeID.String(l.Node), AttrCallable.String(l.Callable)}
+	if l.RunID != "" {
+		attrs = append(attrs, AttrRunID.String(l.RunID))
+	}
+	if l.RayTaskID != "" {
+		attrs = append(attrs, AttrRayTaskID.String(l.RayTaskID))
+	}
+	return Tracer().Start(ctx, SpanLeaf, trace.WithAttributes(attrs...))
+}
+
+// End ends span with err's status: an error sets Error and records it; a
+// cancellation (context.Canceled or DeadlineExceeded in the chain) sets
+// Error with the description "cancelled" and rayflow.cancelled=true.
+func End(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			span.SetAttributes(AttrCancelled.Bool(true))
+			span.SetStatus(codes.Error, "cancelled")
+		} else {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, truncate(err.Error(), 256))
+		}
+	}
+	span.End()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Inject returns the W3C trace context of ctx's span ("" when none), to
+// send with a leaf request.
+func Inject(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c.Get("traceparent")
+}
+
+// Extract returns ctx with the remote span of a W3C traceparent (ctx
+// itself when traceparent is empty or malformed).
+func Extract(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
