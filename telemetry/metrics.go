@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -117,11 +116,11 @@ func Gatherer() prometheus.Gatherer { return prometheus.Gatherers{registry, runt
 // Handler serves Gatherer in the Prometheus text format.
 func Handler() http.Handler { return promhttp.HandlerFor(Gatherer(), promhttp.HandlerOpts{}) }
 
-// ServeMetrics serves Handler at /metrics on addr until ctx ends. The
-// listener is bound before it returns (an unusable address fails at
-// once); it returns the bound address (useful with port 0) and a channel
-// that receives the server's end.
-func ServeMetrics(ctx context.Context, addr string) (net.Addr, <-chan error, error) {
+// ServeMetrics serves Handler at GET /metrics on addr until stop is
+// called (stop shuts the server down and waits for it). The listener is
+// bound before it returns, so an unusable address fails at once; the
+// bound address is returned (useful with port 0).
+func ServeMetrics(addr string) (bound net.Addr, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: metrics listener: %w", err)
@@ -129,21 +128,17 @@ func ServeMetrics(ctx context.Context, addr string) (net.Addr, <-chan error, err
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
+	done := make(chan struct{})
 	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
+		defer close(done)
+		_ = srv.Serve(ln)
 	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return ln.Addr(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	return ln.Addr(), done, nil
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 // MapWindow tracks one running bounded map's window in MapWindowSlots

@@ -85,16 +85,16 @@ func (e attemptError) Unwrap() error {
 	return nil
 }
 
-// serveMetrics starts the metrics listener of WorkerOptions.MetricsAddr
-// (until ctx ends).
-func (w *Worker) serveMetrics(ctx context.Context) error {
+// serveMetrics starts the metrics listener of WorkerOptions.MetricsAddr;
+// stop ends it.
+func (w *Worker) serveMetrics() (stop func(), err error) {
 	if w.o.MetricsAddr == "" {
-		return nil
+		return func() {}, nil
 	}
-	addr, _, err := telemetry.ServeMetrics(ctx, w.o.MetricsAddr)
+	addr, stop, err := telemetry.ServeMetrics(w.o.MetricsAddr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w.log.Info("serving metrics", "addr", addr.String(), "path", "/metrics")
-	return nil
+	return stop, nil
 }

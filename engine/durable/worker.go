@@ -273,9 +273,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	lwg.Go(func() { w.listen(lctx) })
 	defer func() { lcancel(); lwg.Wait() }()
 
-	if err := w.serveMetrics(ctx); err != nil {
+	stopMetrics, err := w.serveMetrics()
+	if err != nil {
 		return err
 	}
+	defer stopMetrics()
 	w.log.Info("durable worker started", "queue", w.o.Queue, "concurrency", w.o.Concurrency, "runner", w.o.Runner)
 	interval := w.o.PollInterval
 	more := true

@@ -1,0 +1,139 @@
+package durable
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/rayflow/rayflow/telemetry"
+)
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// scrape reads the worker's metrics listener and returns the samples of
+// queue (and the unlabelled ones) by "name{labels}".
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	var body []byte
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scraping %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			key := name + "{" + strings.Join(ls, ",") + "}"
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[key+"_count"] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// TestWorkerMetrics: after durable runs on a queue of its own, the
+// worker's metrics listener shows the expected counts: claims, attempts
+// by outcome (a success, a retried failure then success, a failure out of
+// attempts), retries, no attempt running, progress publications; and
+// every family passes the label lint.
+func TestWorkerMetrics(t *testing.T) {
+	e := newEnv(t)
+	queue := "metrics-test"
+	addr := freeAddr(t)
+	o := fastOptions()
+	o.Queue, o.MetricsAddr = queue, addr
+	stop := runWorker(t, e.pool, o)
+	ids := []string{
+		e.enqueue("test.echo", `{"name":"m"}`, EnqueueOptions{Queue: queue}),
+		e.enqueue("test.failonce", fmt.Sprintf("%q", "metrics-"+t.Name()), EnqueueOptions{Queue: queue}),
+		e.enqueue("test.fail", `"m"`, EnqueueOptions{Queue: queue, MaxAttempts: 2}),
+	}
+	for _, id := range ids {
+		e.wait(id, 30*time.Second)
+	}
+	// The worker records an attempt's metrics just before its transition:
+	// wait for the last one to be counted.
+	var got map[string]float64
+	q := "queue=" + queue
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got = scrape(t, addr)
+		if got["rayflow_attempts_total{outcome=failed,"+q+"}"] == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := map[string]float64{
+		"rayflow_attempts_total{outcome=succeeded," + q + "}":                 2,
+		"rayflow_attempts_total{outcome=failed," + q + "}":                    3,
+		"rayflow_retries_total{" + q + "}":                                    2,
+		"rayflow_claim_latency_seconds{" + q + "}_count":                      5,
+		"rayflow_attempt_duration_seconds{outcome=succeeded," + q + "}_count": 2,
+		"rayflow_worker_running_tasks{" + q + "}":                             0,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if got["rayflow_progress_publication_duration_seconds{outcome=ok,sink=postgres}_count"] < 5 ||
+		got["rayflow_progress_publication_bytes{sink=postgres}_count"] < 5 {
+		t.Errorf("publications: %v", got)
+	}
+	if got["go_goroutines{}"] == 0 {
+		t.Errorf("no runtime metrics")
+	}
+	mfs, err := telemetry.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range telemetry.LintFamilies(mfs) {
+		t.Error(err)
+	}
+	// The listener ends with the worker.
+	stop()
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the metrics listener outlived its worker")
+	}
+}
