@@ -7,12 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 // Read kinds, the one label of the read latency histogram (bounded).
@@ -96,9 +98,151 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 		s.fail(w, r, err)
 		return
 	}
+	db, err := queryLatencies(ctx, s.pool, flowArg)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	scrape := prometheus.NewRegistry()
-	scrape.MustRegister(counts)
-	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	scrape.MustRegister(counts, db)
+	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape, telemetry.Gatherer()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+// Latencies derived from the database, so that /metrics shows them for
+// every worker whatever process it runs in (each worker's own histograms
+// are on its metrics listener: rayflow worker --metrics-addr):
+//
+//   - rayflow_recent_claim_latency_seconds{queue,stat}: statistics
+//     (p50, p90, p99, max) of claim − max(enqueued, run after) over the
+//     tasks claimed in the last RecentWindow; rayflow_recent_claims{queue}
+//     counts them.
+//   - rayflow_queue_oldest_eligible_seconds{queue}: how long the oldest
+//     claimable QUEUED task has waited (0 when none).
+//   - rayflow_progress_publication_lag_seconds{stat}: for the running
+//     tasks with stored progress, now − the stored summary's updated_at:
+//     how far behind the latest publication a reader is (a run publishes
+//     only when its state changed, at most once per flush interval; the
+//     summary's time is the worker's clock, now() the database's);
+//     rayflow_progress_live_runs counts them.
+//
+// All are scoped to the scraping principal's flows, like rayflow_tasks.
+
+// RecentWindow is the window of rayflow_recent_claim_latency_seconds.
+const RecentWindow = 15 * time.Minute
+
+var (
+	claimLatencyDesc = prometheus.NewDesc("rayflow_recent_claim_latency_seconds",
+		"Claim latency (claim time minus the time the task became claimable) of the tasks claimed in the last 15 minutes, by queue and statistic (p50, p90, p99, max).",
+		[]string{"queue", "stat"}, nil)
+	recentClaimsDesc = prometheus.NewDesc("rayflow_recent_claims",
+		"Tasks claimed in the last 15 minutes (the claims of rayflow_recent_claim_latency_seconds), by queue.", []string{"queue"}, nil)
+	oldestEligibleDesc = prometheus.NewDesc("rayflow_queue_oldest_eligible_seconds",
+		"How long the oldest claimable QUEUED task has waited, by queue.", []string{"queue"}, nil)
+	publicationLagDesc = prometheus.NewDesc("rayflow_progress_publication_lag_seconds",
+		"Age of the stored progress summary of running tasks (now minus its updated_at), by statistic (p50, p90, p99, max).", []string{"stat"}, nil)
+	liveRunsDesc = prometheus.NewDesc("rayflow_progress_live_runs",
+		"Running tasks with stored progress (the runs of rayflow_progress_publication_lag_seconds).", nil, nil)
+)
+
+// stats are the label values of the database-derived latency gauges (a
+// window's statistics, not a Prometheus summary: their counts are not
+// cumulative).
+var stats = []string{"p50", "p90", "p99", "max"}
+
+type queueLatency struct {
+	queue     string
+	quantiles []float64
+	count     int64
+}
+
+// dbLatencies is a collector of one scrape's database-derived latencies.
+type dbLatencies struct {
+	claims   []queueLatency
+	oldest   map[string]float64
+	lag      []float64
+	liveRuns int64
+}
+
+func (c *dbLatencies) Describe(ch chan<- *prometheus.Desc) {
+	ch <- claimLatencyDesc
+	ch <- recentClaimsDesc
+	ch <- oldestEligibleDesc
+	ch <- publicationLagDesc
+	ch <- liveRunsDesc
+}
+
+func (c *dbLatencies) Collect(ch chan<- prometheus.Metric) {
+	for _, q := range c.claims {
+		ch <- prometheus.MustNewConstMetric(recentClaimsDesc, prometheus.GaugeValue, float64(q.count), q.queue)
+		for i, v := range q.quantiles {
+			ch <- prometheus.MustNewConstMetric(claimLatencyDesc, prometheus.GaugeValue, v, q.queue, stats[i])
+		}
+	}
+	for queue, v := range c.oldest {
+		ch <- prometheus.MustNewConstMetric(oldestEligibleDesc, prometheus.GaugeValue, v, queue)
+	}
+	for i, v := range c.lag {
+		ch <- prometheus.MustNewConstMetric(publicationLagDesc, prometheus.GaugeValue, v, stats[i])
+	}
+	ch <- prometheus.MustNewConstMetric(liveRunsDesc, prometheus.GaugeValue, float64(c.liveRuns))
+}
+
+// queryLatencies reads the database-derived latencies (three statements).
+func queryLatencies(ctx context.Context, pool *pgxpool.Pool, flows []string) (*dbLatencies, error) {
+	c := &dbLatencies{oldest: map[string]float64{}}
+	rows, err := pool.Query(ctx, `SELECT queue_name, count(*),
+  percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(run_after, enqueued_at)))
+FROM rayflow_tasks
+WHERE state NOT IN ('QUEUED', 'EXPIRED') AND started_at > now() - make_interval(secs => $2)
+  AND started_at >= greatest(run_after, enqueued_at) AND ($1::text[] IS NULL OR flow_name = ANY($1))
+GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows, RecentWindow.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var q queueLatency
+		if err := rows.Scan(&q.queue, &q.count, &q.quantiles); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if len(q.quantiles) == len(stats) {
+			c.claims = append(c.claims, q)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = pool.Query(ctx, `SELECT queue_name, extract(epoch FROM now() - min(greatest(run_after, enqueued_at)))::float8
+FROM rayflow_tasks
+WHERE state = 'QUEUED' AND run_after <= now() AND ($1::text[] IS NULL OR flow_name = ANY($1))
+GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var queue string
+		var v float64
+		if err := rows.Scan(&queue, &v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.oldest[queue] = max(v, 0)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var lag []float64
+	err = pool.QueryRow(ctx, `SELECT count(*), coalesce(percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY
+  greatest(extract(epoch FROM now() - (workflow_progress_summary_json::jsonb #>> '{timestamps,updated_at}')::timestamptz), 0)), '{}')
+FROM rayflow_tasks
+WHERE state = 'RUNNING' AND workflow_progress_summary_json IS NOT NULL AND ($1::text[] IS NULL OR flow_name = ANY($1))`, flows).Scan(&c.liveRuns, &lag)
+	if err != nil {
+		return nil, err
+	}
+	if len(lag) == len(stats) {
+		c.lag = lag
+	}
+	return c, nil
 }
 
 //go:embed openapi.json
