@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -51,7 +50,11 @@ curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/workflows/$id/t
 		fs.Usage()
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	log, flush, code := observe(ctx, e)
+	if code >= 0 {
+		return code
+	}
+	defer flush()
 	tokText, err := secretText(*tokensFile, "RAYFLOW_SERVE_TOKENS")
 	if err != nil || tokText == "" {
 		errorLine(e, "serve: no tokens: pass --tokens-file or set RAYFLOW_SERVE_TOKENS (%v)", err)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -49,6 +48,7 @@ func cmdWorker(ctx context.Context, e env, args []string) int {
 		"Flows this binary runs: fanout, sleep. Durations use Go syntax (15s, 5m).",
 		`rayflow worker --database-url $(cat .pg-local/url)
 rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.0.1:6390
+rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* variables export traces
 `)
 	dbURL := databaseFlag(fs)
 	queue := fs.String("queue", durable.DefaultQueue, "queue to claim from")
@@ -65,6 +65,7 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 	pollMax := fs.Duration("poll-max-interval", durable.DefaultPollMaxInterval, "slowest fallback poll when idle")
 	cancelTimeout := fs.Duration("cancel-timeout", durable.DefaultCancelTimeout, "how long a cancelled or timed-out run gets to stop")
 	drain := fs.Duration("drain-timeout", durable.DefaultDrainTimeout, "how long to wait for running tasks on shutdown")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("RAYFLOW_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default $RAYFLOW_METRICS_ADDR; empty: none)")
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
@@ -72,8 +73,12 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 		fs.Usage()
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	o := durable.WorkerOptions{ID: *id, Queue: *queue, Concurrency: *concurrency, HeartbeatInterval: *heartbeat,
+	log, flush, code := observe(ctx, e)
+	if code >= 0 {
+		return code
+	}
+	defer flush()
+	o := durable.WorkerOptions{MetricsAddr: *metricsAddr, ID: *id, Queue: *queue, Concurrency: *concurrency, HeartbeatInterval: *heartbeat,
 		StuckTimeout: *stuck, SweepInterval: *sweep, RetryBackoff: *backoff, NoRetryBackoff: *backoff == 0,
 		PollInterval: *poll, PollMaxInterval: *pollMax, CancelTimeout: *cancelTimeout, DrainTimeout: *drain, Logger: log}
 	pool, code := openPool(ctx, e, *dbURL, max(4, min(*concurrency+4, 100)))
