@@ -180,14 +180,26 @@ func (w *MapWindow) Close() {
 	}
 }
 
-// LeafSubmitted counts a leaf call of engine.
-func LeafSubmitted(engine string) { M.LeavesSubmitted.WithLabelValues(engine).Inc() }
+// LeafCounters are one engine's leaf counters.
+type LeafCounters struct {
+	submitted, succeeded, failed prometheus.Counter
+}
 
-// LeafFinished counts a leaf call's end.
-func LeafFinished(engine string, err error) {
-	o := OutcomeSucceeded
+// Leaves returns engine's leaf counters (resolve them once: a counter
+// lookup by label costs more than the count).
+func Leaves(engine string) *LeafCounters {
+	return &LeafCounters{submitted: M.LeavesSubmitted.WithLabelValues(engine),
+		succeeded: M.LeavesFinished.WithLabelValues(engine, OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(engine, OutcomeFailed)}
+}
+
+// Submitted counts a leaf call submitted.
+func (l *LeafCounters) Submitted() { l.submitted.Inc() }
+
+// Finished counts a leaf call's end (err nil: succeeded).
+func (l *LeafCounters) Finished(err error) {
 	if err != nil {
-		o = OutcomeFailed
+		l.failed.Inc()
+	} else {
+		l.succeeded.Inc()
 	}
-	M.LeavesFinished.WithLabelValues(engine, o).Inc()
 }

@@ -45,7 +45,10 @@ const (
 
 // Tracer is rayflow's tracer (the global provider's: a no-op until Setup
 // or the application configures one).
-func Tracer() trace.Tracer { return otel.Tracer(ScopeName) }
+func Tracer() trace.Tracer { return tracer }
+
+// tracer is the global provider's tracer: it follows a provider set later.
+var tracer = otel.Tracer(ScopeName)
 
 // RunInfo is what a run's spans and log records carry.
 type RunInfo struct {
@@ -86,9 +89,27 @@ type scope struct {
 
 type scopeKey struct{}
 
+// scopeCtx carries a scope in one allocation (context.WithValue would
+// take two: the context and the boxed scope).
+type scopeCtx struct {
+	context.Context
+	s scope
+}
+
+func (c *scopeCtx) Value(key any) any {
+	if key == (scopeKey{}) {
+		return &c.s
+	}
+	return c.Context.Value(key)
+}
+
+func withScope(ctx context.Context, s scope) context.Context { return &scopeCtx{ctx, s} }
+
 func scopeOf(ctx context.Context) scope {
-	s, _ := ctx.Value(scopeKey{}).(scope)
-	return s
+	if p, _ := ctx.Value(scopeKey{}).(*scope); p != nil {
+		return *p
+	}
+	return scope{}
 }
 
 // Run returns the run a context belongs to (nil outside a run).
@@ -113,7 +134,7 @@ func StartAttempt(ctx context.Context, a AttemptInfo) (context.Context, trace.Sp
 	s := scopeOf(ctx)
 	s.task = a.TaskID
 	s.run = &RunInfo{RunID: a.RunID, TaskPK: a.TaskPK, Attempt: a.Attempt, Generation: a.Generation, Flow: a.Flow}
-	ctx = context.WithValue(ctx, scopeKey{}, s)
+	ctx = withScope(ctx, s)
 	return Tracer().Start(ctx, SpanAttempt, trace.WithAttributes(AttrTaskID.String(a.TaskID), AttrTaskPK.Int64(a.TaskPK),
 		AttrFlow.String(a.Flow), AttrQueue.String(a.Queue), AttrAttempt.Int64(a.Attempt), AttrGeneration.Int64(a.Generation),
 		AttrRunID.String(a.RunID)))
@@ -124,16 +145,22 @@ func StartAttempt(ctx context.Context, a AttemptInfo) (context.Context, trace.Sp
 func StartRun(ctx context.Context, r RunInfo) (context.Context, trace.Span) {
 	s := scopeOf(ctx)
 	s.run, s.node = &r, ""
-	ctx = context.WithValue(ctx, scopeKey{}, s)
+	ctx = withScope(ctx, s)
 	return Tracer().Start(ctx, SpanRun, trace.WithAttributes(r.attrs()...))
 }
 
 // StartNode starts the span of plan node id (kind: step, chain, group,
-// map); item ≥ 0 marks the body of a map's item (a SpanItem span).
+// map); item ≥ 0 marks the body of a map's item (a SpanItem span). A node
+// span follows its parent's sampling: under a span that does not record
+// (tracing off, or the run sampled out) it starts none, and the context
+// only carries the node id for the log records (one allocation).
 func StartNode(ctx context.Context, id, kind string, item int) (context.Context, trace.Span) {
 	s := scopeOf(ctx)
 	s.node = id
-	ctx = context.WithValue(ctx, scopeKey{}, s)
+	ctx = withScope(ctx, s)
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, noSpan
+	}
 	name := SpanNode
 	attrs := make([]attribute.KeyValue, 0, 4)
 	attrs = append(attrs, AttrNodeID.String(id), AttrNodeKind.String(kind))
@@ -146,6 +173,12 @@ func StartNode(ctx context.Context, id, kind string, item int) (context.Context,
 	}
 	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 }
+
+// noSpan is a span that records nothing (ending it does nothing).
+var noSpan = trace.SpanFromContext(context.Background())
+
+// Recording reports whether ctx's span records (tracing is on for it).
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
 
 // LeafInfo is one leaf call in the process that runs it.
 type LeafInfo struct {
@@ -163,7 +196,7 @@ func StartLeaf(ctx context.Context, l LeafInfo) (context.Context, trace.Span) {
 		s.run = &RunInfo{RunID: l.RunID}
 	}
 	s.node = l.Node
-	ctx = context.WithValue(ctx, scopeKey{}, s)
+	ctx = withScope(ctx, s)
 	attrs := []attribute.KeyValue{AttrNodeID.String(l.Node), AttrCallable.String(l.Callable)}
 	if l.RunID != "" {
 		attrs = append(attrs, AttrRunID.String(l.RunID))

@@ -25,10 +25,17 @@ type itemMark struct {
 
 type itemKey struct{}
 
-// withItem marks ctx as running the body of item index (node id id).
+// withItem marks ctx as running the body of item index (node id id), when
+// its spans record.
 func withItem(ctx context.Context, id string, index int) context.Context {
+	if !telemetry.Recording(ctx) {
+		return ctx
+	}
 	return context.WithValue(ctx, itemKey{}, itemMark{id, index})
 }
+
+// The local engine's leaf counters.
+var leaves = telemetry.Leaves(engineName)
 
 // exec runs node n (id) in its span.
 func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
@@ -38,11 +45,11 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 	}
 	ctx, span := telemetry.StartNode(ctx, id, n.Kind.String(), item)
 	if n.Kind == flowgraph.KindStep {
-		telemetry.LeafSubmitted(engineName)
+		leaves.Submitted()
 	}
 	out, err := r.execNode(ctx, n, id, in, f)
 	if n.Kind == flowgraph.KindStep {
-		telemetry.LeafFinished(engineName, err)
+		leaves.Finished(err)
 	}
 	telemetry.End(span, err)
 	return out, err
