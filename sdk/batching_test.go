@@ -1,10 +1,15 @@
 package sdk
 
 import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
 // mapBounds returns the bounds of the plan's only dynamic_map node.
@@ -89,5 +94,50 @@ func TestItemBatchingSurvivesFoldAndBuffer(t *testing.T) {
 		if b := mapBounds(t, m); b.MaximumItemsPerTask == nil || *b.MaximumItemsPerTask != 4 {
 			t.Errorf("%s: maximum_items_per_task %v, want 4", name, b.MaximumItemsPerTask)
 		}
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// The plan nodes of unbatched maps are pinned byte for byte (they carry no
+// code identity, so they do not change between builds), next to their
+// batched counterparts: adding batching must not change an unbatched plan.
+// go test ./sdk -run TestMapNodesGolden -update rewrites the file.
+func TestMapNodesGolden(t *testing.T) {
+	limits := Limits{MaxConcurrency: 64, MaxItems: 1000}
+	fold := FoldOptions{MaxSerializedBytes: 1 << 20, Actor: ActorOptions{NumCPUs: 1, Memory: 1 << 20}}
+	buf := ResultBuffer{MaxSerializedBytes: 1 << 20, Actor: ActorOptions{NumCPUs: 1, Memory: 1 << 20}}
+	var out bytes.Buffer
+	for _, c := range []struct {
+		name string
+		m    *Materialized
+	}{
+		{"plain", mustMaterialize(t, Chain3(Step(PlanBuild), Map(Step(PlanSquare)).WithLimits(limits), Step(PlanSum)))},
+		{"eager", mustMaterialize(t, Map(Step(PlanSquare)))},
+		{"fold", mustMaterialize(t, Then(Step(PlanBuild), Reduce(Map(Step(PlanSquare)).WithLimits(limits), PlanAdd, 0, fold)))},
+		{"buffer", mustMaterialize(t, Map(Step(PlanSquare)).WithLimits(limits).WithResultBuffer(buf))},
+		{"plain batched 16", mustMaterialize(t, Chain3(Step(PlanBuild), Map(Step(PlanSquare)).WithLimits(limits).WithItemBatching(16), Step(PlanSum)))},
+		{"eager batched 1024", mustMaterialize(t, Map(Step(PlanSquare)).WithItemBatching(MaxItemsPerTask))},
+		{"fold batched 8", mustMaterialize(t, Then(Step(PlanBuild), Reduce(Map(Step(PlanSquare)).WithLimits(limits).WithItemBatching(8), PlanAdd, 0, fold)))},
+		{"buffer batched 64", mustMaterialize(t, Map(Step(PlanSquare)).WithLimits(limits).WithItemBatching(64).WithResultBuffer(buf))},
+	} {
+		b, err := canonical.Marshal(c.m.Plan.Nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&out, "%s\n%s\n", c.name, b)
+	}
+	const golden = "testdata/map_nodes.golden"
+	if *updateGolden {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("the plan nodes changed:\n got %s\nwant %s", out.Bytes(), want)
 	}
 }
