@@ -54,3 +54,12 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 	telemetry.End(span, err)
 	return out, err
 }
+
+// item runs a map item's body (index, of map id) in its item span,
+// holding a slot of the map's window in rayflow_map_items_in_flight.
+func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgraph.Node, id string, index int, v any, f frame) (any, error) {
+	bid := flowgraph.ItemID(id, index)
+	mw.ItemStarted()
+	defer mw.ItemDone()
+	return r.exec(withItem(ctx, bid, index), body, bid, v, f)
+}
