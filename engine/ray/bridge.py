@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 
-PROTOCOL = 2
+PROTOCOL = 3
 
 # The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
@@ -239,7 +239,28 @@ def _execution():
     return out
 
 
-def _run_leaf(spec, bound, arg, prog=None):
+def _leaf_task(head, *rest):
+    """A leaf's Ray task. head packs the spec and, in the common case, the
+    inline input, so that a leaf is a one-argument task (each argument costs
+    serialization on submit and deserialization here): a big-endian uint32
+    spec length, the spec ("exe NUL name NUL node NUL bootstrap NUL digest NUL
+    flags") and the input's bytes unless flags hold "r". rest holds, in this
+    order, the bound value ("b"), the input as an object-store value ("r")
+    and the progress binding ("p")."""
+    (n,) = struct.unpack_from(">I", head)
+    spec = head[4:4 + n].decode()
+    flags = spec[spec.rindex("\x00") + 1:]
+    spec = spec[:spec.rindex("\x00")]
+    i = 0
+    bound = arg = prog = None
+    if "b" in flags:
+        bound, i = rest[i], i + 1
+    if "r" in flags:
+        arg, i = rest[i], i + 1
+    else:
+        arg = head[4 + n:]
+    if "p" in flags:
+        prog = rest[i]
     return _call_leaf(spec, bound, arg, "", prog)
 
 
@@ -445,6 +466,12 @@ def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
 
+def _concat_json(*arrays):
+    """Concatenates JSON arrays (as _collect_json writes them) without
+    decoding their elements."""
+    return b"", b"[" + b",".join(bytes(a)[1:-1] for a in arrays if len(a) > 2) + b"]"
+
+
 class Bridge:
     """The ref table, the ops and the waiter.
 
@@ -459,6 +486,7 @@ class Bridge:
         self.started_local = False
         self.leaf = None
         self.collect = None
+        self.concat = None
         self.variants = {}
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
@@ -494,8 +522,9 @@ class Bridge:
         else:
             kw.pop("include_dashboard")
             ray.init(address=address, **kw)
-        self.leaf = ray.remote(num_returns=2)(_run_leaf)
+        self.leaf = ray.remote(num_returns=2)(_leaf_task)
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
+        self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -516,30 +545,50 @@ class Bridge:
         return sections[a["s"]]
 
     def op_submit(self, req, sections):
-        opts = req.get("options")
+        """Submits a batch of leaves (one frame, no reply). Each item's
+        option set is named by an id ("o"); the item that first uses an id
+        carries its options, and the prepared remote function is kept per id,
+        so .options() runs once per distinct option set, not per leaf."""
+        for it in req["items"]:
+            try:
+                self.submit_one(it, sections)
+            except Exception as e:
+                log("submit failed:", traceback.format_exc())
+                err = {"kind": "bridge", "type": type(e).__name__, "message": str(e)}
+                send({"id": 0, "event": "ready", "ready": [{"h": it["h"], "ok": False, "error": err}]})
+
+    def submit_one(self, it, sections):
         f = self.leaf
-        if opts:
-            key = json.dumps(opts, sort_keys=True)
-            f = self.variants.get(key)
+        oid = it.get("o", 0)
+        if oid:
+            f = self.variants.get(oid)
             if f is None:
-                f = self.variants[key] = self.leaf.options(**opts)
-        bound = sections[req["bound"]] if req.get("bound") is not None else None
-        spec = _spec(req)
-        prog = None
-        if req.get("progress"):
-            pr = req["progress"]
+                f = self.variants[oid] = self.leaf.options(**it["options"])
+        flags = ""
+        rest = []
+        if it.get("bound") is not None:
+            flags += "b"
+            rest.append(sections[it["bound"]])
+        a = it["arg"]
+        if "h" in a:
+            flags += "r"
+            rest.append(self.table[a["h"]][0])
+            data = b""
+        else:
+            data = sections[a["s"]]
+        pr = it.get("progress")
+        if pr:
             actor = self.actors.get(pr["actor"])
             if actor is not None:
-                prog = (actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")})
-        if prog is None:
-            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
-        else:
-            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections), prog)
-        self.add(req["h"], payload, status)
+                flags += "p"
+                rest.append((actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")}))
+        spec = ("%s\x00%s" % (_spec(it), flags)).encode()
+        status, payload = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
+        self.add(it["h"], payload, status)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
-        status, payload = self.collect.remote(*args)
+        status, payload = (self.concat if req.get("concat") else self.collect).remote(*args)
         self.add(req["h"], payload, status)
 
     def op_actor(self, req, sections):

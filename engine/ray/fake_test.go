@@ -1,6 +1,7 @@
 package ray
 
 import (
+	"slices"
 	"bytes"
 	"context"
 	"errors"
@@ -129,7 +130,7 @@ func (f *fakeRuntime) Submit(_ context.Context, t leafTask) (objHandle, error) {
 	return h, nil
 }
 
-func (f *fakeRuntime) Collect(_ context.Context, args []taskArg) (objHandle, error) {
+func (f *fakeRuntime) Collect(_ context.Context, args []taskArg, concat bool) (objHandle, error) {
 	h, v, err := f.newVal()
 	if err != nil {
 		return 0, err
@@ -146,7 +147,13 @@ func (f *fakeRuntime) Collect(_ context.Context, args []taskArg) (objHandle, err
 				v.finish(nil, info, ev)
 				return
 			}
+			if concat {
+				b = bytes.TrimSuffix(bytes.TrimPrefix(b, []byte("[")), []byte("]"))
+			}
 			parts[i] = b
+		}
+		if concat {
+			parts = slices.DeleteFunc(parts, func(b []byte) bool { return len(b) == 0 })
 		}
 		v.finish(append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'), nil, nil)
 	}()
@@ -247,4 +254,11 @@ func (f *fakeRuntime) submitted() []leafTask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]leafTask(nil), f.tasks...)
+}
+
+// live is how many values the fake still holds (not released).
+func (f *fakeRuntime) live() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.vals)
 }

@@ -97,7 +97,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	done := make(chan itemDone)
 	inflight := map[int]*scope{}
 	var (
-		results   []objHandle // without a sink: by input index
+		results   chunkCollector // without a sink
 		admitted  int
 		completed int
 		running   int // item goroutines not yet returned
@@ -125,9 +125,6 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			isc := &scope{rt: r.e.rt, retain: true}
 			idx := admitted
 			inflight[idx] = isc
-			if sk == nil {
-				results = append(results, 0)
-			}
 			admitted++
 			running++
 			open++
@@ -170,9 +167,12 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			continue
 		}
 		open--
-		results[d.index] = d.h
 		d.sc.releaseExcept(d.h)
 		sc.add(d.h)
+		if err := results.add(ctx, r.e.rt, sc, d.index, d.h); err != nil {
+			failure = err
+			continue
+		}
 		completed++
 		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 	}
@@ -194,17 +194,97 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		sc.add(h)
 		return value{h: h}, nil
 	}
-	args := make([]taskArg, len(results))
-	for i, h := range results {
-		args[i] = taskArg{Handle: h}
-	}
-	h, err := r.e.rt.Collect(ctx, args)
+	h, err := results.finish(ctx, r.e.rt, sc, admitted)
 	if err != nil {
 		return value{}, err
 	}
-	sc.add(h)
-	sc.releaseMany(results) // the collector holds them now
 	return value{h: h}, nil
+}
+
+// collectChunk is how many item results one collector task joins.
+const collectChunk = 1024
+
+// chunkCollector joins a plain map's results in input order, in Ray, a
+// chunk of collectChunk items at a time as soon as all of them are done,
+// then the chunks' arrays at the end. The coordinator (and the bridge)
+// thus hold a handle per running item and per chunk, not per item: their
+// memory does not grow with the number of items.
+type chunkCollector struct {
+	open   map[int]*resultChunk // chunks still missing items, by chunk index
+	chunks []objHandle          // collected chunks, by chunk index (0: not yet)
+}
+
+type resultChunk struct {
+	hs   []objHandle
+	done int
+}
+
+// add records item index's result handle (held by sc) and collects its
+// chunk when it is the chunk's last.
+func (c *chunkCollector) add(ctx context.Context, rt rayRuntime, sc *scope, index int, h objHandle) error {
+	ci := index / collectChunk
+	if c.open == nil {
+		c.open = map[int]*resultChunk{}
+	}
+	ch := c.open[ci]
+	if ch == nil {
+		ch = &resultChunk{hs: make([]objHandle, collectChunk)}
+		c.open[ci] = ch
+	}
+	ch.hs[index%collectChunk] = h
+	ch.done++
+	if ch.done < collectChunk {
+		return nil
+	}
+	return c.collect(ctx, rt, sc, ci, ch.hs)
+}
+
+func (c *chunkCollector) collect(ctx context.Context, rt rayRuntime, sc *scope, ci int, hs []objHandle) error {
+	args := make([]taskArg, len(hs))
+	for i, h := range hs {
+		args[i] = taskArg{Handle: h}
+	}
+	h, err := rt.Collect(ctx, args, false)
+	if err != nil {
+		return err
+	}
+	sc.add(h)
+	sc.releaseMany(hs) // the collector holds them now
+	delete(c.open, ci)
+	for len(c.chunks) <= ci {
+		c.chunks = append(c.chunks, 0)
+	}
+	c.chunks[ci] = h
+	return nil
+}
+
+// finish collects the last, partial chunk of n items and joins the chunks
+// into the map's result.
+func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n int) (objHandle, error) {
+	if n%collectChunk != 0 || n == 0 {
+		ci := n / collectChunk
+		var hs []objHandle
+		if ch := c.open[ci]; ch != nil {
+			hs = ch.hs[:ch.done]
+		}
+		if err := c.collect(ctx, rt, sc, ci, hs); err != nil {
+			return 0, err
+		}
+	}
+	if len(c.chunks) == 1 {
+		return c.chunks[0], nil
+	}
+	args := make([]taskArg, len(c.chunks))
+	for i, h := range c.chunks {
+		args[i] = taskArg{Handle: h}
+	}
+	h, err := rt.Collect(ctx, args, true)
+	if err != nil {
+		return 0, err
+	}
+	sc.add(h)
+	sc.releaseMany(c.chunks)
+	return h, nil
 }
 
 func (r *runner) report(p mapProgress) { r.rp.mapProgress(p) }
