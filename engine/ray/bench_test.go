@@ -324,4 +324,3 @@ func procCPU(pid int) time.Duration {
 }
 
 func selfCPU() time.Duration { return procCPU(os.Getpid()) }
-

@@ -570,4 +570,3 @@ func dialCheck(addr string) error {
 	}
 	return c.Close()
 }
-

@@ -1,10 +1,10 @@
 package ray
 
 import (
-	"slices"
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
