@@ -62,6 +62,12 @@ type leafTask struct {
 	Bootstrap bool
 	// Progress is set when the leaf reports to a collector actor.
 	Progress *leafProgressEvent
+	// Items makes the task a batch (SubmitBatch): the step runs on each
+	// of these encoded items in order, items Base.. of map Map (Arg is
+	// unused; Node is the first item's).
+	Items [][]byte
+	Map   string
+	Base  int
 }
 
 // leafProgressEvent binds a leaf to the run's collector actor and graph node.
@@ -86,6 +92,11 @@ type readyRef struct {
 type rayRuntime interface {
 	Put(ctx context.Context, data []byte) (objHandle, error)
 	Submit(ctx context.Context, t leafTask) (objHandle, error)
+	// SubmitBatch submits one task running the step on t.Items: the
+	// batch's handle (ready when the task ends; its failure is the failing
+	// item's) and one result handle per item (not watched: await the
+	// batch).
+	SubmitBatch(ctx context.Context, t leafTask) (objHandle, []objHandle, error)
 	// Collect builds a JSON array of the values in order, in Ray; with
 	// concat the values are JSON arrays, and the result is their
 	// concatenation.
@@ -612,8 +623,9 @@ func (b *rayBridge) writeErr(err error) error {
 
 // leafSubmit is a queued submission.
 type leafSubmit struct {
-	h objHandle
-	t leafTask
+	h     objHandle
+	items []objHandle // a batch's item handles
+	t     leafTask
 }
 
 // submitWire is one item of a submit frame (PROTOCOL.md).
@@ -627,8 +639,16 @@ type submitWire struct {
 	Options   map[string]any `json:"options,omitempty"`
 	Bootstrap bool           `json:"bootstrap,omitempty"`
 	Bound     *int           `json:"bound,omitempty"`
-	Arg       argWire        `json:"arg"`
+	Arg       *argWire       `json:"arg,omitempty"`
 	Progress  *progressWire  `json:"progress,omitempty"`
+	Batch     *batchWire     `json:"batch,omitempty"`
+}
+
+type batchWire struct {
+	Map   string      `json:"map"`
+	Base  int         `json:"base"`
+	Items []int       `json:"items"` // section indices
+	IH    []objHandle `json:"ih"`    // item handles
 }
 
 type argWire struct {
@@ -702,12 +722,20 @@ func (b *rayBridge) writeSubmitsLocked() error {
 			sections = append(sections, t.Bound)
 			w.Bound = &n
 		}
-		if t.Arg.Handle != 0 {
-			w.Arg.H = t.Arg.Handle
-		} else {
+		switch {
+		case q.items != nil:
+			bw := &batchWire{Map: t.Map, Base: t.Base, IH: q.items, Items: make([]int, len(t.Items))}
+			for j, it := range t.Items {
+				bw.Items[j] = len(sections)
+				sections = append(sections, it)
+			}
+			w.Batch = bw
+		case t.Arg.Handle != 0:
+			w.Arg = &argWire{H: t.Arg.Handle}
+		default:
 			n := len(sections)
 			sections = append(sections, t.Arg.Bytes)
-			w.Arg.S = &n
+			w.Arg = &argWire{S: &n}
 		}
 		if p := t.Progress; p != nil {
 			w.Progress = &progressWire{Actor: p.Actor, Identity: p.Identity, Label: p.Label, Preview: p.Preview}
@@ -756,6 +784,30 @@ func (b *rayBridge) Submit(ctx context.Context, t leafTask) (objHandle, error) {
 	default:
 	}
 	return h, nil
+}
+
+// SubmitBatch submits one task for a batch of map items (pipelined, like
+// Submit).
+func (b *rayBridge) SubmitBatch(ctx context.Context, t leafTask) (objHandle, []objHandle, error) {
+	if err := b.Err(); err != nil {
+		return 0, nil, err
+	}
+	if len(t.Items) == 0 {
+		return 0, nil, errors.New("rayflow: an empty batch")
+	}
+	h := b.newHandle()
+	items := make([]objHandle, len(t.Items))
+	for i := range items {
+		items[i] = b.newHandle()
+	}
+	b.pmu.Lock()
+	b.pending = append(b.pending, leafSubmit{h: h, items: items, t: t})
+	b.pmu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+	return h, items, nil
 }
 
 // Collect submits an ordered JSON-array collector task.

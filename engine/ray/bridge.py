@@ -255,6 +255,19 @@ def _leaf_task(head, *rest):
     bound = arg = prog = None
     if "b" in flags:
         bound, i = rest[i], i + 1
+    if "k" in flags:
+        # A batch: base, count, map id, then each input (length-prefixed).
+        off = 4 + n
+        base, count, mlen = struct.unpack_from(">III", head, off)
+        off += 12
+        mapid = head[off:off + mlen].decode()
+        off += mlen
+        inputs = []
+        for _ in range(count):
+            (size,) = struct.unpack_from(">I", head, off)
+            inputs.append(head[off + 4:off + 4 + size])
+            off += 4 + size
+        return _call_batch(spec, bound, mapid, base, inputs)
     if "r" in flags:
         arg, i = rest[i], i + 1
     else:
@@ -297,6 +310,32 @@ def _call_leaf(spec, bound, arg, kind="", prog=None):
         os._exit(1)
     if h.get("ok"):
         return b"", secs[0]
+    raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+
+
+def _call_batch(spec, bound, mapid, base, inputs):
+    """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
+    returns the status and one result per item, or raises the failing
+    item's LeafError."""
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
+    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
+              "map": mapid, "base": base, "n": len(inputs)}
+    try:
+        p.stdin.write(encode_frame(header, [bound or b""] + inputs))
+        rd = _LeafReader(p.stdout.fileno())
+        (n,) = struct.unpack(">I", rd.read(4))
+        h = json.loads(rd.read(n))
+        secs = [rd.read(s) for s in h.get("sizes", [])]
+    except KeyboardInterrupt:
+        _drop_proc(exe, p)
+        raise
+    except (EOFError, BrokenPipeError, OSError) as e:
+        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
+        _drop_proc(exe, p)
+        os._exit(1)
+    if h.get("ok"):
+        return (b"",) + tuple(secs)
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
 
 
@@ -487,7 +526,8 @@ class Bridge:
         self.leaf = None
         self.collect = None
         self.concat = None
-        self.variants = {}
+        self.variants = {}  # option set id (and batch size) -> prepared remote function
+        self.optsets = {}  # option set id -> options
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
@@ -558,33 +598,55 @@ class Bridge:
                 send({"id": 0, "event": "ready", "ready": [{"h": it["h"], "ok": False, "error": err}]})
 
     def submit_one(self, it, sections):
-        f = self.leaf
         oid = it.get("o", 0)
-        if oid:
-            f = self.variants.get(oid)
+        if oid and oid not in self.optsets:
+            self.optsets[oid] = it["options"]
+            self.variants[oid] = self.leaf.options(**it["options"])
+        batch = it.get("batch")
+        if batch is not None:
+            n = len(batch["ih"])
+            f = self.variants.get((oid, n))
             if f is None:
-                f = self.variants[oid] = self.leaf.options(**it["options"])
+                f = self.variants[(oid, n)] = self.leaf.options(num_returns=n + 1, **self.optsets.get(oid, {}))
+        else:
+            f = self.variants[oid] if oid else self.leaf
         flags = ""
         rest = []
         if it.get("bound") is not None:
             flags += "b"
             rest.append(sections[it["bound"]])
-        a = it["arg"]
-        if "h" in a:
+        a = it.get("arg") or {}
+        if batch is not None:
+            flags += "k"
+            m = batch["map"].encode()
+            parts = [struct.pack(">III", batch["base"], n, len(m)), m]
+            for i in batch["items"]:
+                parts.append(struct.pack(">I", len(sections[i])))
+                parts.append(sections[i])
+            data = b"".join(parts)
+        elif "h" in a:
             flags += "r"
             rest.append(self.table[a["h"]][0])
             data = b""
         else:
             data = sections[a["s"]]
         pr = it.get("progress")
-        if pr:
+        if pr and batch is None:
             actor = self.actors.get(pr["actor"])
             if actor is not None:
                 flags += "p"
                 rest.append((actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")}))
         spec = ("%s\x00%s" % (_spec(it), flags)).encode()
-        status, payload = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
-        self.add(it["h"], payload, status)
+        refs = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
+        if batch is None:
+            status, payload = refs
+            self.add(it["h"], payload, status)
+            return
+        # The batch's handle is its status (watched, cancellable); each
+        # item's handle is its own result.
+        self.add(it["h"], refs[0], refs[0])
+        for h, ref in zip(batch["ih"], refs[1:]):
+            self.add(h, ref, None)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // fakeRuntime is a Runtime in this process for go test -short: leaves run
@@ -261,4 +262,54 @@ func (f *fakeRuntime) live() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.vals)
+}
+
+// SubmitBatch runs the items in order, as the leaf process does, and fails
+// the batch (and its items) with the first failing item's error.
+func (f *fakeRuntime) SubmitBatch(_ context.Context, t leafTask) (objHandle, []objHandle, error) {
+	h, v, err := f.newVal()
+	if err != nil {
+		return 0, nil, err
+	}
+	hs := make([]objHandle, len(t.Items))
+	vs := make([]*fakeVal, len(t.Items))
+	for i := range hs {
+		if hs[i], vs[i], err = f.newVal(); err != nil {
+			return 0, nil, err
+		}
+	}
+	f.mu.Lock()
+	f.tasks = append(f.tasks, t)
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	go func() {
+		outs := make([][]byte, len(t.Items))
+		for j, in := range t.Items {
+			if ctx.Err() != nil {
+				info := &errorInfo{Kind: "cancelled", Message: "cancelled"}
+				v.finish(nil, info, nil)
+				for _, iv := range vs {
+					iv.finish(nil, info, nil)
+				}
+				return
+			}
+			req := leafRequest{Name: t.Callable, Node: flowgraph.ItemID(t.Map, t.Base+j), Bound: t.Bound != nil, Bootstrap: t.Bootstrap}
+			out, info, ev := runLeaf(ctx, sdk.DefaultCodec, req, t.Bound, in)
+			if info != nil {
+				info.Kind = "leaf"
+				v.finish(nil, info, ev)
+				for _, iv := range vs {
+					iv.finish(nil, info, ev)
+				}
+				return
+			}
+			outs[j] = out
+		}
+		for j, iv := range vs {
+			iv.finish(outs[j], nil, nil)
+		}
+		v.finish([]byte(`""`), nil, nil)
+	}()
+	return h, hs, nil
 }
