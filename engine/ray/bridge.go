@@ -62,6 +62,9 @@ type leafTask struct {
 	Bootstrap bool
 	// Progress is set when the leaf reports to a collector actor.
 	Progress *leafProgressEvent
+	// Trace is the W3C traceparent of the leaf's node span ("" when not
+	// traced): the leaf process starts the leaf's span from it.
+	Trace string
 	// Items makes the task a batch (SubmitBatch): the step runs on each
 	// of these encoded items in order, items Base.. of map Map (Arg is
 	// unused; Node is the first item's).
@@ -194,6 +197,7 @@ type rayBridge struct {
 	nextHandle int64
 	live       map[objHandle]bool            // created and not released
 	readyCache map[objHandle]readyRef        // finished, not yet awaited
+	leaves     map[objHandle]bool            // leaf tasks submitted, not yet ready (metrics)
 	watchers   map[objHandle][]chan readyRef // awaiting
 	// GCSAddress is the connected cluster's address (host:port).
 	GCSAddress string
@@ -275,7 +279,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), kick: make(chan struct{}, 1), optIDs: map[string]int{}, exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, leaves: map[objHandle]bool{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), kick: make(chan struct{}, 1), optIDs: map[string]int{}, exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -642,6 +646,7 @@ type submitWire struct {
 	Arg       *argWire       `json:"arg,omitempty"`
 	Progress  *progressWire  `json:"progress,omitempty"`
 	Batch     *batchWire     `json:"batch,omitempty"`
+	Trace     string         `json:"trace,omitempty"`
 }
 
 type batchWire struct {
@@ -699,7 +704,7 @@ func (b *rayBridge) writeSubmitsLocked() error {
 	var sections [][]byte
 	for i, q := range batch {
 		t := q.t
-		w := submitWire{H: q.h, Exe: t.Exe, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap}
+		w := submitWire{H: q.h, Exe: t.Exe, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace}
 		if len(t.Options) > 0 {
 			key := t.OptionsKey
 			if key == "" {
@@ -776,6 +781,7 @@ func (b *rayBridge) Submit(ctx context.Context, t leafTask) (objHandle, error) {
 		return 0, err
 	}
 	h := b.newHandle()
+	b.leafSubmitted(h)
 	b.pmu.Lock()
 	b.pending = append(b.pending, leafSubmit{h: h, t: t})
 	b.pmu.Unlock()
@@ -796,6 +802,7 @@ func (b *rayBridge) SubmitBatch(ctx context.Context, t leafTask) (objHandle, []o
 		return 0, nil, errors.New("rayflow: an empty batch")
 	}
 	h := b.newHandle()
+	b.leafSubmitted(h)
 	items := make([]objHandle, len(t.Items))
 	for i := range items {
 		items[i] = b.newHandle()
@@ -853,6 +860,7 @@ func (b *rayBridge) deliver(f *frame) error {
 	defer b.mu.Unlock()
 	for _, it := range ev.Ready {
 		r := it.ready(f)
+		b.leafFinishedLocked(r)
 		if ws := b.watchers[r.Handle]; len(ws) > 0 {
 			delete(b.watchers, r.Handle)
 			for _, w := range ws {
@@ -960,6 +968,7 @@ func (b *rayBridge) Release(hs []objHandle) {
 	for _, h := range hs {
 		delete(b.live, h)
 		delete(b.readyCache, h)
+		delete(b.leaves, h)
 	}
 	b.mu.Unlock()
 	_ = b.send(map[string]any{"op": "release", "id": 0, "handles": hs})

@@ -245,8 +245,9 @@ def _leaf_task(head, *rest):
     serialization on submit and deserialization here): a big-endian uint32
     spec length, the spec ("exe NUL name NUL node NUL bootstrap NUL digest NUL
     flags") and the input's bytes unless flags hold "r". rest holds, in this
-    order, the bound value ("b"), the input as an object-store value ("r")
-    and the progress binding ("p")."""
+    order, the bound value ("b"), the input as an object-store value ("r"),
+    the progress binding ("p") and the W3C traceparent of the leaf's node
+    span ("t")."""
     (n,) = struct.unpack_from(">I", head)
     spec = head[4:4 + n].decode()
     flags = spec[spec.rindex("\x00") + 1:]
@@ -267,20 +268,33 @@ def _leaf_task(head, *rest):
             (size,) = struct.unpack_from(">I", head, off)
             inputs.append(head[off + 4:off + 4 + size])
             off += 4 + size
-        return _call_batch(spec, bound, mapid, base, inputs)
+        trace = rest[i] if "t" in flags else None
+        return _call_batch(spec, bound, mapid, base, inputs, trace)
     if "r" in flags:
         arg, i = rest[i], i + 1
     else:
         arg = head[4 + n:]
     if "p" in flags:
-        prog = rest[i]
-    return _call_leaf(spec, bound, arg, "", prog)
+        prog, i = rest[i], i + 1
+    trace = rest[i] if "t" in flags else None
+    return _call_leaf(spec, bound, arg, "", prog, trace)
 
 
-def _call_leaf(spec, bound, arg, kind="", prog=None):
+def _traced(header, trace):
+    """Adds the trace context and this Ray task's id to a leaf header."""
+    if trace:
+        header["trace"] = trace
+        try:
+            header["ray_task_id"] = ray.get_runtime_context().get_task_id()
+        except Exception as e:
+            log("task id", type(e).__name__, e)
+
+
+def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
     exe, name, node, boot, digest = spec.split("\x00")
     p = _leaf_proc(exe, digest, node)
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
+    _traced(header, trace)
     events = None
     if prog is not None:
         header["progress"] = prog[1]
@@ -313,7 +327,7 @@ def _call_leaf(spec, bound, arg, kind="", prog=None):
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
 
 
-def _call_batch(spec, bound, mapid, base, inputs):
+def _call_batch(spec, bound, mapid, base, inputs, trace=None):
     """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
     returns the status and one result per item, or raises the failing
     item's LeafError."""
@@ -321,6 +335,7 @@ def _call_batch(spec, bound, mapid, base, inputs):
     p = _leaf_proc(exe, digest, node)
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
+    _traced(header, trace)
     try:
         p.stdin.write(encode_frame(header, [bound or b""] + inputs))
         rd = _LeafReader(p.stdout.fileno())
@@ -636,6 +651,9 @@ class Bridge:
             if actor is not None:
                 flags += "p"
                 rest.append((actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")}))
+        if it.get("trace"):
+            flags += "t"
+            rest.append(it["trace"])
         spec = ("%s\x00%s" % (_spec(it), flags)).encode()
         refs = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
         if batch is None:

@@ -18,6 +18,7 @@ import (
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 // Options configure a Ray engine.
@@ -87,7 +88,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	b, err := startBridge(ctx, bridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
-		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: o.RuntimeEnv})
+		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: telemetryEnv(o.RuntimeEnv)})
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +361,7 @@ func (r *runner) arg(ctx context.Context, v value, sc *scope) (taskArg, error) {
 
 // exec submits n on in and returns its (not yet awaited) result. It does
 // not take ownership of in; the returned handle belongs to sc.
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
 	if err := ctx.Err(); err != nil {
 		return value{}, err
 	}
@@ -412,7 +413,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
 	}
 	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
-		Digest: r.digest, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain)})
+		Digest: r.digest, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
 	if err != nil {
 		return value{}, err
 	}

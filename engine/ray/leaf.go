@@ -41,7 +41,9 @@ func ServeLeafIfRequested() {
 		return
 	}
 	in, out := os.Stdin, protocolStdout()
+	flush := leafTracing()
 	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, buildid.Self)
+	flush()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rayflow leaf:", err)
 		os.Exit(1)
@@ -69,6 +71,10 @@ type leafRequest struct {
 	Map  string `json:"map"`
 	Base int    `json:"base"`
 	N    int    `json:"n"`
+	// Trace is the W3C traceparent of the leaf's node span, RayTaskID the
+	// Ray task's id, both sent when the coordinator traces the run.
+	Trace     string `json:"trace"`
+	RayTaskID string `json:"ray_task_id"`
 }
 
 // leafProgress binds a leaf's events to its run and graph node.
@@ -232,8 +238,11 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if req.Bound {
 			bound = f.section(0)
 		}
+		lctx, endSpan := leafSpan(ctx, req)
 		if req.Kind == "batch" {
-			if err := runBatch(ctx, codec, w, req, bound, f.sections); err != nil {
+			err := runBatch(lctx, codec, w, req, bound, f.sections)
+			endSpan(nil)
+			if err != nil {
 				return err
 			}
 			continue
@@ -257,7 +266,8 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if preview != "" {
 			prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewPending})
 		}
-		res, info, value := runLeaf(progress.Context(ctx, prod), codec, req, bound, f.section(1))
+		res, info, value := runLeaf(progress.Context(lctx, prod), codec, req, bound, f.section(1))
+		endSpan(info)
 		var err error
 		if info == nil {
 			if preview != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 type itemDone struct {
@@ -96,6 +97,8 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	if k := batchSize(m, body, window); k > 1 && body.Kind == flowgraph.KindStep {
 		return r.mapBatched(ctx, body.Step, id, k, window, maxItems, cancelTimeout, seq, sk, sc)
 	}
+	mw := telemetry.OpenMapWindow(engineName, window)
+	defer mw.Close()
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan itemDone)
@@ -133,11 +136,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			running++
 			open++
 			go func() {
-				node := flowgraph.ItemID(id, idx)
-				v, err := r.exec(ictx, body, node, value{raw: b}, isc)
-				if err == nil {
-					err = r.await(ictx, v.h, node)
-				}
+				v, err := r.item(ictx, mw, body, id, idx, value{raw: b}, isc)
 				done <- itemDone{index: idx, h: v.h, sc: isc, err: err}
 			}()
 		}
@@ -353,7 +352,7 @@ func (r *runner) mapBatched(ctx context.Context, s *flowgraph.Step, id string, k
 		running++
 		go func() {
 			t := leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
-				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base}
+				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base, Trace: telemetry.Inject(ictx)}
 			h, hs, err := r.e.rt.SubmitBatch(ictx, t)
 			if err == nil {
 				isc.add(h)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,9 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/rayflow/rayflow/engine/durable"
+	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/telemetrytest"
+	"github.com/rayflow/rayflow/telemetry/tracing"
 )
 
 // spans records the spans of this test process (the coordinator's side).
@@ -65,7 +69,13 @@ func checkTrace(t *testing.T, file string, engine ...sdk.Engine) map[string]int 
 		t.Fatalf("spans: %v", counts)
 	}
 	for _, s := range tr {
-		if s.Name == telemetry.SpanLeaf || s.Name == telemetry.SpanAttempt {
+		if s.Name == telemetry.SpanLeaf {
+			if s.Attrs[string(telemetry.AttrRayTaskID)] == "" || s.Attrs[string(telemetry.AttrNodeID)] == "" || s.Error {
+				t.Errorf("leaf span %v", s.Attrs)
+			}
+			continue
+		}
+		if s.Name == telemetry.SpanAttempt {
 			continue
 		}
 		if s.Attrs[string(telemetry.AttrRunID)] != task.RunID || s.Error {
@@ -77,4 +87,28 @@ func checkTrace(t *testing.T, file string, engine ...sdk.Engine) map[string]int 
 	}
 	t.Logf("trace of task %s: %v", task.ID, counts)
 	return counts
+}
+
+// The same on the shared Ray cluster (RAYFLOW_RAY_ADDRESS, make ray-up):
+// the leaves' spans come from the leaf processes on the Ray workers,
+// through RAYFLOW_TRACES_FILE (the engine forwards it to the job's
+// workers), and each is a child of its node's span in the coordinator.
+func TestDurableTraceConnectedOnRay(t *testing.T) {
+	addr := os.Getenv("RAYFLOW_RAY_ADDRESS")
+	if testing.Short() || addr == "" {
+		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS) and not -short")
+	}
+	file := filepath.Join(t.TempDir(), "leaf-spans.jsonl")
+	t.Setenv(tracing.TracesFileEnv, file)
+	e, err := rayengine.New(t.Context(), rayengine.Options{Address: addr, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	counts := checkTrace(t, file, e)
+	// Leaves: build_config, both branches' build and summarize, the six
+	// map items and summarize_workflow.
+	if counts[telemetry.SpanLeaf] != 12 {
+		t.Fatalf("leaf spans: %v", counts)
+	}
 }

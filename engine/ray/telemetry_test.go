@@ -1,0 +1,77 @@
+package ray
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/telemetry"
+)
+
+// The job runtime environment gets this process's OTEL_* and
+// RAYFLOW_TRACES_FILE variables; the ones it sets win.
+func TestTelemetryEnv(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "svc")
+	t.Setenv("RAYFLOW_TRACES_FILE", "/tmp/x")
+	env := map[string]any{"env_vars": map[string]string{"OTEL_SERVICE_NAME": "mine"}, "pip": []string{"x"}}
+	got := telemetryEnv(env)
+	vars := got["env_vars"].(map[string]any)
+	if vars["OTEL_SERVICE_NAME"] != "mine" || vars["RAYFLOW_TRACES_FILE"] != "/tmp/x" || got["pip"] == nil {
+		t.Fatalf("%v", got)
+	}
+	if _, ok := env["env_vars"].(map[string]string)["RAYFLOW_TRACES_FILE"]; ok {
+		t.Fatal("the caller's map was changed")
+	}
+}
+
+// On Ray, leaf tasks count as submitted and finished (by outcome), and a
+// bounded map's window shows in the window gauges while it runs. Other
+// tests run in parallel: counts are checked as lower bounds.
+func TestRayMetrics(t *testing.T) {
+	needRay(t)
+	t.Parallel()
+	m := telemetry.M
+	sub0 := testutil.ToFloat64(m.LeavesSubmitted.WithLabelValues("ray"))
+	ok0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeSucceeded))
+	fail0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeFailed))
+	var slots, inFlight atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			s, f := int64(testutil.ToFloat64(m.MapWindowSlots.WithLabelValues("ray"))), int64(testutil.ToFloat64(m.MapItemsInFlight.WithLabelValues("ray")))
+			if s > slots.Load() {
+				slots.Store(s)
+			}
+			if f > inFlight.Load() {
+				inFlight.Store(f)
+			}
+		}
+	}()
+	f := mapFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 100})
+	if _, err := Run(context.Background(), testEngine, f, JobsSpec{N: 6, FailAt: -1, Template: Job{SleepMS: 150}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), testEngine, f, JobsSpec{N: 2, FailAt: 0, Template: Job{}}); err == nil {
+		t.Fatal("the failing run succeeded")
+	}
+	close(stop)
+	<-sampled
+	sub := testutil.ToFloat64(m.LeavesSubmitted.WithLabelValues("ray")) - sub0
+	ok := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeSucceeded)) - ok0
+	fail := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeFailed)) - fail0
+	// Run 1: Jobs and 6 items; run 2: Jobs and at least the failing item.
+	if sub < 9 || ok < 8 || fail < 1 || slots.Load() < 3 || inFlight.Load() < 1 {
+		t.Fatalf("submitted %v, succeeded %v, failed %v, window slots seen %d, in flight seen %d", sub, ok, fail, slots.Load(), inFlight.Load())
+	}
+}
