@@ -685,7 +685,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 	if w.o.Engine != nil {
 		opts = append(opts, sdk.WithEngine(w.o.Engine))
 	}
-	out, err := e.run(ctx, c.input, opts)
+	out, err := e.run(ctx, c.input, c.attempt, opts)
 	if err != nil {
 		if errors.Is(err, ErrInvalidInput) {
 			return nil, &permanent{err}

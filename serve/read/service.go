@@ -132,6 +132,15 @@ func (s *Service) Authorize(ctx context.Context, q Querier, principal, taskID st
 	return pk, nil
 }
 
+// AuthorizeFlow asks the authorizer whether principal may perform action
+// (ActionEnqueue) on a new task of flow; a denial is ACCESS_DENIED.
+func (s *Service) AuthorizeFlow(ctx context.Context, principal, flow string, action Action) error {
+	if err := s.auth.Authorize(ctx, principal, Task{Flow: flow, Exists: true}, action); err != nil {
+		return errorf(read.ErrorCodeAccessDenied, "access denied")
+	}
+	return nil
+}
+
 // load authorizes and resolves the current (attempt 0) or an archived
 // attempt of a task with its summary and effective availability.
 func (s *Service) load(ctx context.Context, q pgx.Tx, principal, taskID string, attempt int64) (*target, error) {

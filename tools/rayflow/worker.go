@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
@@ -46,7 +47,8 @@ func init() {
 func cmdWorker(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "worker", "worker [flags]\n\n"+
 		"Claims tasks from the durable queue and runs them until SIGINT/SIGTERM, then drains.\n"+
-		"Flows this binary runs: fanout, sleep. Durations use Go syntax (15s, 5m).",
+		"Flows this binary runs: "+strings.Join(durable.DefaultRegistry.Names(), ", ")+" (the examples are\n"+
+		"registered by package serve). Durations use Go syntax (15s, 5m).",
 		`rayflow worker --database-url $(cat .pg-local/url)
 rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.0.1:6390
 `)
