@@ -3,9 +3,14 @@ package read_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
@@ -14,7 +19,9 @@ import (
 
 // BenchmarkReads measures every read on chain graphs of 1k, 10k and 25k
 // nodes, page 100 (CONTRACTS §8.4 shape); p50/p95 are reported as
-// metrics. "next" pages start from a cursor in the middle of the run.
+// metrics, with the SQL statements one read sends (BEGIN and COMMIT
+// included). "next" pages start from a cursor in the middle of the run.
+// RAYFLOW_BENCH_READ_COLD=1 turns the decoded-record cache off.
 func BenchmarkReads(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs PostgreSQL")
@@ -31,7 +38,22 @@ func BenchmarkReads(b *testing.B) {
 				}
 			}
 			c.Publish(b, pool, c.Pub(true, false))
-			svc := newService(b, pool)
+			// The reads go through a pool that counts the statements sent.
+			cfg, err := pgxpool.ParseConfig(pool.Config().ConnString())
+			if err != nil {
+				b.Fatal(err)
+			}
+			var stmts atomic.Int64
+			cfg.ConnConfig.Tracer = countTracer{&stmts}
+			rpool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(rpool.Close)
+			svc := newService(b, rpool)
+			if os.Getenv("RAYFLOW_BENCH_READ_COLD") != "" {
+				svc.SetCacheBytes(0) // every read decodes and validates every record
+			}
 			svc.Now = time.Now
 			// Cursors halfway through each collection.
 			mid := func(f func(cur string) (*string, error)) string {
@@ -106,9 +128,11 @@ func BenchmarkReads(b *testing.B) {
 			}
 			for _, r := range reads {
 				b.Run(r.name, func(b *testing.B) {
+					before := stmts.Load()
 					if err := r.f(); err != nil { // warm-up
 						b.Fatal(err)
 					}
+					sql := stmts.Load() - before
 					ds := make([]time.Duration, 0, b.N)
 					b.ResetTimer()
 					for range b.N {
@@ -122,8 +146,19 @@ func BenchmarkReads(b *testing.B) {
 					slices.Sort(ds)
 					b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
 					b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
+					b.ReportMetric(float64(sql), "sql/read")
 				})
 			}
 		})
 	}
 }
+
+// countTracer counts the statements a pool sends (BEGIN and COMMIT too).
+type countTracer struct{ n *atomic.Int64 }
+
+func (c countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (countTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
