@@ -177,9 +177,17 @@ func pageRecords[T any](s *Service, coll string, index int64, payload []byte, st
 		return nil, errorf(read.ErrorCodeCorrupt, "%s page %d does not validate: %v", coll, index, err)
 	}
 	p := &decodedPage[T]{recs: recs, sizes: make([]int64, len(recs))}
-	for i := range recs {
-		if p.sizes[i], err = canonical.ASCIISize(&recs[i], true); err != nil {
-			return nil, fmt.Errorf("read: measuring a %s record: %w", coll, err)
+	// The sizes come from the stored text (one pass); a page of another
+	// shape is measured record by record.
+	if raw, ok := splitRecords(payload, coll); ok && len(raw) == len(recs) {
+		for i, r := range raw {
+			p.sizes[i] = spacedASCIISize(r)
+		}
+	} else {
+		for i := range recs {
+			if p.sizes[i], err = canonical.ASCIISize(&recs[i], true); err != nil {
+				return nil, fmt.Errorf("read: measuring a %s record: %w", coll, err)
+			}
 		}
 	}
 	s.cache.put(key, int64(len(payload)), p)
@@ -213,11 +221,8 @@ func (s *Service) detailRecord(nodeID string, payload []byte, stored string) (*c
 	if err != nil || nd.NodeID != nodeID {
 		return nil, errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", nodeID)
 	}
-	n, err := canonical.ASCIISize(nd, true)
-	if err != nil {
-		return nil, fmt.Errorf("read: measuring node detail: %w", err)
-	}
-	c := &cachedDetail{d: nd, size: n}
+	// The stored row is the record's canonical text: measured in one pass.
+	c := &cachedDetail{d: nd, size: spacedASCIISize(payload)}
 	s.cache.put(key, int64(len(payload)), c)
 	return c, nil
 }
