@@ -73,7 +73,7 @@ func TestSpacedASCIISize(t *testing.T) {
 		}
 		msg := randomText(r)
 		d := detail.NodeDetail{SchemaVersion: 2, NodeID: randomText(r), State: detail.NodeStateRunning, Error: &msg,
-			RecentEvents: []detail.NodeRecentEvent{{Event: "node_started", Label: randomText(r), State: detail.NodeStateRunning, Timestamp: "2026-01-01T00:00:00.000000Z"}},
+			RecentEvents:  []detail.NodeRecentEvent{{Event: "node_started", Label: randomText(r), State: detail.NodeStateRunning, Timestamp: "2026-01-01T00:00:00.000000Z"}},
 			OutputPreview: detail.OutputPreview{SchemaVersion: 1, Availability: detail.PreviewAvailabilityNotRequested, Value: []byte("null")}}
 		raw, err := canonical.NoFold.Marshal(&d)
 		if err != nil {
