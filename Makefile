@@ -195,8 +195,12 @@ bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains
 # --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
 .PHONY: bench-read chromium test-browser
 
-bench-read: pg-up ## progress reads (CONTRACTS §8.4 side by side): serve/read's BenchmarkReads on chains of 1k/10k/25k nodes
-	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/
+bench-read: ## progress reads (CONTRACTS §8.4 side by side, SQL statements per read): chains of 1k/10k/25k nodes, page 100; then the same with the record cache off (RAYFLOW_TEST_DATABASE_URL, else make pg-up's)
+	@db=$${RAYFLOW_TEST_DATABASE_URL}; [ -n "$$db" ] || { $(MAKE) --no-print-directory pg-up >/dev/null && db=$$(cat $(PG_STATE)/url); }; \
+	echo '--- warm: the decoded-record cache on (the default)'; \
+	RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)' ; \
+	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'; \
+	RAYFLOW_BENCH_READ_COLD=1 RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
 
 chromium: ## install Debian's chromium for the browser tests when it is missing
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(chromium --version 2>/dev/null)"; else \

@@ -27,7 +27,27 @@ func BenchmarkReads(b *testing.B) {
 		b.Skip("needs PostgreSQL")
 	}
 	ctx := context.Background()
-	for _, n := range []int{1000, 10000, 25000} {
+	type result struct{ p50, p95, sql float64 }
+	results := map[string]map[int]result{} // read → size → result (the last, full run of each)
+	sizes := []int{1000, 10000, 25000}
+	var order []string
+	defer func() {
+		if len(results) == 0 {
+			return
+		}
+		fmt.Printf("\n| read | 1,000 p50/p95 ms | 10,000 | 25,000 | SQL/read | seed (CONTRACTS §8.4) 1,000 / 10,000 / 25,000 |\n|---|---:|---:|---:|---:|---|\n")
+		for _, name := range order {
+			fmt.Printf("| %s |", name)
+			sql := 0.0
+			for _, n := range sizes {
+				r := results[name][n]
+				fmt.Printf(" %.3f/%.3f |", r.p50, r.p95)
+				sql = r.sql
+			}
+			fmt.Printf(" %.0f | %s |\n", sql, seedReads[name])
+		}
+	}()
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			pool := fixture.NewDB(b)
 			taskID, id := fixture.NewTask(b, pool, "chain")
@@ -147,6 +167,11 @@ func BenchmarkReads(b *testing.B) {
 					b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
 					b.ReportMetric(float64(ds[len(ds)*95/100].Microseconds())/1000, "p95-ms")
 					b.ReportMetric(float64(sql), "sql/read")
+					if results[r.name] == nil {
+						results[r.name] = map[int]result{}
+						order = append(order, r.name)
+					}
+					results[r.name][n] = result{float64(ds[len(ds)/2].Microseconds()) / 1000, float64(ds[len(ds)*95/100].Microseconds()) / 1000, float64(sql)}
 				})
 			}
 		})
@@ -162,3 +187,16 @@ func (c countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 }
 
 func (countTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// seedReads are CONTRACTS §8.4's p50/p95 (ms) of the seed's reads.
+var seedReads = map[string]string{
+	"summary":       "1.439/1.738, 1.422/1.544, 2.552/3.686",
+	"nodes_first":   "20.266/41.646, 20.233/20.685, 23.641/30.345",
+	"nodes_next":    "22.184/28.095, 22.258/24.247, 22.612/27.420",
+	"edges_first":   "20.582/25.617, 16.846/18.092, 19.444/30.027",
+	"edges_next":    "16.626/16.818, 17.189/17.461, 29.475/31.836",
+	"details_first": "20.498/25.670, 24.053/30.378, 30.516/32.888",
+	"details_next":  "20.389/20.539, 33.928/35.329, 41.156/59.480",
+	"details_state": "20.191/21.215, 24.118/24.497, 32.876/33.640",
+	"single_node":   "8.539/9.717, 8.630/9.441, 9.138/9.804",
+}
