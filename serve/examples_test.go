@@ -314,10 +314,20 @@ func TestShowcasesThroughTheAPI(t *testing.T) {
 	if st := nodeState(t, s, recID, 3, "0.8"); st != "SUCCEEDED" {
 		t.Errorf("attempt 3: 0.8 is %s", st)
 	}
-	// the graph page of attempt 1 links all three attempts
-	req := httptest.NewRequest("GET", "/tasks/"+recID+"/graph?attempt_number=1", nil)
+	// the task page lists each attempt once, with its graph link
+	req := httptest.NewRequest("GET", "/tasks/"+recID, nil)
 	req.Header.Set("Authorization", "Bearer "+tokensOf["admin"])
 	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	for n := 1; n <= 3; n++ {
+		if c := strings.Count(w.Body.String(), fmt.Sprintf(`aria-label="Graph of attempt %d"`, n)); c != 1 {
+			t.Errorf("task page: %d links to the graph of attempt %d", c, n)
+		}
+	}
+	// the graph page of attempt 1 links all three attempts
+	req = httptest.NewRequest("GET", "/tasks/"+recID+"/graph?attempt_number=1", nil)
+	req.Header.Set("Authorization", "Bearer "+tokensOf["admin"])
+	w = httptest.NewRecorder()
 	s.ServeHTTP(w, req)
 	page := w.Body.String()
 	for n := 1; n <= 3; n++ {
