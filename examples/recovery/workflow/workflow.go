@@ -12,8 +12,10 @@
 //     its result's recovery field names attempt 3.
 //
 // The durable worker tells the input its attempt (Request implements
-// durable.AttemptInput); the caller cannot choose the failure stage, so the
-// sequence is deterministic. Every attempt publishes its own progress, so
+// durable.AttemptInput; the local and ray runners do, a ray_job
+// coordinator does not, so there every attempt fails like attempt 1); the
+// caller cannot choose the failure stage, so the sequence is
+// deterministic. Every attempt publishes its own progress, so
 // the graph page shows all three (its attempt switcher). The steps are pure:
 // this proves replay and attempt fencing, not checkpointed continuation (no
 // node of attempt 1 or 2 is reused by attempt 3).
