@@ -261,6 +261,10 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 	return collect(n, rs)
 }
 
+// maxResultBuffer bounds the buffer of finished item results a map keeps
+// between its workers and its loop.
+const maxResultBuffer = 1024
+
 type itemResult struct {
 	index int
 	value any
@@ -311,7 +315,13 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
 	batchSize := m.BatchSize(window) // 1 unless batched; never above the window
 	work := make(chan []itemResult)
+	// Batched, a worker hands each item's result over without waiting for
+	// the map loop (at most window results are outstanding), so the loop
+	// takes several at one wake-up; unbatched, the hand-off is direct.
 	done := make(chan itemResult)
+	if batchSize > 1 {
+		done = make(chan itemResult, min(window, maxResultBuffer))
+	}
 	workers := 0
 	worker := func() {
 		for b := range work {
