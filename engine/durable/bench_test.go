@@ -33,7 +33,7 @@ func TestBenchDurable(t *testing.T) {
 	for _, c := range []struct {
 		workers, n int
 		progress   bool
-	}{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {4, 1000, true}} {
+	}{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {1, 3000, true}, {4, 3000, true}, {8, 3000, true}} {
 		wall := benchSaturation(t, server, c.workers, c.n, c.progress)
 		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
 			c.n, wall.Seconds(), float64(c.n)/wall.Seconds())
