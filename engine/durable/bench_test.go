@@ -40,10 +40,24 @@ func TestBenchDurable(t *testing.T) {
 	}
 	fmt.Println("| Saturation: workers × concurrency | Progress storage | No-op tasks | Wall s | Tasks/s end to end | Go CPU µs/task | PostgreSQL CPU µs/task |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
-	for _, c := range []struct {
+	type satCase struct {
 		workers, n int
 		progress   bool
-	}{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {1, 5000, true}, {4, 5000, true}, {8, 5000, true}} {
+	}
+	cases := []satCase{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {1, 5000, true}, {4, 5000, true}, {8, 5000, true}}
+	if v := os.Getenv("RAYFLOW_BENCH_DURABLE_CASES"); v != "" { // e.g. "4:on:3000,8:off:5000" (profiling)
+		cases = nil
+		for _, f := range strings.Split(v, ",") {
+			var c satCase
+			var on string
+			if _, err := fmt.Sscanf(strings.ReplaceAll(f, ":", " "), "%d %s %d", &c.workers, &on, &c.n); err != nil {
+				t.Fatalf("RAYFLOW_BENCH_DURABLE_CASES %q: %v", f, err)
+			}
+			c.progress = on == "on"
+			cases = append(cases, c)
+		}
+	}
+	for _, c := range cases {
 		r := benchSaturation(t, server, c.workers, c.n, c.progress)
 		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f | %.0f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
 			c.n, r.wall.Seconds(), float64(c.n)/r.wall.Seconds(), r.goCPU.Seconds()*1e6/float64(c.n), r.pgCPU.Seconds()*1e6/float64(c.n))

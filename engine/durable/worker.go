@@ -542,6 +542,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	switch {
 	case abandoned || w.o.Jobs != nil:
 	case sink != nil:
+		o.final = sink.TakeFinal()
 		o.lastKnown, o.lastSummary = true, sink.LastSummary()
 	case w.o.NoProgressStore:
 		o.lastKnown = true
@@ -578,6 +579,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 	backoff := 20 * time.Millisecond
 	for {
 		n, err := transition(ctx, w.pool, f, o)
+		o.final = nil // tried once: a retry records the outcome alone
 		if err == nil {
 			w.stats.finished.Add(1)
 			if n == 0 {
@@ -679,6 +681,8 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 		if err != nil {
 			return nil, &permanent{err}
 		}
+		// The final publication is sent with the terminal transition.
+		sink.DeferFinal()
 		opts = append(opts, sdk.WithProgress(sink))
 		*sinkOut = sink
 	}
