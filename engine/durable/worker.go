@@ -37,6 +37,11 @@ const (
 	MaxRetryBackoff          = 3600 * time.Second
 )
 
+// claimBatchWait is how long a busy worker (under half its slots free)
+// waits after a slot frees before claiming, so that a claim takes several
+// tasks rather than one per finished task.
+const claimBatchWait = 2 * time.Millisecond
+
 // WorkerOptions configure a Worker; zero fields take the defaults.
 type WorkerOptions struct {
 	// ID names the worker in claimed_by; default host-pid-random.
@@ -304,6 +309,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 			more, interval = true, w.o.PollInterval
 		case <-w.slotFreed:
+			if more && w.free() < (w.o.Concurrency+1)/2 {
+				// Busy: let more slots free so that one claim takes several
+				// tasks (a claim costs about a transition).
+				select {
+				case <-ctx.Done():
+				case <-time.After(claimBatchWait):
+				}
+			}
 		case <-timer.C:
 			more = true
 		case <-sweep.C:
