@@ -135,14 +135,21 @@ func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
 
 // transitionWithFinal sends the run's final publication and the
 // transition in one batch (one implicit transaction): both land or
-// neither. The transition expects the final summary on the row; it
+// neither. The publication locks the task row; the transition checks the
+// row still holds the summary before the final one and stores the terminal
+// summary derived from the final one (the run's own when the states
+// agree); it
 // returns 1, or an error (the fence is gone, the task is CANCELLING, or a
 // statement failed) after which nothing was written.
 func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (int64, error) {
 	fin := o.final
-	s := string(fin.Summary())
+	var expect *string
+	if e := fin.Expect(); e != nil {
+		s := string(e)
+		expect = &s
+	}
 	b := fin.Batch()
-	b.Queue(transitionFencedSQL, transitionArgs(f, o, envelope(fin.Summary(), o.state), &s, true)...)
+	b.Queue(transitionFencedSQL, transitionArgs(f, o, envelope(fin.Summary(), o.state), expect, true)...)
 	br := db.SendBatch(ctx, b)
 	var err error
 	for i := 0; err == nil && i < b.Len(); i++ {

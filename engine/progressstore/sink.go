@@ -95,8 +95,8 @@ func (s *Sink) LastSummary() []byte {
 // wait for the caller: Publish prepares it and stages its topology, but
 // sends nothing under the task lock; TakeFinal then returns its writes for
 // the caller to send in one batch with its own fenced terminal statement
-// (the durable worker's terminal transition): one round trip and one
-// transaction for both. A final publication whose detail rows go by COPY
+// (the durable worker's terminal transition), which stores the final
+// summary on the task row: one round trip and one transaction for both. A final publication whose detail rows go by COPY
 // (a run's first publication of many rows) is written as usual.
 func (s *Sink) DeferFinal() {
 	s.mu.Lock()
@@ -123,6 +123,7 @@ type FinalWrites struct {
 	batch   *pgx.Batch
 	n       int
 	summary []byte
+	expect  []byte
 	commit  func()
 }
 
@@ -132,8 +133,13 @@ func (f *FinalWrites) Batch() *pgx.Batch { return f.batch }
 // Len is the number of the publication's own statements (first in Batch).
 func (f *FinalWrites) Len() int { return f.n }
 
-// Summary is the final summary the batch stores on the task row.
+// Summary is the final summary: the batch locks the task row (fenced)
+// but leaves its summary to the caller's statement, which must store this
+// one (the terminal transition does).
 func (f *FinalWrites) Summary() []byte { return f.summary }
+
+// Expect is the summary the task row holds until then (nil: none).
+func (f *FinalWrites) Expect() []byte { return f.expect }
 
 // Committed records the publication as the sink's last one.
 func (f *FinalWrites) Committed() { f.commit() }
@@ -217,6 +223,14 @@ const updateSummarySQL = `UPDATE rayflow_tasks SET workflow_progress_summary_jso
 const fencedSummarySQL = `WITH u AS (` + updateSummarySQL + ` RETURNING 1)
 SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
 
+// fencedLockSQL locks the task row under the same conditions as
+// updateSummarySQL without writing it (RF001 when they do not hold): the
+// first statement of a deferred final publication, whose summary the
+// caller's terminal transition writes.
+const fencedLockSQL = `WITH u AS (SELECT 1 FROM rayflow_tasks WHERE ` + fenceSQL + ` AND state = 'RUNNING'
+   AND (progress_summary_revision IS NULL OR progress_summary_revision < $5) FOR NO KEY UPDATE)
+SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
+
 // fenceError classifies a conditional update that changed no row.
 func fenceError(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
@@ -257,8 +271,8 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 	id := p.Identity
 	if p.Final && s.defer_ {
 		batch := &pgx.Batch{}
-		batch.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(b), sum.SummaryRevision)
-		s.final = &FinalWrites{batch: batch, n: 1, summary: b, commit: func() {
+		batch.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+		s.final = &FinalWrites{batch: batch, n: 1, summary: b, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.summary = b
@@ -392,8 +406,14 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 			expires = &t
 		}
 	}
+	byCopy := fresh && len(changed) > copyMinRows
+	deferred := p.Final && s.defer_ && !byCopy
 	b := &pgx.Batch{}
-	b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(sb), sum.SummaryRevision)
+	if deferred {
+		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+	} else {
+		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(sb), sum.SummaryRevision)
+	}
 	b.Queue(`UPDATE rayflow_progress_runs SET detail_revision = $2, detail_node_count = detail_node_count + $3 + $4 + $5 + $6,
  detail_pending_count = detail_pending_count + $3, detail_running_count = detail_running_count + $4,
  detail_succeeded_count = detail_succeeded_count + $5, detail_failed_count = detail_failed_count + $6,
@@ -411,7 +431,6 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest failed verification') FROM u`,
 			topo.ManifestID, runPK, topo.ManifestDigest, topo.EncodedBytes, topo.NodeCount, topo.EdgeCount)
 	}
-	byCopy := fresh && len(changed) > copyMinRows
 	if len(changed) > 0 && !byCopy {
 		n := len(changed)
 		keys, ids, states, payloads, digests := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -440,8 +459,8 @@ SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest fa
 		s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, detailRev, next
 		s.summary = sb
 	}
-	if p.Final && s.defer_ && !byCopy {
-		s.final = &FinalWrites{batch: b, n: b.Len(), summary: sb, commit: func() {
+	if deferred {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: sb, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed()
@@ -530,8 +549,13 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 		keys[i], ids[i], states[i], rpay[i], rdig[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
 		invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
 	}
+	deferred := final && s.defer_
 	b := &pgx.Batch{}
-	b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(pl.sb), sum.SummaryRevision)
+	if deferred {
+		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+	} else {
+		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(pl.sb), sum.SummaryRevision)
+	}
 	b.Queue(firstSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays, pl.detailRev,
 		pl.dPend, pl.dRun, pl.dSucc, pl.dFail, pl.dTrunc, pl.events, reasonsText(sum.Detail.TruncationReasons), pl.bytes, expires,
 		digests, colls, payloads, items,
@@ -547,8 +571,8 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 		s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, pl.detailRev, pl.next
 		s.summary = pl.sb
 	}
-	if final && s.defer_ {
-		s.final = &FinalWrites{batch: b, n: b.Len(), summary: pl.sb, commit: func() {
+	if deferred {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: pl.sb, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed() // the run's last publication: runPK is not needed again
