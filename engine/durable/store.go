@@ -148,8 +148,15 @@ func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (i
 		s := string(e)
 		expect = &s
 	}
+	var sum *string
+	if fin.IsTerminal(summary.TerminalState(o.state)) {
+		s := string(fin.Summary())
+		sum = &s // the run's own terminal summary, kept byte for byte
+	} else {
+		sum = envelope(fin.Summary(), o.state)
+	}
 	b := fin.Batch()
-	b.Queue(transitionFencedSQL, transitionArgs(f, o, envelope(fin.Summary(), o.state), expect, true)...)
+	b.Queue(transitionFencedSQL, transitionArgs(f, o, sum, expect, true)...)
 	br := db.SendBatch(ctx, b)
 	var err error
 	for i := 0; err == nil && i < b.Len(); i++ {

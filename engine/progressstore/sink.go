@@ -123,6 +123,8 @@ type FinalWrites struct {
 	batch   *pgx.Batch
 	n       int
 	summary []byte
+	state   summary.State // the summary's state and revision
+	rev     int64
 	expect  []byte
 	commit  func()
 }
@@ -137,6 +139,12 @@ func (f *FinalWrites) Len() int { return f.n }
 // but leaves its summary to the caller's statement, which must store this
 // one (the terminal transition does).
 func (f *FinalWrites) Summary() []byte { return f.summary }
+
+// IsTerminal reports whether Summary already is the terminal summary of
+// state (TerminalEnvelope would return it unchanged).
+func (f *FinalWrites) IsTerminal(state summary.TerminalState) bool {
+	return string(f.state) == string(state) && f.rev == summary.ReservedRevision
+}
 
 // Expect is the summary the task row holds until then (nil: none).
 func (f *FinalWrites) Expect() []byte { return f.expect }
@@ -272,7 +280,7 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 	if p.Final && s.defer_ {
 		batch := &pgx.Batch{}
 		batch.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
-		s.final = &FinalWrites{batch: batch, n: 1, summary: b, expect: s.summary, commit: func() {
+		s.final = &FinalWrites{batch: batch, n: 1, summary: b, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.summary = b
@@ -460,7 +468,7 @@ SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest fa
 		s.summary = sb
 	}
 	if deferred {
-		s.final = &FinalWrites{batch: b, n: b.Len(), summary: sb, expect: s.summary, commit: func() {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: sb, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed()
@@ -572,7 +580,7 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 		s.summary = pl.sb
 	}
 	if deferred {
-		s.final = &FinalWrites{batch: b, n: b.Len(), summary: pl.sb, expect: s.summary, commit: func() {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: pl.sb, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed() // the run's last publication: runPK is not needed again
