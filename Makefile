@@ -162,6 +162,10 @@ clean: ## remove build output
 # or under -short, the PostgreSQL tests skip); the CLI from RAYFLOW_DATABASE_URL.
 PG_STATE := .pg-local
 export RAYFLOW_TEST_DATABASE_URL ?= $(shell cat $(PG_STATE)/url 2>/dev/null)
+# The benchmarks use RAYFLOW_TEST_DATABASE_URL when it comes from the
+# environment (a shared server), else they start make pg-up's cluster.
+PG_ENV_URL := $(if $(filter environment,$(origin RAYFLOW_TEST_DATABASE_URL)),$(RAYFLOW_TEST_DATABASE_URL))
+PG_BENCH_URL = url='$(PG_ENV_URL)'; [ -n "$$url" ] || { tools/pg/pg.sh up $(PG_STATE) >&2 && url=$$(cat $(PG_STATE)/url); }
 .PHONY: pg-up pg-down bench-durable demo-durable
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
@@ -170,8 +174,9 @@ pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql 
 pg-down: ## stop the private PostgreSQL (its data stays in .pg-local)
 	tools/pg/pg.sh down $(PG_STATE)
 
-bench-durable: pg-up ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
-	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
+bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
+	@$(PG_BENCH_URL); echo "bench-durable: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
 
 demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `rayflow worker` runs it on Ray, the task SUCCEEDED with the in-process result
 	@set -e; export RAYFLOW_DATABASE_URL=$$(cat $(PG_STATE)/url) RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY); \
@@ -187,8 +192,9 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
 
 .PHONY: bench-progress
-bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
-	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
+bench-progress: ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+	@$(PG_BENCH_URL); echo "bench-progress: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_PROGRESS=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
 
 # --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
 .PHONY: bench-read chromium test-browser
