@@ -148,8 +148,8 @@ ray-down: ## stop the Ray head that ray-up started (only that one)
 	for i in $$(seq 40); do kill -0 -- -$$pg 2>/dev/null || break; sleep 0.25; done; \
 	kill -KILL -- -$$pg 2>/dev/null; rm -rf $(RAY_STATE); echo "ray-down: stopped process group $$pg"
 
-bench-ray: ## 2,000 no-op leaves, window 64: rayflow vs a native Python Ray driver, same cluster
-	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v
+bench-ray: ## one table: rayflow vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap)
+	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v -timeout 60m
 
 bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRayActors$$' -count=1 -v -timeout 20m
@@ -164,6 +164,10 @@ clean: ## remove build output
 # or under -short, the PostgreSQL tests skip); the CLI from RAYFLOW_DATABASE_URL.
 PG_STATE := .pg-local
 export RAYFLOW_TEST_DATABASE_URL ?= $(shell cat $(PG_STATE)/url 2>/dev/null)
+# The benchmarks use RAYFLOW_TEST_DATABASE_URL when it comes from the
+# environment (a shared server), else they start make pg-up's cluster.
+PG_ENV_URL := $(if $(filter environment,$(origin RAYFLOW_TEST_DATABASE_URL)),$(RAYFLOW_TEST_DATABASE_URL))
+PG_BENCH_URL = url='$(PG_ENV_URL)'; [ -n "$$url" ] || { tools/pg/pg.sh up $(PG_STATE) >&2 && url=$$(cat $(PG_STATE)/url); }
 .PHONY: pg-up pg-down bench-durable demo-durable demo-stop
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
@@ -172,8 +176,9 @@ pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql 
 pg-down: ## stop the private PostgreSQL (its data stays in .pg-local)
 	tools/pg/pg.sh down $(PG_STATE)
 
-bench-durable: pg-up ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
-	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
+bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
+	@$(PG_BENCH_URL); echo "bench-durable: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
 
 demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `rayflow worker` runs it on Ray, the task SUCCEEDED with the in-process result
 	@set -e; export RAYFLOW_DATABASE_URL=$$(cat $(PG_STATE)/url) RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY); \
@@ -189,14 +194,15 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
 
 .PHONY: bench-progress
-bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
-	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
+bench-progress: ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+	@$(PG_BENCH_URL); echo "bench-progress: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_PROGRESS=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
 
 # --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
 .PHONY: bench-read chromium test-browser
 
 bench-read: ## progress reads (CONTRACTS §8.4 side by side, SQL statements per read): chains of 1k/10k/25k nodes, page 100; then the same with the record cache off (RAYFLOW_TEST_DATABASE_URL, else make pg-up's)
-	@db=$${RAYFLOW_TEST_DATABASE_URL}; [ -n "$$db" ] || { $(MAKE) --no-print-directory pg-up >/dev/null && db=$$(cat $(PG_STATE)/url); }; \
+	@$(PG_BENCH_URL); db=$$url; echo "bench-read: $$(uptime)"; \
 	echo '--- warm: the decoded-record cache on (the default)'; \
 	RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)' ; \
 	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'; \

@@ -107,6 +107,13 @@ func planFixtures() []fixture {
 			set("/nodes/1/actor_layout", "0.1.result_buffer"),
 			del("/nodes/1/bounds/maximum_retained_out_of_order"), del("/nodes/1/bounds/admission_credit_source"),
 			set("/nodes/3/operation", "ordered_actor_finalize"), set("/nodes/3/actor_layout", "0.1.result_buffer")),
+		// rayflow's item batching on a map node: 2 … 1024, absent means 1.
+		ok("map_items_per_task_at_cap", set("/nodes/1/bounds/maximum_items_per_task", 1024)),
+		ok("map_items_per_task_two", set("/nodes/1/bounds/maximum_items_per_task", 2)),
+		bad("map_items_per_task_over_cap", "MAX /nodes/1/bounds/maximum_items_per_task", set("/nodes/1/bounds/maximum_items_per_task", 1025)),
+		bad("map_items_per_task_one", "MIN /nodes/1/bounds/maximum_items_per_task", set("/nodes/1/bounds/maximum_items_per_task", 1)),
+		bad("map_items_per_task_float", "TYPE /nodes/1/bounds/maximum_items_per_task", set("/nodes/1/bounds/maximum_items_per_task", 2.5)),
+		bad("map_items_per_task_null", "TYPE /nodes/1/bounds/maximum_items_per_task", set("/nodes/1/bounds/maximum_items_per_task", nil)),
 		bad("operation_unknown", "UNION_TAG /nodes/0/operation", set("/nodes/0/operation", "fixed_pool")),
 		bad("call_actor_layout_set", "TYPE /nodes/0/actor_layout", set("/nodes/0/actor_layout", "0.0.result_buffer")),
 		bad("call_bootstrap_django", "UNKNOWN_FIELD /nodes/0/bootstrap_django", set("/nodes/0/bootstrap_django", false)),

@@ -16,6 +16,10 @@
 //   - Bounded fan-out. [Map] over a slice or [MapSeq] over an iter.Seq,
 //     with [Flow.WithLimits] (admission window, item cap, cancel deadline),
 //     [Flow.WithResultBuffer], and [Reduce], a strict input-order fold.
+//     [Flow.WithItemBatching] runs up to K items of a map of tiny steps
+//     per task, keeping every per-item guarantee (order, MaxItems and the
+//     window in items, the failing item named, progress per item,
+//     cancellation within CancelTimeout).
 //   - Per-step Ray options ([WithResources], [WithRayOptions]), named
 //     runtime environments ([RegisterRuntimeEnv], [WithRuntimeEnv]), a
 //     worker bootstrap hook ([RegisterBootstrap], [WithBootstrap]) and

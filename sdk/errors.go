@@ -34,6 +34,9 @@ const (
 	CodeEmpty               DefinitionCode = "EMPTY"
 	CodeInvalidLabel        DefinitionCode = "INVALID_LABEL"
 	CodeInvalidIdentity     DefinitionCode = "INVALID_CODE_IDENTITY"
+	// CodeInvalidBatching: WithItemBatching on a map whose body is not a
+	// single step.
+	CodeInvalidBatching DefinitionCode = "INVALID_BATCHING"
 )
 
 // DefinitionError is an invalid workflow definition, found before any

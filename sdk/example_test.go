@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -150,6 +151,37 @@ func ExampleMap() {
 	// [1 4 9 16 25] <nil>
 	// 285 <nil>
 	// true 0.1 101 100
+}
+
+func ExampleFlow_WithItemBatching() {
+	// Tiny steps: up to 16 items run per task, one after another. The
+	// window still counts items (64 at once: 4 tasks of 16), and every item
+	// keeps its own result, in input order.
+	squares := sdk.Map(sdk.Step(Square)).WithLimits(sdk.Limits{MaxConcurrency: 64, MaxItems: 10_000}).WithItemBatching(16)
+	out, err := sdk.Run(context.Background(), squares, []int{1, 2, 3, 4, 5})
+	fmt.Println(out, err)
+
+	// A failing item fails the map with the error it gives unbatched,
+	// naming the item; the rest of its batch does not run.
+	parse := sdk.Map(sdk.Step(Parse)).WithLimits(sdk.Limits{MaxConcurrency: 64, MaxItems: 10_000}).WithItemBatching(16)
+	_, err = sdk.Run(context.Background(), parse, []string{"1", "2", "three", "4"})
+	var se *sdk.StepError
+	fmt.Println(errors.As(err, &se), se.Node, errors.Is(err, strconv.ErrSyntax))
+
+	// The batch bound is part of the plan, so it is fingerprinted.
+	m, err := sdk.Materialize(squares)
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range m.Plan.Nodes {
+		if d, ok := n.(*plan.DynamicMapNode); ok {
+			fmt.Println(d.ID, "maximum_items_per_task:", *d.Bounds.MaximumItemsPerTask)
+		}
+	}
+	// Output:
+	// [1 4 9 16 25] <nil>
+	// true 0.m2 true
+	// 0 maximum_items_per_task: 16
 }
 
 func ExampleMapSeq() {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -113,6 +114,45 @@ func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
 		fl.CancelTimeout = CancelTimeoutDefault
 	}
 	n.Map.Limits = &fl
+	return Flow[In, Out]{n}
+}
+
+// MaxItemsPerTask is the largest WithItemBatching value.
+const MaxItemsPerTask = plan.MaxItemsPerTask
+
+// WithItemBatching runs up to itemsPerTask items of a map (Map or MapSeq)
+// per task instead of one: for tiny steps, where a task's own cost
+// dominates, it divides the number of tasks by itemsPerTask. 1 (the
+// default) is one item per task; the bound is 1 … MaxItemsPerTask, and the
+// map's body must be a single step (a batch is that step called once per
+// item, one item after another, in one task). Other values, or a body that
+// is not a step, are a definition error; on any other flow WithItemBatching
+// is a NOT_A_MAP definition error.
+//
+// Every per-item guarantee holds as without batching: results come back
+// one per item in input order (to Reduce and WithResultBuffer too);
+// MaxItems and the admission window (MaxConcurrency) count items, not
+// tasks, so a batch holds min(itemsPerTask, MaxConcurrency) items and
+// MaxConcurrency/itemsPerTask tasks run at once; a failing item fails the
+// map with the error it fails with unbatched, naming that item (the items
+// after it in its batch are not run); progress counts items; cancellation
+// stops a batch before its next item and the run returns within
+// CancelTimeout. A batch starts once it holds its items or the input ends.
+// The step's resources and Ray options apply per task, so a batch holds
+// them for all its items, and a retried task runs its whole batch again.
+//
+// The value is part of the plan (bounds.maximum_items_per_task of the map
+// node, fingerprinted); an unbatched map's plan does not carry it.
+func (f Flow[In, Out]) WithItemBatching(itemsPerTask int) Flow[In, Out] {
+	n := f.nodeOf().Clone()
+	switch {
+	case n.Kind != flowgraph.KindMap:
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithItemBatching applies to sdk.Map and sdk.MapSeq only"}
+	case itemsPerTask < 1 || itemsPerTask > MaxItemsPerTask:
+		n.Err = &DefinitionError{Code: CodeInvalidLimits, Msg: fmt.Sprintf("WithItemBatching needs 1 to %d items per task, got %d", MaxItemsPerTask, itemsPerTask)}
+	default:
+		n.Map.ItemsPerTask = itemsPerTask
+	}
 	return Flow[In, Out]{n}
 }
 

@@ -517,6 +517,14 @@ func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]
 			bounds.MaximumItems, limit.MaximumItems = &items, &items
 		}
 	}
+	window := 0
+	if m.Limits != nil {
+		window = m.Limits.MaxConcurrency
+	}
+	if k := m.BatchSize(window); k > 1 { // absent when unbatched: plans without batching are unchanged
+		perTask := int64(k)
+		bounds.MaximumItemsPerTask = &perTask
+	}
 	if bounds.MaximumItems == nil {
 		mz.unboundedMap = true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,12 @@ func limited(l sdk.Limits) func(context.Context) error {
 	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(l)), 3)
 }
 
+// batched is Spread → Map(Inc).WithLimits(okLimits).WithItemBatching(k):
+// the map is node 0.1.
+func batched(k int) func(context.Context) error {
+	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithItemBatching(k)), 3)
+}
+
 // buffered is Spread → a buffered map (node 0.1).
 func buffered(l sdk.Limits, b sdk.ResultBuffer) func(context.Context) error {
 	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(l).WithResultBuffer(b)), 3)
@@ -191,6 +198,24 @@ func definitionCases() []defCase {
 		{"fold whose mapper is a static chain and group", runFlow(sdk.Then(sdk.Step(Spread), sdk.Reduce(sdk.Map(sdk.Then(sdk.Step(Inc),
 			sdk.Group(sdk.Step(Inc), sdk.Step(Inc)))).WithLimits(okLimits), AddAll, 0, okFold)), 3), "", ""},
 		{"plain map inside a map", runFlow(sdk.Map(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(okLimits))).WithLimits(okLimits), []int{1, 2}), "", ""},
+
+		// Item batching: 1 … MaxItemsPerTask items per task, a single-step body.
+		{"batching 0", batched(0), invalidLimits, "0.1"},
+		{"batching -1", batched(-1), invalidLimits, "0.1"},
+		{"batching 1", batched(1), "", ""},
+		{"batching 2", batched(2), "", ""},
+		{"batching at the cap", batched(sdk.MaxItemsPerTask), "", ""},
+		{"batching one over the cap", batched(sdk.MaxItemsPerTask + 1), invalidLimits, "0.1"},
+		{"batching before WithLimits", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithItemBatching(2).WithLimits(okLimits)), 3), "", ""},
+		{"batching an eager map", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithItemBatching(2)), 3), "", ""},
+		{"batching a MapSeq", runFlow(sdk.MapSeq(sdk.Step(Inc)).WithLimits(okLimits).WithItemBatching(2), slices.Values([]int{1, 2, 3})), "", ""},
+		{"batching a buffered map", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithResultBuffer(okBuffer).WithItemBatching(2)), 3), "", ""},
+		{"batching a folded map", runFlow(sdk.Then(sdk.Step(Spread), sdk.Reduce(sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithItemBatching(2), Add, 0, okFold)), 3), "", ""},
+		{"batching a chain body", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Then(sdk.Step(Inc), sdk.Step(Inc))).WithLimits(okLimits).WithItemBatching(2)), 3), sdk.CodeInvalidBatching, "0.1"},
+		{"batching a group body", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Group(sdk.Step(Inc))).WithLimits(okLimits).WithItemBatching(2)), 3), sdk.CodeInvalidBatching, "0.1"},
+		{"batching a map body", runFlow(sdk.Map(sdk.Map(sdk.Step(Inc))).WithItemBatching(2), [][]int{{1}}), sdk.CodeInvalidBatching, "0"},
+		{"batching 1 of a chain body", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Then(sdk.Step(Inc), sdk.Step(Inc))).WithLimits(okLimits).WithItemBatching(1)), 3), "", ""},
+		{"batching a step", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step(Inc).WithItemBatching(2)), 1), sdk.CodeNotAMap, "0.1"},
 
 		// Builder methods on the wrong kind of flow.
 		{"WithLimits on a step", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step(Inc).WithLimits(okLimits)), 1), sdk.CodeNotAMap, "0.1"},

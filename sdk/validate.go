@@ -197,6 +197,9 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 		if err := validateMap(m, id, inMap, fail); err != nil {
 			return err
 		}
+		if m.ItemsPerTask > 1 && (len(n.Children) == 0 || n.Children[0] == nil || n.Children[0].Kind != flowgraph.KindStep) {
+			return fail(CodeInvalidBatching, "WithItemBatching needs a map whose body is a single step (a batch calls that step once per item in one task)")
+		}
 		return validate(n.Children[0], flowgraph.ItemID(id, -1), true, m.Fold != nil)
 	}
 	return fail(CodeEmpty, "unknown node kind %v", n.Kind)
@@ -255,6 +258,9 @@ func validateMap(m *flowgraph.Map, id string, inMap bool, fail failFunc) error {
 		if l.CancelTimeout < 0 {
 			return fail(CodeInvalidLimits, "CancelTimeout must not be negative, got %s", l.CancelTimeout)
 		}
+	}
+	if m.ItemsPerTask < 0 || m.ItemsPerTask > MaxItemsPerTask {
+		return fail(CodeInvalidLimits, "WithItemBatching needs 1 to %d items per task, got %d", MaxItemsPerTask, m.ItemsPerTask)
 	}
 	if m.Buffer != nil && m.Fold != nil {
 		return fail(CodeFoldAndBuffer, "a map cannot have both a result buffer and a fold")

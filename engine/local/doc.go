@@ -8,7 +8,13 @@
 // when item MaxItems+1 is read; on the first failure admission stops,
 // in-flight leaves are cancelled through their context, the engine waits up
 // to CancelTimeout for them and returns the original error. A fold is a
-// strict input-order left fold with head-of-line backpressure. Result
+// strict input-order left fold with head-of-line backpressure. With item
+// batching (flowgraph.Map.BatchSize above 1) a worker runs each batch's
+// items one after another with flowgraph.RunBatch and hands every item's
+// result back as it finishes: the window still counts items (a batch
+// starts once it holds its items or the input ends), results, errors and
+// progress stay per item, and a batch stops before its next item once the
+// map fails or the run is cancelled. Result
 // buffers and fold byte limits are Ray-only contracts and are not enforced
 // here.
 //

@@ -261,14 +261,32 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 	return collect(n, rs)
 }
 
+// maxResultBuffer bounds the buffer of finished item results a map keeps
+// between its workers and its loop.
+const maxResultBuffer = 1024
+
 type itemResult struct {
 	index int
 	value any
 	err   error
+	// last is set on the result of the last item of its batch: the worker
+	// that ran it is free again.
+	last bool
+}
+
+// batch is the work of one worker: one item (unbatched, held inline) or
+// the items of one batch, in input order.
+type batch struct {
+	one   itemResult
+	items []itemResult // nil: one
 }
 
 // mapNode runs the map body once per input item within the admission
-// window, collecting results as items finish.
+// window, collecting results as items finish. With item batching
+// (flowgraph.Map.BatchSize above 1) items are started in batches: a worker
+// runs a batch's items one after another with flowgraph.RunBatch and
+// reports each item as it finishes, so results, errors, progress and the
+// window stay per item.
 func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	m := n.Map
 	items, err := m.Items(in)
@@ -302,13 +320,30 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 	defer cancel(nil)
 	body := n.Children[0]
 	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
-	work := make(chan itemResult)
+	batchSize := m.BatchSize(window) // 1 unless batched; never above the window
+	work := make(chan batch)
+	// Batched, a worker hands each item's result over without waiting for
+	// the map loop (at most window results are outstanding), so the loop
+	// takes several at one wake-up; unbatched, the hand-off is direct.
 	done := make(chan itemResult)
+	if batchSize > 1 {
+		done = make(chan itemResult, min(window, maxResultBuffer))
+	}
 	workers := 0
 	worker := func() {
-		for it := range work {
-			v, err := r.exec(ctx, body, flowgraph.ItemID(id, it.index), it.value, item)
-			done <- itemResult{index: it.index, value: v, err: err}
+		for bt := range work {
+			if bt.items == nil {
+				it := bt.one
+				v, err := r.exec(ctx, body, flowgraph.ItemID(id, it.index), it.value, item)
+				done <- itemResult{index: it.index, value: v, err: err, last: true}
+				continue
+			}
+			b := bt.items
+			flowgraph.RunBatch(ctx, len(b), func(ctx context.Context, i int) (any, error) {
+				return r.exec(ctx, body, flowgraph.ItemID(id, b[i].index), b[i].value, item)
+			}, func(i int, o flowgraph.Outcome[any]) {
+				done <- itemResult{index: b[i].index, value: o.Value, err: o.Err, last: i == len(b)-1}
+			})
 		}
 	}
 
@@ -316,12 +351,27 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 		results   []any           // plain map: by input index
 		retained  = map[int]any{} // fold: finished, not yet incorporated
 		next      int             // fold: next input index to incorporate
-		admitted  int             // items read and started
+		read      int             // items read from the input
+		forming   []itemResult    // items read, waiting for their batch to start
+		admitted  int             // items started
 		completed int             // items finished successfully (progress)
-		open      int             // items holding a window slot
-		running   int             // items whose leaf has not returned
+		open      int             // items holding a window slot (forming ones too)
+		running   int             // started items whose result has not arrived
+		batches   int             // batches (workers) still running
 		failure   error
 	)
+	// A batch starts once it holds batchSize items or the input ends.
+	start := func(bt batch) {
+		if batches == workers {
+			workers++
+			go worker()
+		}
+		work <- bt
+		n := max(len(bt.items), 1)
+		admitted += n
+		running += n
+		batches++
+	}
 	// The next item is read only when the window has room.
 	pull, stop := iter.Pull(items.Seq)
 	defer stop()
@@ -340,21 +390,29 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 				exhausted = true
 				break
 			}
-			if maxItems > 0 && admitted == maxItems {
+			if maxItems > 0 && read == maxItems {
 				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
 				break
 			}
-			if running == workers {
-				workers++
-				go worker()
-			}
-			work <- itemResult{index: admitted, value: v}
-			admitted++
+			it := itemResult{index: read, value: v}
+			read++
 			open++
-			running++
 			if m.Fold == nil {
 				results = append(results, nil)
 			}
+			if batchSize == 1 {
+				start(batch{one: it})
+				continue
+			}
+			forming = append(forming, it)
+			if len(forming) == batchSize {
+				start(batch{items: forming})
+				forming = nil
+			}
+		}
+		if failure == nil && exhausted && len(forming) > 0 {
+			start(batch{items: forming}) // the last, short batch
+			forming = nil
 		}
 		if failure != nil || running == 0 {
 			break
@@ -370,6 +428,9 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 			break
 		}
 		running--
+		if res.last {
+			batches--
+		}
 		if res.err != nil {
 			failure = res.err
 			break

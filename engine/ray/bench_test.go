@@ -6,8 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,144 +22,293 @@ import (
 // NoOp is the benchmark's leaf.
 func NoOp(_ context.Context, n int) (int, error) { return n, nil }
 
-const (
-	benchLeaves = 2000
-	benchWindow = 64
+// Stamp is the first-leaf benchmark's leaf: the wall clock when it starts.
+func Stamp(_ context.Context, _ int) (int64, error) { return time.Now().UnixNano(), nil }
+
+// CountAll ends the heap benchmark's flow, so that its output is one number
+// and the coordinator's heap shows only its own bookkeeping.
+func CountAll(_ context.Context, xs []int) (int, error) { return len(xs), nil }
+
+var (
+	stampFlow = sdk.Step(Stamp)
+	// benchFlows are the unbatched maps by window.
+	benchFlows = map[int]sdk.Flow[[]int, []int]{}
+	// heapFlows are map-then-count flows by window.
+	heapFlows = map[int]sdk.Flow[[]int, int]{}
 )
 
-var benchFlow = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: benchWindow, MaxItems: benchLeaves})
+const benchMaxItems = 20000
 
-// TestBenchRay is make bench-ray (RAYFLOW_BENCH=1): 2,000 no-op leaves with
-// window 64 through rayflow and through a native Python Ray driver running
-// the same windowed ray.wait loop, on the same cluster, in one run.
+func init() {
+	for _, w := range []int{64, 256} {
+		benchFlows[w] = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: w, MaxItems: benchMaxItems})
+		heapFlows[w] = sdk.Then(sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: w, MaxItems: benchMaxItems}), sdk.Step(CountAll))
+	}
+}
+
+// nativeDriver is bench_native.py serving rounds on stdin, connected once.
+type nativeDriver struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func nativeEnv() []string {
+	env := append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0")
+	if authTokenAvailable() && os.Getenv("RAY_AUTH_MODE") == "" {
+		env = append(env, "RAY_AUTH_MODE=token")
+	}
+	return env
+}
+
+func startNative(t *testing.T) *nativeDriver {
+	cmd := exec.Command(DefaultPython(), "bench_native.py", "serve", testAddress)
+	cmd.Env = nativeEnv()
+	cmd.Stderr = io.Discard
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &nativeDriver{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	if !d.out.Scan() {
+		t.Fatal("native driver: no ready line")
+	}
+	return d
+}
+
+// round runs n no-op tasks with the window and returns the wall time and
+// the driver's CPU time.
+func (d *nativeDriver) round(t *testing.T, n, window int) (time.Duration, time.Duration) {
+	fmt.Fprintf(d.in, "%d %d\n", n, window)
+	if !d.out.Scan() {
+		t.Fatalf("native driver ended: %v", d.out.Err())
+	}
+	var r struct{ Seconds, CPU float64 }
+	if err := json.Unmarshal(d.out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(r.Seconds * float64(time.Second)), time.Duration(r.CPU * float64(time.Second))
+}
+
+func (d *nativeDriver) close() {
+	d.in.Close()
+	_ = d.cmd.Wait()
+}
+
+// benchRow is one line of the table.
+type benchRow struct {
+	name, rayflow, native, ratio, goal string
+}
+
+// TestBenchRay is make bench-ray (RAYFLOW_BENCH=1): one table from one run
+// on one head, rayflow against a native Python Ray driver running the same
+// windowed ray.wait loop, rounds interleaved (rayflow, native, rayflow,
+// ...), best of 3: unbatched no-op maps of 2,000 and 20,000 leaves with
+// windows 64 and 256; item batching K = 16 and 64 against native
+// unbatched; the time from Run to the first leaf starting on a running
+// head; the coordinator's heap after GC at 2,000 and 20,000 leaves.
 func TestBenchRay(t *testing.T) {
 	needRay(t)
 	if os.Getenv("RAYFLOW_BENCH") != "1" {
 		t.Skip("a benchmark: run it with make bench-ray (RAYFLOW_BENCH=1)")
 	}
 	ctx := context.Background()
-	in := make([]int, benchLeaves)
+	const rounds = 3
+	in := make([]int, benchMaxItems)
 	for i := range in {
 		in[i] = i
 	}
-	rayflowRound := func(n int) time.Duration {
+	load0 := loadAvg()
+	var rows []benchRow
+	best := func(ds []time.Duration) time.Duration { return slices.Min(ds) }
+	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+
+	// Warm the workers and their leaf processes.
+	if _, err := Run(ctx, testEngine, benchFlows[64], in[:200]); err != nil {
+		t.Fatal(err)
+	}
+	nd := startNative(t)
+	defer nd.close()
+
+	rayflowRound := func(f sdk.Flow[[]int, []int], n int) (time.Duration, time.Duration, time.Duration) {
+		b0, c0 := procCPU(testBridge.PID()), selfCPU()
 		start := time.Now()
-		out, err := Run(ctx, testEngine, benchFlow, in[:n])
+		out, err := Run(ctx, testEngine, f, in[:n])
+		d := time.Since(start)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(out) != n || out[n-1] != n-1 {
 			t.Fatalf("wrong result")
 		}
-		return time.Since(start)
+		return d, procCPU(testBridge.PID()) - b0, selfCPU() - c0
 	}
-	rayflowRound(200) // warm the workers and their leaf processes
+	var cpuLine string
+	nativeBest := map[[2]int]time.Duration{}
+	for _, c := range []struct{ n, window int }{{2000, 64}, {2000, 256}, {20000, 64}, {20000, 256}} {
+		var rf, nat []time.Duration
+		var bridgeCPU, coordCPU, natCPU time.Duration
+		for range rounds {
+			d, b, co := rayflowRound(benchFlows[c.window], c.n)
+			rf = append(rf, d)
+			bridgeCPU, coordCPU = bridgeCPU+b, coordCPU+co
+			nd2, ncpu := nd.round(t, c.n, c.window)
+			nat = append(nat, nd2)
+			natCPU += ncpu
+		}
+		nativeBest[[2]int{c.n, c.window}] = best(nat)
+		r, nt := rate(c.n, best(rf)), rate(c.n, best(nat))
+		rows = append(rows, benchRow{fmt.Sprintf("unbatched %d leaves, window %d", c.n, c.window),
+			fmt.Sprintf("%6.0f leaves/s", r), fmt.Sprintf("%6.0f leaves/s", nt), fmt.Sprintf("%.2f", r/nt), ">= 1.0"})
+		t.Logf("%d/%d rounds: rayflow %v, native %v", c.n, c.window, rf, nat)
+		if c.n == 2000 && c.window == 64 {
+			per := time.Duration(rounds * c.n)
+			cpuLine = fmt.Sprintf("CPU per leaf (2,000, window 64): bridge %v + coordinator %v; native driver %v",
+				(bridgeCPU / per).Round(time.Microsecond), (coordCPU / per).Round(time.Microsecond), (natCPU / per).Round(time.Microsecond))
+		}
+	}
 
-	// The native driver runs in its own process, one round after each of ours.
-	const rounds = 3
-	cmd := exec.Command(DefaultPython(), "bench_native.py", testAddress, strconv.Itoa(benchLeaves), strconv.Itoa(benchWindow), strconv.Itoa(rounds))
-	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0")
-	if authTokenAvailable() && os.Getenv("RAY_AUTH_MODE") == "" {
-		cmd.Env = append(cmd.Env, "RAY_AUTH_MODE=token")
+	// Item batching: K items per task, against native unbatched at the
+	// same size and window.
+	const batchN, batchWindow = 20000, 256
+	for _, k := range []int{16, 64} {
+		name := fmt.Sprintf("batched K=%d, %d items, window %d", k, batchN, batchWindow)
+		f, ok := batchedFlow(k, batchWindow)
+		if !ok {
+			rows = append(rows, benchRow{name, "n/a", "(item batching not wired yet)", "n/a", ">= 5.0 (K=64)"})
+			continue
+		}
+		var rf []time.Duration
+		for range rounds {
+			d, _, _ := rayflowRound(f, batchN)
+			rf = append(rf, d)
+		}
+		nt := rate(batchN, nativeBest[[2]int{batchN, batchWindow}])
+		r := rate(batchN, best(rf))
+		goal := ""
+		if k == 64 {
+			goal = ">= 5.0"
+		}
+		rows = append(rows, benchRow{name, fmt.Sprintf("%6.0f items/s", r), fmt.Sprintf("%6.0f items/s (unbatched)", nt), fmt.Sprintf("%.2f", r/nt), goal})
+		t.Logf("K=%d rounds: %v", k, rf)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	var rf []time.Duration
-	cpu0, self0 := procCPU(testBridge.PID()), selfCPU()
-	snap0 := cpuByName()
-	th0 := threadCPU(testBridge.PID())
+
+	// First leaf on a running head: a fresh engine (bridge start, import
+	// ray, ray.init) then Run, against a fresh native driver (ray.init and
+	// one task), interleaved.
+	var rfFirst, rfRunOnly, natFirst, natExec []time.Duration
 	for range rounds {
-		rf = append(rf, rayflowRound(benchLeaves))
+		total, run := firstLeaf(t)
+		rfFirst, rfRunOnly = append(rfFirst, total), append(rfRunOnly, run)
+		n, ne := nativeFirst(t)
+		natFirst, natExec = append(natFirst, n), append(natExec, ne)
 	}
-	bridgeCPU, coordCPU := procCPU(testBridge.PID())-cpu0, selfCPU()-self0
-	rfByName := diffCPU(snap0, cpuByName())
-	thByName := diffCPU(th0, threadCPU(testBridge.PID()))
-	snap1 := cpuByName()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("native driver: %v\n%s", err, stderr.String())
-	}
-	nByName := diffCPU(snap1, cpuByName())
-	if os.Getenv("RAYFLOW_BENCH_CPU") == "1" {
-		t.Logf("CPU by process name, rayflow rounds: %v", rfByName)
-		t.Logf("bridge CPU by thread, rayflow rounds: %v", thByName)
-		t.Logf("CPU by process name, native rounds (incl. start-up and warm-up): %v", nByName)
-	}
-	var native []time.Duration
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var r struct{ Seconds float64 }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		native = append(native, time.Duration(r.Seconds*float64(time.Second)))
-	}
-	best := func(ds []time.Duration) time.Duration {
-		b := ds[0]
-		for _, d := range ds {
-			b = min(b, d)
-		}
-		return b
-	}
-	rfBest, nBest := best(rf), best(native)
-	tput := func(d time.Duration) float64 { return benchLeaves / d.Seconds() }
+	rows = append(rows, benchRow{"first leaf on a running head (New+Run)",
+		fmt.Sprintf("%v (Run alone %v)", best(rfFirst).Round(time.Millisecond), best(rfRunOnly).Round(time.Millisecond)),
+		fmt.Sprintf("%v (ray.init+task; from exec %v)", best(natFirst).Round(time.Millisecond), best(natExec).Round(time.Millisecond)),
+		fmt.Sprintf("%.2f", best(rfFirst).Seconds()/best(natFirst).Seconds()), "<= 1.2"})
+	t.Logf("first leaf: rayflow %v (Run alone %v), native %v (from exec %v)", rfFirst, rfRunOnly, natFirst, natExec)
 
-	// Overhead breakdown: a bridge round trip and a leaf-process round
-	// trip, measured alone.
-	const trips = 500
-	start := time.Now()
-	for range trips {
-		if _, err := testBridge.Stats(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bridgeRTT := time.Since(start) / trips
-	leafRTT := leafRoundTrip(t, trips)
+	// Coordinator heap after GC, map then count (window 256).
+	h2k, h20k := heapDuring(t, 2000, in), heapDuring(t, 20000, in)
+	rows = append(rows, benchRow{"coordinator heap after GC (peak in run)",
+		fmt.Sprintf("2,000: %s", mib(h2k)), fmt.Sprintf("20,000: %s", mib(h20k)), fmt.Sprintf("%.2f", float64(h20k)/float64(max(h2k, 1))), "flat (~1.0)"})
 
-	fmt.Printf("bench-ray: %d no-op leaves, window %d, %d rounds each (best shown)\n", benchLeaves, benchWindow, rounds)
-	fmt.Printf("  rayflow (Go -> bridge -> Ray -> Go leaf process): %7.0f leaves/s  (%v; rounds %v)\n", tput(rfBest), rfBest.Round(time.Millisecond), rf)
-	fmt.Printf("  native Python Ray driver, same ray.wait loop:     %7.0f leaves/s  (%v; rounds %v)\n", tput(nBest), nBest.Round(time.Millisecond), native)
-	fmt.Printf("  ratio rayflow/native: %.2f (goal >= 0.8)\n", tput(rfBest)/tput(nBest))
-	fmt.Printf("  per leaf: rayflow %v, native %v, difference %v\n", rfBest/benchLeaves, nBest/benchLeaves, (rfBest-nBest)/benchLeaves)
-	fmt.Printf("  CPU per leaf: bridge process %v, Go coordinator %v\n", bridgeCPU/(rounds*benchLeaves), coordCPU/(rounds*benchLeaves))
-	fmt.Printf("  parts: coordinator<->bridge round trip %v (synchronous; leaf submits are pipelined and ready events batched), Go leaf process round trip %v\n", bridgeRTT, leafRTT)
+	fmt.Printf("\nbench-ray: one run on %s; best of %d interleaved rounds; load average %s (start) / %s (end)\n", testAddress, rounds, load0, loadAvg())
+	fmt.Printf("%-44s %-32s %-44s %-6s %s\n", "case", "rayflow", "native Python Ray driver", "ratio", "goal")
+	for _, r := range rows {
+		fmt.Printf("%-44s %-32s %-44s %-6s %s\n", r.name, r.rayflow, r.native, r.ratio, r.goal)
+	}
+	fmt.Println(cpuLine)
 }
 
-// leafRoundTrip measures a no-op request through a leaf process of this
-// binary, outside Ray.
-func leafRoundTrip(t *testing.T, n int) time.Duration {
-	exe, err := os.Executable()
+// firstLeaf starts a fresh engine on the test cluster and runs one leaf:
+// the time from before New, and from Run, to the leaf's start.
+func firstLeaf(t *testing.T) (total, run time.Duration) {
+	ctx := context.Background()
+	t0 := time.Now()
+	e, err := New(ctx, Options{Address: testAddress, Stderr: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), leafEnv+"=1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
+	defer e.Close()
+	t1 := time.Now()
+	ns, err := Run(ctx, e, stampFlow, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	r := bufio.NewReader(stdout)
-	name := "github.com/rayflow/rayflow/engine/ray.NoOp"
-	var total time.Duration
-	for i := range n + 50 {
-		start := time.Now()
-		if err := writeFrame(stdin, map[string]any{"name": name, "node": "0"}, nil, []byte("7")); err != nil {
-			t.Fatal(err)
-		}
-		f, err := readFrame(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(f.section(0)) != "7" {
-			t.Fatalf("leaf answered %q", f.section(0))
-		}
-		if i >= 50 {
-			total += time.Since(start)
-		}
+	started := time.Unix(0, ns)
+	return started.Sub(t0), started.Sub(t1)
+}
+
+// nativeFirst runs bench_native.py first: ray.init + one task, and from
+// the interpreter's start.
+func nativeFirst(t *testing.T) (initToTask, execToTask time.Duration) {
+	cmd := exec.Command(DefaultPython(), "bench_native.py", "first", testAddress, strconv.FormatInt(time.Now().UnixNano(), 10))
+	cmd.Env = nativeEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("native first task: %v", err)
 	}
-	return total / time.Duration(n)
+	var r struct {
+		Init float64 `json:"init_to_task"`
+		Exec float64 `json:"exec_to_task"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(r.Init * float64(time.Second)), time.Duration(r.Exec * float64(time.Second))
+}
+
+// heapDuring runs a map of n no-op leaves then a count and returns the
+// largest live heap (after a forced GC, every 50 ms during the run) above
+// the heap before it.
+func heapDuring(t *testing.T, n int, in []int) uint64 {
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := heap()
+	stop := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var p uint64
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				peak <- p
+				return
+			case <-tick.C:
+				p = max(p, heap())
+			}
+		}
+	}()
+	got, err := Run(context.Background(), testEngine, heapFlows[256], in[:n])
+	close(stop)
+	p := <-peak
+	if err != nil || got != n {
+		t.Fatalf("heap run: %v, %d", err, got)
+	}
+	if p < base {
+		return 0
+	}
+	return p - base
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// loadAvg is the 1-minute load average (Linux), "?" elsewhere.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 // procCPU is a process's user+system CPU time (Linux /proc).
@@ -172,50 +324,3 @@ func procCPU(pid int) time.Duration {
 }
 
 func selfCPU() time.Duration { return procCPU(os.Getpid()) }
-
-// cpuByName sums CPU time of every process by its command name.
-func cpuByName() map[string]time.Duration {
-	m := map[string]time.Duration{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		name := string(b[bytes.IndexByte(b, '(')+1 : bytes.LastIndexByte(b, ')')])
-		m[name] += procCPU(pid)
-	}
-	return m
-}
-
-func diffCPU(a, b map[string]time.Duration) map[string]time.Duration {
-	d := map[string]time.Duration{}
-	for k, v := range b {
-		if x := v - a[k]; x > 50*time.Millisecond {
-			d[k] = x
-		}
-	}
-	return d
-}
-
-// threadCPU is the CPU time of each thread of pid, by "tid name".
-func threadCPU(pid int) map[string]time.Duration {
-	m := map[string]time.Duration{}
-	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, e := range ents {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name()))
-		if err != nil {
-			continue
-		}
-		name := string(b[bytes.IndexByte(b, '(')+1 : bytes.LastIndexByte(b, ')')])
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		m[e.Name()+" "+name] = time.Duration(ut+st) * 10 * time.Millisecond
-	}
-	return m
-}

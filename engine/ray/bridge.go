@@ -27,7 +27,7 @@ import (
 var bridgeSource []byte
 
 // bridgeProtocolVersion is the bridge protocol version this package speaks.
-const bridgeProtocolVersion = 2
+const bridgeProtocolVersion = 3
 
 // RayVersion is the Ray version the bridge requires.
 const RayVersion = "2.60.0"
@@ -50,6 +50,9 @@ type leafTask struct {
 	Bound    []byte         // encoded bound value, nil when none
 	Arg      taskArg        // the input
 	Options  map[string]any // Ray task options
+	// OptionsKey identifies Options (equal keys: equal options; "" lets the
+	// bridge derive it). The runner computes it once per step.
+	OptionsKey string
 	// Digest is the plan's executable digest ("sha256:<hex>") that the
 	// leaf process must have, "" when the plan's code identity is a
 	// revision (leaf handshake, PROTOCOL.md).
@@ -59,6 +62,12 @@ type leafTask struct {
 	Bootstrap bool
 	// Progress is set when the leaf reports to a collector actor.
 	Progress *leafProgressEvent
+	// Items makes the task a batch (SubmitBatch): the step runs on each
+	// of these encoded items in order, items Base.. of map Map (Arg is
+	// unused; Node is the first item's).
+	Items [][]byte
+	Map   string
+	Base  int
 }
 
 // leafProgressEvent binds a leaf to the run's collector actor and graph node.
@@ -83,8 +92,15 @@ type readyRef struct {
 type rayRuntime interface {
 	Put(ctx context.Context, data []byte) (objHandle, error)
 	Submit(ctx context.Context, t leafTask) (objHandle, error)
-	// Collect builds a JSON array of the values in order, in Ray.
-	Collect(ctx context.Context, args []taskArg) (objHandle, error)
+	// SubmitBatch submits one task running the step on t.Items: the
+	// batch's handle (ready when the task ends; its failure is the failing
+	// item's) and one result handle per item (not watched: await the
+	// batch).
+	SubmitBatch(ctx context.Context, t leafTask) (objHandle, []objHandle, error)
+	// Collect builds a JSON array of the values in order, in Ray; with
+	// concat the values are JSON arrays, and the result is their
+	// concatenation.
+	Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error)
 	// Await waits until the task behind h has finished and reports its
 	// failure, if any.
 	Await(ctx context.Context, h objHandle) (readyRef, error)
@@ -166,6 +182,14 @@ type rayBridge struct {
 	remote bool
 	tail   *tailBuffer
 	Hello  bridgeHello
+	// Submissions are batched: Submit queues (pending, under pmu) and
+	// signals kick; the flusher goroutine, or any other send first, writes
+	// every queued submission in one frame, under wmu, so the bridge sees
+	// ops in call order.
+	pmu     sync.Mutex
+	pending []leafSubmit
+	kick    chan struct{}
+	optIDs  map[string]int // option set key -> id (under wmu)
 	// Handles are chosen here, so creating ops are pipelined (no reply).
 	nextHandle int64
 	live       map[objHandle]bool            // created and not released
@@ -251,7 +275,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), kick: make(chan struct{}, 1), optIDs: map[string]int{}, exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -294,6 +318,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 		return nil, err
 	}
 	go b.readLoop(r)
+	go b.flushLoop()
 
 	timeout := o.ConnectTimeout
 	if timeout <= 0 {
@@ -574,19 +599,150 @@ func (b *rayBridge) send(req map[string]any, sections ...[]byte) error {
 	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	err := writeFrame(b.w, req, sections...)
+	err := b.writeSubmitsLocked()
+	if err == nil {
+		err = writeFrame(b.w, req, sections...)
+	}
 	if err == nil {
 		err = b.w.Flush()
 	}
-	if err != nil {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if b.dead != nil {
-			return b.dead
-		}
-		return &BridgeError{Err: err}
+	return b.writeErr(err)
+}
+
+func (b *rayBridge) writeErr(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dead != nil {
+		return b.dead
+	}
+	return &BridgeError{Err: err}
+}
+
+// leafSubmit is a queued submission.
+type leafSubmit struct {
+	h     objHandle
+	items []objHandle // a batch's item handles
+	t     leafTask
+}
+
+// submitWire is one item of a submit frame (PROTOCOL.md).
+type submitWire struct {
+	H         objHandle      `json:"h"`
+	Exe       string         `json:"exe"`
+	Name      string         `json:"name"`
+	Node      string         `json:"node"`
+	Digest    string         `json:"digest"`
+	O         int            `json:"o,omitempty"`
+	Options   map[string]any `json:"options,omitempty"`
+	Bootstrap bool           `json:"bootstrap,omitempty"`
+	Bound     *int           `json:"bound,omitempty"`
+	Arg       *argWire       `json:"arg,omitempty"`
+	Progress  *progressWire  `json:"progress,omitempty"`
+	Batch     *batchWire     `json:"batch,omitempty"`
+}
+
+type batchWire struct {
+	Map   string      `json:"map"`
+	Base  int         `json:"base"`
+	Items []int       `json:"items"` // section indices
+	IH    []objHandle `json:"ih"`    // item handles
+}
+
+type argWire struct {
+	H objHandle `json:"h,omitempty"`
+	S *int      `json:"s,omitempty"`
+}
+
+type progressWire struct {
+	Actor    int64              `json:"actor"`
+	Identity common.RunIdentity `json:"identity"`
+	Label    string             `json:"label"`
+	Preview  string             `json:"preview,omitempty"`
+}
+
+// flushLoop writes queued submissions as they come: while a frame is
+// being written, the next ones queue up and go in the next frame.
+func (b *rayBridge) flushLoop() {
+	for {
+		select {
+		case <-b.kick:
+		case <-b.failed:
+			return
+		}
+		b.wmu.Lock()
+		err := b.writeSubmitsLocked()
+		if err == nil {
+			err = b.w.Flush()
+		}
+		b.wmu.Unlock()
+		if err != nil {
+			b.fail(b.writeErr(err))
+			return
+		}
+	}
+}
+
+// writeSubmitsLocked writes every queued submission as one submit frame
+// (wmu held; not flushed).
+func (b *rayBridge) writeSubmitsLocked() error {
+	b.pmu.Lock()
+	batch := b.pending
+	b.pending = nil
+	b.pmu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	items := make([]submitWire, len(batch))
+	var sections [][]byte
+	for i, q := range batch {
+		t := q.t
+		w := submitWire{H: q.h, Exe: t.Exe, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap}
+		if len(t.Options) > 0 {
+			key := t.OptionsKey
+			if key == "" {
+				k, err := json.Marshal(t.Options)
+				if err != nil {
+					return err
+				}
+				key = string(k)
+			}
+			id, ok := b.optIDs[key]
+			if !ok {
+				id = len(b.optIDs) + 1
+				b.optIDs[key] = id
+				w.Options = t.Options
+			}
+			w.O = id
+		}
+		if t.Bound != nil {
+			n := len(sections)
+			sections = append(sections, t.Bound)
+			w.Bound = &n
+		}
+		switch {
+		case q.items != nil:
+			bw := &batchWire{Map: t.Map, Base: t.Base, IH: q.items, Items: make([]int, len(t.Items))}
+			for j, it := range t.Items {
+				bw.Items[j] = len(sections)
+				sections = append(sections, it)
+			}
+			w.Batch = bw
+		case t.Arg.Handle != 0:
+			w.Arg = &argWire{H: t.Arg.Handle}
+		default:
+			n := len(sections)
+			sections = append(sections, t.Arg.Bytes)
+			w.Arg = &argWire{S: &n}
+		}
+		if p := t.Progress; p != nil {
+			w.Progress = &progressWire{Actor: p.Actor, Identity: p.Identity, Label: p.Label, Preview: p.Preview}
+		}
+		items[i] = w
+	}
+	return writeFrame(b.w, map[string]any{"op": "submit", "id": 0, "items": items}, sections...)
 }
 
 // newHandle allocates a handle for a creating op.
@@ -613,41 +769,60 @@ func argSpec(a taskArg, sections *[][]byte) map[string]any {
 	return map[string]any{"s": len(*sections) - 1}
 }
 
-// Submit submits one leaf (pipelined: no reply is awaited).
+// Submit submits one leaf (pipelined: no reply is awaited; submissions
+// are batched into frames by the flusher).
 func (b *rayBridge) Submit(ctx context.Context, t leafTask) (objHandle, error) {
-	var sections [][]byte
+	if err := b.Err(); err != nil {
+		return 0, err
+	}
 	h := b.newHandle()
-	req := map[string]any{"op": "submit", "id": 0, "h": h, "exe": t.Exe, "name": t.Callable, "node": t.Node, "digest": t.Digest}
-	if len(t.Options) > 0 {
-		req["options"] = t.Options
+	b.pmu.Lock()
+	b.pending = append(b.pending, leafSubmit{h: h, t: t})
+	b.pmu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
 	}
-	if t.Bootstrap {
-		req["bootstrap"] = true
+	return h, nil
+}
+
+// SubmitBatch submits one task for a batch of map items (pipelined, like
+// Submit).
+func (b *rayBridge) SubmitBatch(ctx context.Context, t leafTask) (objHandle, []objHandle, error) {
+	if err := b.Err(); err != nil {
+		return 0, nil, err
 	}
-	if p := t.Progress; p != nil {
-		pr := map[string]any{"actor": p.Actor, "identity": p.Identity, "label": p.Label}
-		if p.Preview != "" {
-			pr["preview"] = p.Preview
-		}
-		req["progress"] = pr
+	if len(t.Items) == 0 {
+		return 0, nil, errors.New("rayflow: an empty batch")
 	}
-	if t.Bound != nil {
-		sections = append(sections, t.Bound)
-		req["bound"] = 0
+	h := b.newHandle()
+	items := make([]objHandle, len(t.Items))
+	for i := range items {
+		items[i] = b.newHandle()
 	}
-	req["arg"] = argSpec(t.Arg, &sections)
-	return h, b.send(req, sections...)
+	b.pmu.Lock()
+	b.pending = append(b.pending, leafSubmit{h: h, items: items, t: t})
+	b.pmu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+	return h, items, nil
 }
 
 // Collect submits an ordered JSON-array collector task.
-func (b *rayBridge) Collect(ctx context.Context, args []taskArg) (objHandle, error) {
+func (b *rayBridge) Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error) {
 	var sections [][]byte
 	specs := make([]map[string]any, len(args))
 	for i, a := range args {
 		specs[i] = argSpec(a, &sections)
 	}
 	h := b.newHandle()
-	return h, b.send(map[string]any{"op": "collect", "id": 0, "h": h, "args": specs}, sections...)
+	req := map[string]any{"op": "collect", "id": 0, "h": h, "args": specs}
+	if concat {
+		req["concat"] = true
+	}
+	return h, b.send(req, sections...)
 }
 
 type readyItem struct {

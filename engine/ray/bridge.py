@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 
-PROTOCOL = 2
+PROTOCOL = 3
 
 # The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
@@ -239,7 +239,41 @@ def _execution():
     return out
 
 
-def _run_leaf(spec, bound, arg, prog=None):
+def _leaf_task(head, *rest):
+    """A leaf's Ray task. head packs the spec and, in the common case, the
+    inline input, so that a leaf is a one-argument task (each argument costs
+    serialization on submit and deserialization here): a big-endian uint32
+    spec length, the spec ("exe NUL name NUL node NUL bootstrap NUL digest NUL
+    flags") and the input's bytes unless flags hold "r". rest holds, in this
+    order, the bound value ("b"), the input as an object-store value ("r")
+    and the progress binding ("p")."""
+    (n,) = struct.unpack_from(">I", head)
+    spec = head[4:4 + n].decode()
+    flags = spec[spec.rindex("\x00") + 1:]
+    spec = spec[:spec.rindex("\x00")]
+    i = 0
+    bound = arg = prog = None
+    if "b" in flags:
+        bound, i = rest[i], i + 1
+    if "k" in flags:
+        # A batch: base, count, map id, then each input (length-prefixed).
+        off = 4 + n
+        base, count, mlen = struct.unpack_from(">III", head, off)
+        off += 12
+        mapid = head[off:off + mlen].decode()
+        off += mlen
+        inputs = []
+        for _ in range(count):
+            (size,) = struct.unpack_from(">I", head, off)
+            inputs.append(head[off + 4:off + 4 + size])
+            off += 4 + size
+        return _call_batch(spec, bound, mapid, base, inputs)
+    if "r" in flags:
+        arg, i = rest[i], i + 1
+    else:
+        arg = head[4 + n:]
+    if "p" in flags:
+        prog = rest[i]
     return _call_leaf(spec, bound, arg, "", prog)
 
 
@@ -276,6 +310,32 @@ def _call_leaf(spec, bound, arg, kind="", prog=None):
         os._exit(1)
     if h.get("ok"):
         return b"", secs[0]
+    raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+
+
+def _call_batch(spec, bound, mapid, base, inputs):
+    """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
+    returns the status and one result per item, or raises the failing
+    item's LeafError."""
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
+    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
+              "map": mapid, "base": base, "n": len(inputs)}
+    try:
+        p.stdin.write(encode_frame(header, [bound or b""] + inputs))
+        rd = _LeafReader(p.stdout.fileno())
+        (n,) = struct.unpack(">I", rd.read(4))
+        h = json.loads(rd.read(n))
+        secs = [rd.read(s) for s in h.get("sizes", [])]
+    except KeyboardInterrupt:
+        _drop_proc(exe, p)
+        raise
+    except (EOFError, BrokenPipeError, OSError) as e:
+        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
+        _drop_proc(exe, p)
+        os._exit(1)
+    if h.get("ok"):
+        return (b"",) + tuple(secs)
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
 
 
@@ -445,6 +505,12 @@ def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
 
+def _concat_json(*arrays):
+    """Concatenates JSON arrays (as _collect_json writes them) without
+    decoding their elements."""
+    return b"", b"[" + b",".join(bytes(a)[1:-1] for a in arrays if len(a) > 2) + b"]"
+
+
 class Bridge:
     """The ref table, the ops and the waiter.
 
@@ -459,7 +525,9 @@ class Bridge:
         self.started_local = False
         self.leaf = None
         self.collect = None
-        self.variants = {}
+        self.concat = None
+        self.variants = {}  # option set id (and batch size) -> prepared remote function
+        self.optsets = {}  # option set id -> options
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
@@ -494,8 +562,9 @@ class Bridge:
         else:
             kw.pop("include_dashboard")
             ray.init(address=address, **kw)
-        self.leaf = ray.remote(num_returns=2)(_run_leaf)
+        self.leaf = ray.remote(num_returns=2)(_leaf_task)
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
+        self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -516,30 +585,72 @@ class Bridge:
         return sections[a["s"]]
 
     def op_submit(self, req, sections):
-        opts = req.get("options")
-        f = self.leaf
-        if opts:
-            key = json.dumps(opts, sort_keys=True)
-            f = self.variants.get(key)
+        """Submits a batch of leaves (one frame, no reply). Each item's
+        option set is named by an id ("o"); the item that first uses an id
+        carries its options, and the prepared remote function is kept per id,
+        so .options() runs once per distinct option set, not per leaf."""
+        for it in req["items"]:
+            try:
+                self.submit_one(it, sections)
+            except Exception as e:
+                log("submit failed:", traceback.format_exc())
+                err = {"kind": "bridge", "type": type(e).__name__, "message": str(e)}
+                send({"id": 0, "event": "ready", "ready": [{"h": it["h"], "ok": False, "error": err}]})
+
+    def submit_one(self, it, sections):
+        oid = it.get("o", 0)
+        if oid and oid not in self.optsets:
+            self.optsets[oid] = it["options"]
+            self.variants[oid] = self.leaf.options(**it["options"])
+        batch = it.get("batch")
+        if batch is not None:
+            n = len(batch["ih"])
+            f = self.variants.get((oid, n))
             if f is None:
-                f = self.variants[key] = self.leaf.options(**opts)
-        bound = sections[req["bound"]] if req.get("bound") is not None else None
-        spec = _spec(req)
-        prog = None
-        if req.get("progress"):
-            pr = req["progress"]
+                f = self.variants[(oid, n)] = self.leaf.options(num_returns=n + 1, **self.optsets.get(oid, {}))
+        else:
+            f = self.variants[oid] if oid else self.leaf
+        flags = ""
+        rest = []
+        if it.get("bound") is not None:
+            flags += "b"
+            rest.append(sections[it["bound"]])
+        a = it.get("arg") or {}
+        if batch is not None:
+            flags += "k"
+            m = batch["map"].encode()
+            parts = [struct.pack(">III", batch["base"], n, len(m)), m]
+            for i in batch["items"]:
+                parts.append(struct.pack(">I", len(sections[i])))
+                parts.append(sections[i])
+            data = b"".join(parts)
+        elif "h" in a:
+            flags += "r"
+            rest.append(self.table[a["h"]][0])
+            data = b""
+        else:
+            data = sections[a["s"]]
+        pr = it.get("progress")
+        if pr and batch is None:
             actor = self.actors.get(pr["actor"])
             if actor is not None:
-                prog = (actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")})
-        if prog is None:
-            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections))
-        else:
-            status, payload = f.remote(spec, bound, self.arg(req["arg"], sections), prog)
-        self.add(req["h"], payload, status)
+                flags += "p"
+                rest.append((actor, {"identity": pr["identity"], "label": pr["label"], "preview": pr.get("preview", "")}))
+        spec = ("%s\x00%s" % (_spec(it), flags)).encode()
+        refs = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
+        if batch is None:
+            status, payload = refs
+            self.add(it["h"], payload, status)
+            return
+        # The batch's handle is its status (watched, cancellable); each
+        # item's handle is its own result.
+        self.add(it["h"], refs[0], refs[0])
+        for h, ref in zip(batch["ih"], refs[1:]):
+            self.add(h, ref, None)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
-        status, payload = self.collect.remote(*args)
+        status, payload = (self.concat if req.get("concat") else self.collect).remote(*args)
         self.add(req["h"], payload, status)
 
     def op_actor(self, req, sections):

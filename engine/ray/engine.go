@@ -332,6 +332,7 @@ type runner struct {
 	envs   map[string]map[string]any // runtime environment profiles, as materialized
 	mu     sync.Mutex
 	bound  map[*flowgraph.Step][]byte
+	opts   map[*flowgraph.Step]stepOptions
 }
 
 // arg turns a value into a task argument.
@@ -406,13 +407,47 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 			r.mu.Unlock()
 		}
 	}
-	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: taskOptions(s, r.envs), Digest: r.digest, Bootstrap: s.Bootstrap,
-		Progress: r.rp.leafSpec(id, s, sc.retain)})
+	opts, key, err := r.options(s)
+	if err != nil {
+		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
+	}
+	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
+		Digest: r.digest, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain)})
 	if err != nil {
 		return value{}, err
 	}
 	sc.add(h)
 	return value{h: h}, nil
+}
+
+// stepOptions are a step's Ray options and their key, computed once per
+// run (every leaf of the step shares them: the bridge prepares the remote
+// function once per key).
+type stepOptions struct {
+	opts map[string]any
+	key  string
+}
+
+// options returns the step's task options and their key (see stepOptions).
+func (r *runner) options(s *flowgraph.Step) (map[string]any, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o, ok := r.opts[s]; ok {
+		return o.opts, o.key, nil
+	}
+	o := stepOptions{opts: taskOptions(s, r.envs)}
+	if o.opts != nil {
+		k, err := json.Marshal(o.opts)
+		if err != nil {
+			return nil, "", fmt.Errorf("the Ray options: %w", err)
+		}
+		o.key = string(k)
+	}
+	if r.opts == nil {
+		r.opts = map[*flowgraph.Step]stepOptions{}
+	}
+	r.opts[s] = o
+	return o.opts, o.key, nil
 }
 
 // taskOptions are the leaf's Ray options: every option of the plan (the
@@ -477,7 +512,7 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		}
 		args[i] = a
 	}
-	h, err := r.e.rt.Collect(ctx, args)
+	h, err := r.e.rt.Collect(ctx, args, false)
 	if err != nil {
 		return value{}, err
 	}
@@ -535,5 +570,3 @@ func dialCheck(addr string) error {
 	}
 	return c.Close()
 }
-
-var _ = json.Valid

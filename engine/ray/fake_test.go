@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // fakeRuntime is a Runtime in this process for go test -short: leaves run
@@ -129,7 +131,7 @@ func (f *fakeRuntime) Submit(_ context.Context, t leafTask) (objHandle, error) {
 	return h, nil
 }
 
-func (f *fakeRuntime) Collect(_ context.Context, args []taskArg) (objHandle, error) {
+func (f *fakeRuntime) Collect(_ context.Context, args []taskArg, concat bool) (objHandle, error) {
 	h, v, err := f.newVal()
 	if err != nil {
 		return 0, err
@@ -146,7 +148,13 @@ func (f *fakeRuntime) Collect(_ context.Context, args []taskArg) (objHandle, err
 				v.finish(nil, info, ev)
 				return
 			}
+			if concat {
+				b = bytes.TrimSuffix(bytes.TrimPrefix(b, []byte("[")), []byte("]"))
+			}
 			parts[i] = b
+		}
+		if concat {
+			parts = slices.DeleteFunc(parts, func(b []byte) bool { return len(b) == 0 })
 		}
 		v.finish(append(append([]byte("["), bytes.Join(parts, []byte(","))...), ']'), nil, nil)
 	}()
@@ -247,4 +255,61 @@ func (f *fakeRuntime) submitted() []leafTask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]leafTask(nil), f.tasks...)
+}
+
+// live is how many values the fake still holds (not released).
+func (f *fakeRuntime) live() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.vals)
+}
+
+// SubmitBatch runs the items in order, as the leaf process does, and fails
+// the batch (and its items) with the first failing item's error.
+func (f *fakeRuntime) SubmitBatch(_ context.Context, t leafTask) (objHandle, []objHandle, error) {
+	h, v, err := f.newVal()
+	if err != nil {
+		return 0, nil, err
+	}
+	hs := make([]objHandle, len(t.Items))
+	vs := make([]*fakeVal, len(t.Items))
+	for i := range hs {
+		if hs[i], vs[i], err = f.newVal(); err != nil {
+			return 0, nil, err
+		}
+	}
+	f.mu.Lock()
+	f.tasks = append(f.tasks, t)
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	go func() {
+		outs := make([][]byte, len(t.Items))
+		for j, in := range t.Items {
+			if ctx.Err() != nil {
+				info := &errorInfo{Kind: "cancelled", Message: "cancelled"}
+				v.finish(nil, info, nil)
+				for _, iv := range vs {
+					iv.finish(nil, info, nil)
+				}
+				return
+			}
+			req := leafRequest{Name: t.Callable, Node: flowgraph.ItemID(t.Map, t.Base+j), Bound: t.Bound != nil, Bootstrap: t.Bootstrap}
+			out, info, ev := runLeaf(ctx, sdk.DefaultCodec, req, t.Bound, in)
+			if info != nil {
+				info.Kind = "leaf"
+				v.finish(nil, info, ev)
+				for _, iv := range vs {
+					iv.finish(nil, info, ev)
+				}
+				return
+			}
+			outs[j] = out
+		}
+		for j, iv := range vs {
+			iv.finish(outs[j], nil, nil)
+		}
+		v.finish([]byte(`""`), nil, nil)
+	}()
+	return h, hs, nil
 }

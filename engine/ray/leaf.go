@@ -20,6 +20,7 @@ import (
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // leafEnv is the environment variable that starts a binary in leaf mode.
@@ -63,6 +64,11 @@ type leafRequest struct {
 	// Execution is the Ray task's identity (task, job, node and worker ids,
 	// assigned resources), sent with progress.
 	Execution *detail.NodeExecution `json:"execution"`
+	// A "batch" request runs the step on N items of map Map, items Base to
+	// Base+N-1 (sections 1..N), in order, stopping at the first failure.
+	Map  string `json:"map"`
+	Base int    `json:"base"`
+	N    int    `json:"n"`
 }
 
 // leafProgress binds a leaf's events to its run and graph node.
@@ -226,6 +232,12 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if req.Bound {
 			bound = f.section(0)
 		}
+		if req.Kind == "batch" {
+			if err := runBatch(ctx, codec, w, req, bound, f.sections); err != nil {
+				return err
+			}
+			continue
+		}
 		var prod *progress.Producer
 		if req.Progress != nil && req.Kind == "" {
 			if enc, err := progress.NewEncoder(req.Progress.Identity, nil, nil); err == nil {
@@ -282,6 +294,30 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 		return sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
 	}
 	return p(codec, result, nil)
+}
+
+// runBatch runs a batch request: the step on each item in input order, one
+// at a time, stopping at the first failure. The reply is {"ok": true, "n"}
+// with one section per item (its encoded result), or {"ok": false, "item":
+// j, "error"} (the item's error, naming its node ItemID(map, base+j), as an
+// unbatched leaf's) with the error chain: the items after j are not run.
+func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, bound []byte, sections [][]byte) error {
+	if req.N < 1 || len(sections) != req.N+1 {
+		return fmt.Errorf("leaf batch request: %d items announced, %d sent", req.N, len(sections)-1)
+	}
+	outs := make([][]byte, req.N)
+	for j := range req.N {
+		one := req
+		one.Kind = ""
+		one.Node = flowgraph.ItemID(req.Map, req.Base+j)
+		one.Bootstrap = req.Bootstrap && j == 0
+		out, info, value := runLeaf(ctx, codec, one, bound, sections[j+1])
+		if info != nil {
+			return w.write(map[string]any{"ok": false, "item": j, "error": info}, value)
+		}
+		outs[j] = out
+	}
+	return w.write(map[string]any{"ok": true, "n": req.N}, outs...)
 }
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.

@@ -16,6 +16,7 @@ type itemDone struct {
 	h     objHandle
 	sc    *scope
 	err   error
+	items []objHandle // a batch (starting at index): each item's result
 }
 
 // items returns the map's input as encoded items. An in-process input (the
@@ -91,13 +92,16 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		return value{}, err
 	}
 
+	body := n.Children[0]
+	if k := batchSize(m, body, window); k > 1 && body.Kind == flowgraph.KindStep {
+		return r.mapBatched(ctx, body.Step, id, k, window, maxItems, cancelTimeout, seq, sk, sc)
+	}
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	body := n.Children[0]
 	done := make(chan itemDone)
 	inflight := map[int]*scope{}
 	var (
-		results   []objHandle // without a sink: by input index
+		results   chunkCollector // without a sink
 		admitted  int
 		completed int
 		running   int // item goroutines not yet returned
@@ -125,9 +129,6 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			isc := &scope{rt: r.e.rt, retain: true}
 			idx := admitted
 			inflight[idx] = isc
-			if sk == nil {
-				results = append(results, 0)
-			}
 			admitted++
 			running++
 			open++
@@ -170,9 +171,12 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 			continue
 		}
 		open--
-		results[d.index] = d.h
 		d.sc.releaseExcept(d.h)
 		sc.add(d.h)
+		if err := results.add(ctx, r.e.rt, sc, d.index, d.h); err != nil {
+			failure = err
+			continue
+		}
 		completed++
 		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 	}
@@ -194,16 +198,269 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 		sc.add(h)
 		return value{h: h}, nil
 	}
-	args := make([]taskArg, len(results))
-	for i, h := range results {
-		args[i] = taskArg{Handle: h}
-	}
-	h, err := r.e.rt.Collect(ctx, args)
+	h, err := results.finish(ctx, r.e.rt, sc, admitted)
 	if err != nil {
 		return value{}, err
 	}
+	return value{h: h}, nil
+}
+
+// collectChunk is how many item results one collector task joins.
+const collectChunk = 1024
+
+// chunkCollector joins a plain map's results in input order, in Ray, a
+// chunk of collectChunk items at a time as soon as all of them are done,
+// then the chunks' arrays at the end. The coordinator (and the bridge)
+// thus hold a handle per running item and per chunk, not per item: their
+// memory does not grow with the number of items.
+type chunkCollector struct {
+	open   map[int]*resultChunk // chunks still missing items, by chunk index
+	chunks []objHandle          // collected chunks, by chunk index (0: not yet)
+}
+
+type resultChunk struct {
+	hs   []objHandle
+	done int
+}
+
+// add records item index's result handle (held by sc) and collects its
+// chunk when it is the chunk's last.
+func (c *chunkCollector) add(ctx context.Context, rt rayRuntime, sc *scope, index int, h objHandle) error {
+	ci := index / collectChunk
+	if c.open == nil {
+		c.open = map[int]*resultChunk{}
+	}
+	ch := c.open[ci]
+	if ch == nil {
+		ch = &resultChunk{hs: make([]objHandle, collectChunk)}
+		c.open[ci] = ch
+	}
+	ch.hs[index%collectChunk] = h
+	ch.done++
+	if ch.done < collectChunk {
+		return nil
+	}
+	return c.collect(ctx, rt, sc, ci, ch.hs)
+}
+
+func (c *chunkCollector) collect(ctx context.Context, rt rayRuntime, sc *scope, ci int, hs []objHandle) error {
+	args := make([]taskArg, len(hs))
+	for i, h := range hs {
+		args[i] = taskArg{Handle: h}
+	}
+	h, err := rt.Collect(ctx, args, false)
+	if err != nil {
+		return err
+	}
 	sc.add(h)
-	sc.releaseMany(results) // the collector holds them now
+	sc.releaseMany(hs) // the collector holds them now
+	delete(c.open, ci)
+	for len(c.chunks) <= ci {
+		c.chunks = append(c.chunks, 0)
+	}
+	c.chunks[ci] = h
+	return nil
+}
+
+// finish collects the last, partial chunk of n items and joins the chunks
+// into the map's result.
+func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n int) (objHandle, error) {
+	if n%collectChunk != 0 || n == 0 {
+		ci := n / collectChunk
+		var hs []objHandle
+		if ch := c.open[ci]; ch != nil {
+			hs = ch.hs[:ch.done]
+		}
+		if err := c.collect(ctx, rt, sc, ci, hs); err != nil {
+			return 0, err
+		}
+	}
+	if len(c.chunks) == 1 {
+		return c.chunks[0], nil
+	}
+	args := make([]taskArg, len(c.chunks))
+	for i, h := range c.chunks {
+		args[i] = taskArg{Handle: h}
+	}
+	h, err := rt.Collect(ctx, args, true)
+	if err != nil {
+		return 0, err
+	}
+	sc.add(h)
+	sc.releaseMany(c.chunks)
+	return h, nil
+}
+
+// batchOverride (tests only, set at initialization) gives the items per
+// task of maps whose body is the named step.
+var batchOverride map[string]int
+
+// batchSize is the most items one task of map m (whose body is body) runs
+// given its admission window.
+func batchSize(_ *flowgraph.Map, body *flowgraph.Node, window int) int {
+	k := 1
+	if body.Kind == flowgraph.KindStep {
+		k = max(k, batchOverride[body.Step.Callable.Name])
+	}
+	if window > 0 {
+		k = min(k, window)
+	}
+	return k
+}
+
+// mapBatched is mapNode for a map whose body is one step and whose tasks
+// run up to k items each: items are pulled into the forming batch while
+// fewer than window items are open (forming, running, or retained by a
+// fold), a batch starts when it holds k items or the input ends, and each
+// item keeps its own result, its own error (the leaf names the failing
+// item's node) and its own progress count.
+func (r *runner) mapBatched(ctx context.Context, s *flowgraph.Step, id string, k, window, maxItems int, cancelTimeout time.Duration,
+	seq iter.Seq2[[]byte, error], sk *sink, sc *scope) (value, error) {
+	ictx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var bound []byte
+	if s.Bound > 0 {
+		b, err := r.e.codec.Marshal(s.BoundValue)
+		if err != nil {
+			return value{}, fmt.Errorf("rayflow: node %s: encoding the bound value: %w", flowgraph.ItemID(id, -1), err)
+		}
+		bound = b
+	}
+	opts, key, err := r.options(s)
+	if err != nil {
+		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
+	}
+	done := make(chan itemDone)
+	inflight := map[int]*scope{}
+	var (
+		results   chunkCollector
+		forming   [][]byte
+		admitted  int // items pulled and not dropped
+		started   int // items whose batch started
+		completed int
+		running   int // batch goroutines not yet returned
+		runItems  int // items of those batches
+		open      int
+		failure   error
+	)
+	start := func() {
+		base, items := started, forming
+		forming = nil
+		started += len(items)
+		runItems += len(items)
+		isc := &scope{rt: r.e.rt, retain: true}
+		inflight[base] = isc
+		running++
+		go func() {
+			t := leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
+				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base}
+			h, hs, err := r.e.rt.SubmitBatch(ictx, t)
+			if err == nil {
+				isc.add(h)
+				for _, ih := range hs {
+					isc.add(ih)
+				}
+				err = r.await(ictx, h, flowgraph.ItemID(id, base))
+			}
+			done <- itemDone{index: base, h: h, sc: isc, err: err, items: hs}
+		}()
+		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, InFlight: runItems})
+	}
+	pull, stop := iter.Pull2(seq)
+	defer stop()
+	exhausted := false
+	for {
+		for failure == nil && !exhausted && open < window {
+			b, perr, ok := pull()
+			if !ok {
+				exhausted = true
+				break
+			}
+			if perr != nil {
+				failure = perr
+				break
+			}
+			if maxItems > 0 && admitted == maxItems {
+				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
+				break
+			}
+			admitted++
+			open++
+			forming = append(forming, b)
+			if len(forming) == k {
+				start()
+			}
+		}
+		if failure == nil && exhausted && len(forming) > 0 {
+			start()
+		}
+		if failure != nil || running == 0 {
+			break
+		}
+		var d itemDone
+		select {
+		case d = <-done:
+		case <-ctx.Done():
+			failure = context.Cause(ctx)
+			continue
+		}
+		running--
+		runItems -= len(d.items)
+		delete(inflight, d.index)
+		if d.err != nil {
+			failure = d.err
+			inflight[d.index] = d.sc // still to be cancelled and released
+			continue
+		}
+		// The batch's status handle goes; each item's result handle moves
+		// to the collector's scope or to the sink.
+		r.e.rt.Release([]objHandle{d.h})
+		for j, ih := range d.items {
+			idx := d.index + j
+			if sk != nil {
+				freed, err := sk.add(ctx, idx, ih)
+				r.e.rt.Release([]objHandle{ih}) // the actor holds the item now
+				if err != nil {
+					failure = err
+					r.e.rt.Release(d.items[j+1:])
+					break
+				}
+				open -= freed
+			} else {
+				open--
+				sc.add(ih)
+				if err := results.add(ctx, r.e.rt, sc, idx, ih); err != nil {
+					failure = err
+					r.e.rt.Release(d.items[j+1:])
+					break
+				}
+			}
+			completed++
+		}
+		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, InFlight: runItems, Exhausted: exhausted && len(forming) == 0})
+	}
+	if failure != nil {
+		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
+		if sk != nil {
+			sk.kill()
+		}
+		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true})
+		return value{}, failure
+	}
+	r.report(mapProgress{Node: id, Admitted: started, Completed: completed, Exhausted: true})
+	if sk != nil {
+		h, err := sk.finalize(ctx, started)
+		if err != nil {
+			sk.kill()
+			return value{}, err
+		}
+		sc.add(h)
+		return value{h: h}, nil
+	}
+	h, err := results.finish(ctx, r.e.rt, sc, started)
+	if err != nil {
+		return value{}, err
+	}
 	return value{h: h}, nil
 }
 

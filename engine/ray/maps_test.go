@@ -6,9 +6,11 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,5 +224,66 @@ func TestMapContextCancelled(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 1500*time.Millisecond+sdk.CancelTimeoutDefault+2*time.Second {
 		t.Fatalf("returned %v after the start", elapsed)
+	}
+}
+
+// collectRuntime counts collector tasks and the handles they join.
+type collectRuntime struct {
+	*fakeRuntime
+	mu       sync.Mutex
+	collects []int // arguments per collector, concat negative
+}
+
+func (c *collectRuntime) Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error) {
+	c.mu.Lock()
+	n := len(args)
+	if concat {
+		n = -n
+	}
+	c.collects = append(c.collects, n)
+	c.mu.Unlock()
+	return c.fakeRuntime.Collect(ctx, args, concat)
+}
+
+// A plain map's results are joined a chunk of collectChunk items at a time
+// (so the coordinator holds no handle per finished item), in input order,
+// at every chunk edge.
+func TestMapChunkedCollect(t *testing.T) {
+	t.Parallel()
+	flow := sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: 64, MaxItems: 3 * collectChunk})
+	for _, c := range []struct {
+		n    int
+		want []int
+	}{
+		{0, []int{0}},
+		{1, []int{1}},
+		{collectChunk - 1, []int{collectChunk - 1}},
+		{collectChunk, []int{collectChunk}},
+		{collectChunk + 1, []int{collectChunk, 1, -2}},
+		{2 * collectChunk, []int{collectChunk, collectChunk, -2}},
+		{2*collectChunk + 5, []int{collectChunk, collectChunk, 5, -3}},
+	} {
+		_, frt := newFakeEngine()
+		cr := &collectRuntime{fakeRuntime: frt}
+		e := newWithRuntime(cr, "")
+		in := make([]int, c.n)
+		for i := range in {
+			in[i] = i * 3
+		}
+		got, err := Run(context.Background(), e, flow, in, noProgress)
+		if err != nil {
+			t.Fatalf("%d items: %v", c.n, err)
+		}
+		if len(got) != c.n || !slices.Equal(got, in) {
+			t.Fatalf("%d items: results out of order or missing (%d)", c.n, len(got))
+		}
+		cr.mu.Lock()
+		if !slices.Equal(cr.collects, c.want) {
+			t.Errorf("%d items: collectors %v, want %v", c.n, cr.collects, c.want)
+		}
+		cr.mu.Unlock()
+		if live := frt.live(); live != 0 {
+			t.Errorf("%d items: %d handles not released", c.n, live)
+		}
 	}
 }

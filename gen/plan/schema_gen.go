@@ -62,6 +62,9 @@ const (
 	MaxCodeTreeBytes = 33554432
 	// MaxCodeTreeEntries caps the entries of one local code tree snapshot.
 	MaxCodeTreeEntries = 4096
+	// MaxItemsPerTask caps a map's item batching (rayflow's extension of
+	// the map node): bounds.maximum_items_per_task.
+	MaxItemsPerTask = 1024
 	// MaxActorCustomResources caps an actor's custom resources.
 	MaxActorCustomResources = 32
 	// MaxRuntimeFieldRunes caps each compiled-graph runtime identity field.
@@ -2275,14 +2278,20 @@ func DecodeOrderedCollectNode(data []byte) (*OrderedCollectNode, error) {
 	return x, nil
 }
 
-// MapBounds are a dynamic map's admission bounds; the last two appear
-// only on folding maps.
+// MapBounds are a dynamic map's admission bounds; the two fold keys
+// appear only on folding maps.
 type MapBounds struct {
 	MaximumItems              *int64  `json:"maximum_items"`
 	MaximumInFlight           *int64  `json:"maximum_in_flight"`
 	CancelTimeoutSeconds      float64 `json:"cancel_timeout_seconds"`
 	MaximumRetainedOutOfOrder *int64  `json:"maximum_retained_out_of_order,omitempty"`
 	AdmissionCreditSource     *string `json:"admission_credit_source,omitempty"`
+	// maximum_items_per_task is rayflow's item batching (not in the
+	// reference): one task runs up to this many items, one after another,
+	// each keeping its own result, error and progress. Present only when
+	// batching (2 or more); absent means one item per task, so unbatched
+	// plans have a single form and their fingerprints are unchanged.
+	MaximumItemsPerTask *int64 `json:"maximum_items_per_task,omitempty"`
 }
 
 // DecodeJSONValue decodes a parsed value into x, checking every field
@@ -2370,6 +2379,21 @@ func (x *MapBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				}
 				x.AdmissionCreditSource = &v8
 			}
+		case "maximum_items_per_task":
+			fp := p.Key("maximum_items_per_task")
+			{
+				var v10 int64
+				if n11, ok := rt.Int((&m.Value), fp, e); ok {
+					if n11 < 2 {
+						e.Add(fp, rt.CodeMin, "must be >= 2")
+					}
+					if n11 > 1024 {
+						e.Add(fp, rt.CodeMax, "must be <= 1024")
+					}
+					v10 = n11
+				}
+				x.MaximumItemsPerTask = &v10
+			}
 		default:
 			rt.Unknown(p, m.Key, e)
 		}
@@ -2436,6 +2460,16 @@ func (x *MapBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
 		if fp5 := p.Key("admission_credit_source"); true {
 			if (*x.AdmissionCreditSource) != "incorporated_items" {
 				e.Add(fp5, rt.CodeConst, "must be %q", "incorporated_items")
+			}
+		}
+	}
+	if x.MaximumItemsPerTask != nil {
+		if fp6 := p.Key("maximum_items_per_task"); true {
+			if (*x.MaximumItemsPerTask) < 2 {
+				e.Add(fp6, rt.CodeMin, "must be >= 2")
+			}
+			if (*x.MaximumItemsPerTask) > 1024 {
+				e.Add(fp6, rt.CodeMax, "must be <= 1024")
 			}
 		}
 	}

@@ -155,6 +155,22 @@ type Map struct {
 	// Items adapts the node's input ([]In or iter.Seq[In]) to an item
 	// source.
 	Items func(in any) (Items, error)
+	// ItemsPerTask is the map's item batching (sdk's WithItemBatching): one
+	// task runs up to this many items, one after another (RunBatch). 0 or
+	// 1 is one item per task. When it is above 1 the body is a single step.
+	ItemsPerTask int
+}
+
+// BatchSize is the most items one task of the map runs, given its
+// admission window (≤ 0: unbounded): min(max(ItemsPerTask, 1), window).
+// The window counts items, so a batch never holds more items than the
+// window has.
+func (m *Map) BatchSize(window int) int {
+	k := max(m.ItemsPerTask, 1)
+	if window > 0 {
+		k = min(k, window)
+	}
+	return k
 }
 
 // Limits bound a map.
