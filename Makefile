@@ -35,7 +35,7 @@ help: ## list targets
 build: ## build the rayflow CLI into bin/
 	$(GO) build -o $(RAYFLOW) ./tools/rayflow
 
-demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a local Ray cluster it starts, in process, then as a durable PostgreSQL task
+demo: build ray-venv ## the main demo end to end: the fan-out on a local Ray cluster, in process, as a durable PostgreSQL task; then rayflow serve with a live showcase run (make demo-down stops it)
 	@echo '--- examples/fanout on Ray: build_items -> map(calculate, window 16, max 10,000) -> summarize'
 	RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY) $(GO) run ./examples/fanout -count $${COUNT:-200} -ray local
 	@echo
@@ -47,8 +47,10 @@ demo: build ray-venv ## run the main demo end to end: the fan-out workflow on a 
 	@echo
 	@echo '--- the durable path: a PostgreSQL task, run by a rayflow worker on Ray (make demo-durable)'
 	@started=; [ -f $(PG_STATE)/data/postmaster.pid ] || started=1; \
-	$(MAKE) --no-print-directory demo-durable; rc=$$?; \
-	if [ -n "$$started" ]; then $(MAKE) --no-print-directory pg-down; fi; exit $$rc
+	$(MAKE) --no-print-directory demo-durable || { rc=$$?; [ -z "$$started" ] || $(MAKE) --no-print-directory pg-down; exit $$rc; }; \
+	mkdir -p $(DEMO_STATE); [ -z "$$started" ] || touch $(DEMO_STATE)/pg-started; \
+	echo; echo '--- rayflow serve with a live showcase run (make demo-serve; make demo-down stops it)'; \
+	$(MAKE) --no-print-directory demo-serve
 
 test: ray-venv chromium ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
 	@trap 'exit 130' INT TERM; stop=""; trap 'for s in $$stop; do $(MAKE) --no-print-directory $$s; done' EXIT; \
@@ -162,7 +164,11 @@ clean: ## remove build output
 # or under -short, the PostgreSQL tests skip); the CLI from RAYFLOW_DATABASE_URL.
 PG_STATE := .pg-local
 export RAYFLOW_TEST_DATABASE_URL ?= $(shell cat $(PG_STATE)/url 2>/dev/null)
-.PHONY: pg-up pg-down bench-durable demo-durable
+# The benchmarks use RAYFLOW_TEST_DATABASE_URL when it comes from the
+# environment (a shared server), else they start make pg-up's cluster.
+PG_ENV_URL := $(if $(filter environment,$(origin RAYFLOW_TEST_DATABASE_URL)),$(RAYFLOW_TEST_DATABASE_URL))
+PG_BENCH_URL = url='$(PG_ENV_URL)'; [ -n "$$url" ] || { tools/pg/pg.sh up $(PG_STATE) >&2 && url=$$(cat $(PG_STATE)/url); }
+.PHONY: pg-up pg-down bench-durable demo-durable demo-stop
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
 	tools/pg/pg.sh up $(PG_STATE)
@@ -170,8 +176,9 @@ pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql 
 pg-down: ## stop the private PostgreSQL (its data stays in .pg-local)
 	tools/pg/pg.sh down $(PG_STATE)
 
-bench-durable: pg-up ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
-	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
+bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
+	@$(PG_BENCH_URL); echo "bench-durable: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_DURABLE=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchDurable$$' -v -timeout 30m ./engine/durable/ | grep -E '^(\||BENCH|---|ok|FAIL)'
 
 demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `rayflow worker` runs it on Ray, the task SUCCEEDED with the in-process result
 	@set -e; export RAYFLOW_DATABASE_URL=$$(cat $(PG_STATE)/url) RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY); \
@@ -187,14 +194,19 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
 
 .PHONY: bench-progress
-bench-progress: pg-up ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
-	RAYFLOW_BENCH_PROGRESS=1 $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
+bench-progress: ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+	@$(PG_BENCH_URL); echo "bench-progress: $$url; $$(uptime)"; \
+	RAYFLOW_BENCH_PROGRESS=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
 
 # --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
 .PHONY: bench-read chromium test-browser
 
-bench-read: pg-up ## progress reads (CONTRACTS §8.4 side by side): serve/read's BenchmarkReads on chains of 1k/10k/25k nodes
-	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/
+bench-read: ## progress reads (CONTRACTS §8.4 side by side, SQL statements per read): chains of 1k/10k/25k nodes, page 100; then the same with the record cache off (RAYFLOW_TEST_DATABASE_URL, else make pg-up's)
+	@$(PG_BENCH_URL); db=$$url; echo "bench-read: $$(uptime)"; \
+	echo '--- warm: the decoded-record cache on (the default)'; \
+	RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)' ; \
+	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'; \
+	RAYFLOW_BENCH_READ_COLD=1 RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
 
 chromium: ## install Debian's chromium for the browser tests when it is missing
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(chromium --version 2>/dev/null)"; else \
@@ -203,3 +215,55 @@ chromium: ## install Debian's chromium for the browser tests when it is missing
 
 test-browser: chromium pg-up ## the graph page in headless Chromium (live, finished and 25k-node runs)
 	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBrowser' -v ./serve/
+
+# --- make demo's last step: rayflow serve with a live showcase run ----------
+# rayflow serve and a `rayflow worker --runner ray` run in the background
+# (their process groups recorded in $(DEMO_STATE)) until `make demo-down`.
+DEMO_STATE := .demo-serve
+DEMO_ADDR  ?= 127.0.0.1:8080
+.PHONY: demo-serve demo-down
+
+demo-serve: build ray-venv ## start rayflow serve and a Ray worker in the background (on RAYFLOW_DATABASE_URL, else make pg-up's PostgreSQL), enqueue the order-fulfillment and recovery showcases, print their graph page URLs and the sign-in token
+	@set -e; $(MAKE) --no-print-directory demo-stop; mkdir -p $(DEMO_STATE); \
+	if [ -z "$$RAYFLOW_DATABASE_URL" ]; then \
+		[ -f $(PG_STATE)/data/postmaster.pid ] || { $(MAKE) --no-print-directory pg-up; touch $(DEMO_STATE)/pg-started; }; \
+		export RAYFLOW_DATABASE_URL=$$(cat $(PG_STATE)/url); fi; \
+	export RAYFLOW_PYTHON=$(CURDIR)/$(RAY_PY); umask 077; url=http://$(DEMO_ADDR); \
+	if curl -s -o /dev/null $$url/livez; then echo "demo-serve: $(DEMO_ADDR) is in use; stop that server or pick another address: make demo-serve DEMO_ADDR=127.0.0.1:8081"; exit 1; fi; \
+	$(RAYFLOW) migrate up >/dev/null; \
+	[ -s $(DEMO_STATE)/token ] || openssl rand -hex 24 >$(DEMO_STATE)/token; tok=$$(cat $(DEMO_STATE)/token); \
+	printf 'demo %s *\n' "$$tok" >$(DEMO_STATE)/tokens; \
+	[ -s $(DEMO_STATE)/cursor-keys ] || openssl rand -hex 32 >$(DEMO_STATE)/cursor-keys; \
+	setsid $(RAYFLOW) serve --addr $(DEMO_ADDR) --tokens-file $(DEMO_STATE)/tokens --cursor-keys-file $(DEMO_STATE)/cursor-keys \
+		>$(DEMO_STATE)/serve.log 2>&1 </dev/null & echo $$! >$(DEMO_STATE)/serve.pid; \
+	setsid $(RAYFLOW) worker --runner ray --ray-address "$${RAYFLOW_RAY_ADDRESS:-local}" --concurrency 2 --retry-backoff 2s \
+		>$(DEMO_STATE)/worker.log 2>&1 </dev/null & echo $$! >$(DEMO_STATE)/worker.pid; \
+	for i in $$(seq 150); do curl -sf $$url/readyz >/dev/null && break; \
+		if ! kill -0 $$(cat $(DEMO_STATE)/serve.pid) 2>/dev/null || [ $$i = 150 ]; then \
+			echo "demo-serve: rayflow serve did not start at $$url:"; cat $(DEMO_STATE)/serve.log; $(MAKE) --no-print-directory demo-stop; exit 1; fi; \
+		sleep 0.2; done; \
+	enqueue() { curl -sS -f -X POST -H "Authorization: Bearer $$tok" "$$url/api/examples/$$1" | sed -nE 's/.*"task_id":"([0-9a-f-]+)".*/\1/p'; }; \
+	order=$$(enqueue 'orderfulfillment?item_count=3&work_seconds=2'); rec=$$(enqueue 'recovery?item_count=1&work_seconds=0.2'); \
+	[ -n "$$order" ] && [ -n "$$rec" ] || { echo "demo-serve: enqueueing the showcases failed"; $(MAKE) --no-print-directory demo-stop; exit 1; }; \
+	echo "$$order" >$(DEMO_STATE)/order-task; \
+	echo "rayflow serve: $$url (log $(DEMO_STATE)/serve.log); a rayflow worker on Ray (log $(DEMO_STATE)/worker.log)"; \
+	echo "enqueued through POST /api/examples/orderfulfillment: task $$order (3 items, 21 nodes; live for about half a minute)"; \
+	echo "enqueued through POST /api/examples/recovery:         task $$rec (fails twice, succeeds at attempt 3)"; \
+	echo; \
+	echo "Open the live graph page of the order-fulfillment showcase run:"; \
+	echo; \
+	echo "    $$url/tasks/$$order/graph"; \
+	echo; \
+	echo "Sign in with this token (also in $(DEMO_STATE)/token): $$tok"; \
+	echo "The recovery showcase's three attempts: $$url/tasks/$$rec/graph"; \
+	echo "The JSON API: curl -H \"Authorization: Bearer $$tok\" $$url/api/workflows/$$order"; \
+	echo "Stop rayflow serve, the worker and the demo's PostgreSQL: make demo-down"
+
+demo-stop: # stop the rayflow serve and worker of demo-serve (their process groups), if running
+	@for p in worker serve; do f=$(DEMO_STATE)/$$p.pid; [ -f $$f ] || continue; pid=$$(cat $$f); rm -f $$f; \
+		kill -0 -- -$$pid 2>/dev/null || continue; kill -TERM -- -$$pid 2>/dev/null; \
+		for i in $$(seq 60); do kill -0 -- -$$pid 2>/dev/null || break; sleep 0.5; done; \
+		kill -KILL -- -$$pid 2>/dev/null || true; echo "demo: stopped rayflow $$p (process group $$pid)"; done
+
+demo-down: demo-stop ## stop what make demo left running: rayflow serve, its worker, and the PostgreSQL that make demo started
+	@if [ -f $(DEMO_STATE)/pg-started ]; then rm -f $(DEMO_STATE)/pg-started; $(MAKE) --no-print-directory pg-down; fi

@@ -141,3 +141,26 @@ func TestMapNodesGolden(t *testing.T) {
 		t.Fatalf("the plan nodes changed:\n got %s\nwant %s", out.Bytes(), want)
 	}
 }
+
+// The generated bounds encode as the conformance vectors
+// plan/map_bounds_unbatched and plan/map_bounds_items_per_task say
+// (conformance/vectors/canonical.json, checked there against the Python
+// reference): the key is absent when unbatched and sorts after
+// maximum_items when present.
+func TestMapBoundsCanonicalForm(t *testing.T) {
+	items, window, perTask := int64(1000), int64(64), int64(16)
+	for _, c := range []struct {
+		b    plan.MapBounds
+		want string
+	}{
+		{plan.MapBounds{MaximumItems: &items, MaximumInFlight: &window, CancelTimeoutSeconds: 1},
+			`{"cancel_timeout_seconds":1,"maximum_in_flight":64,"maximum_items":1000}`},
+		{plan.MapBounds{MaximumItems: &items, MaximumInFlight: &window, CancelTimeoutSeconds: 1, MaximumItemsPerTask: &perTask},
+			`{"cancel_timeout_seconds":1,"maximum_in_flight":64,"maximum_items":1000,"maximum_items_per_task":16}`},
+	} {
+		got, err := canonical.Marshal(c.b)
+		if err != nil || string(got) != c.want {
+			t.Errorf("got %s, %v; want %s", got, err, c.want)
+		}
+	}
+}

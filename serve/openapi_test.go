@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -74,5 +75,53 @@ func TestMetrics(t *testing.T) {
 	}
 	if body := scrape("other"); !strings.Contains(body, `rayflow_tasks{state="RUNNING"} 0`) {
 		t.Error("a principal of another flow counts the chain task")
+	}
+}
+
+// TestOpenAPIExampleParameters: each enqueue route documents exactly the
+// query parameters it accepts, with their defaults and bounds.
+func TestOpenAPIExampleParameters(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string `json:"name"`
+				In     string `json:"in"`
+				Schema struct {
+					Type    string   `json:"type"`
+					Minimum *float64 `json:"minimum"`
+					Maximum *float64 `json:"maximum"`
+					Default any      `json:"default"`
+					Enum    []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range examples {
+		ps := doc.Paths[ex.path]["post"].Parameters
+		if len(ps) != len(ex.params) {
+			t.Errorf("%s: %d documented parameters, %d accepted", ex.path, len(ps), len(ex.params))
+			continue
+		}
+		for i, p := range ex.params {
+			d := ps[i]
+			ok := d.Name == p.name && d.In == "query"
+			switch {
+			case p.enum != nil:
+				ok = ok && d.Schema.Type == "string" && slices.Equal(d.Schema.Enum, p.enum)
+			default:
+				typ := "number"
+				if p.integer {
+					typ = "integer"
+				}
+				ok = ok && d.Schema.Type == typ && d.Schema.Minimum != nil && *d.Schema.Minimum == p.min &&
+					d.Schema.Maximum != nil && *d.Schema.Maximum == p.max && fmt.Sprint(d.Schema.Default) == p.def
+			}
+			if !ok {
+				t.Errorf("%s: documented parameter %d %+v differs from %+v", ex.path, i, d, p)
+			}
+		}
 	}
 }

@@ -56,6 +56,9 @@ type Route struct {
 	HTML bool
 	// Read names the read kind whose latency the route records.
 	Read string
+	// Flow is set on the enqueue routes: the durable flow they create
+	// (authorized as read.ActionEnqueue on it).
+	Flow string
 	h    func(w http.ResponseWriter, r *http.Request, principal string)
 }
 
@@ -81,7 +84,7 @@ func (s *Server) Reads() *read.Service { return s.reads }
 
 // Routes lists every endpoint (the tests walk it).
 func (s *Server) Routes() []Route {
-	return []Route{
+	return append([]Route{
 		{Method: "GET", Pattern: "/livez", Public: true, h: s.livez},
 		{Method: "GET", Pattern: "/readyz", Public: true, h: s.readyz},
 		{Method: "GET", Pattern: "/api/openapi.json", Public: true, h: s.openapi},
@@ -103,7 +106,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
-	}
+	}, s.exampleRoutes()...)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }

@@ -443,8 +443,14 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 				b.Class += " map"
 				b.RX = 14
 				b.Label = clip("map: "+n.Label, 26)
-				b.Text = fmt.Sprintf("%s %s ○%d ▶%d ✓%d ✗%d", glyphText(st), st, c.Pending, c.Running, c.Succeeded, c.Failed)
-				b.Aria = fmt.Sprintf("map %s: %s; items %d pending, %d running, %d succeeded, %d failed", n.Label, st, c.Pending, c.Running, c.Succeeded, c.Failed)
+				// Before its input is exhausted a map's pending count is its
+				// item cap less the admitted items: an upper bound.
+				atMost, atMostText := "", ""
+				if c.Pending > 0 && n.Fanout != nil && !n.Fanout.InputExhausted {
+					atMost, atMostText = "≤", "at most "
+				}
+				b.Text = fmt.Sprintf("%s %s ○%s%d ▶%d ✓%d ✗%d", glyphText(st), st, atMost, c.Pending, c.Running, c.Succeeded, c.Failed)
+				b.Aria = fmt.Sprintf("map %s: %s; items %s%d pending, %d running, %d succeeded, %d failed", n.Label, st, atMostText, c.Pending, c.Running, c.Succeeded, c.Failed)
 			}
 		}
 		d.Boxes = append(d.Boxes, b)

@@ -181,7 +181,7 @@ func TestGraphPageLive(t *testing.T) {
 			grp = b
 		}
 	}
-	if mp == nil || !strings.Contains(attr(mp, "aria-label"), "4 pending, 2 running, 4 succeeded, 0 failed") {
+	if mp == nil || !strings.Contains(attr(mp, "aria-label"), "items at most 4 pending, 2 running, 4 succeeded, 0 failed") {
 		t.Fatalf("map box: %v", mp)
 	}
 	if grp == nil || !strings.Contains(attr(grp, "aria-label"), "4 more nodes of layer 1: 0 pending, 0 running, 4 succeeded") {

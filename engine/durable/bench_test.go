@@ -1,13 +1,20 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
 )
@@ -17,26 +24,43 @@ import (
 // 100 tasks per phase enqueued every 50 ms) for 1, 4 and 8 workers with
 // the default options, then a saturation run of no-op tasks.
 func TestBenchDurable(t *testing.T) {
-	if os.Getenv("RAYFLOW_BENCH_DURABLE") != "1" {
-		t.Skip("set RAYFLOW_BENCH_DURABLE=1 (make bench-durable)")
+	mode := os.Getenv("RAYFLOW_BENCH_DURABLE")
+	if mode != "1" && mode != "saturation" {
+		t.Skip("set RAYFLOW_BENCH_DURABLE=1 (make bench-durable; =saturation for the saturation table alone)")
 	}
 	server := pgtest.ServerURL(t)
-	fmt.Println("| Workers | Claim p50 ms | p95 ms | Idle queries/worker/s | Phase claims/s | Offered/s |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|")
-	for _, workers := range []int{1, 4, 8} {
-		r := benchPhase(t, server, workers)
-		fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f | %.1f |\n", workers, r.p50, r.p95, r.idle, r.claimRate, r.offered)
+	if mode == "1" {
+		fmt.Println("| Workers | Claim p50 ms | p95 ms | Idle queries/worker/s | Phase claims/s | Offered/s |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|")
+		for _, workers := range []int{1, 4, 8} {
+			r := benchPhase(t, server, workers)
+			fmt.Printf("| %d | %.2f | %.2f | %.2f | %.1f | %.1f |\n", workers, r.p50, r.p95, r.idle, r.claimRate, r.offered)
+		}
+		fmt.Println()
 	}
-	fmt.Println()
-	fmt.Println("| Saturation: workers × concurrency | Progress storage | No-op tasks | Wall s | Tasks/s end to end |")
-	fmt.Println("|---|---|---:|---:|---:|")
-	for _, c := range []struct {
+	fmt.Println("| Saturation: workers × concurrency | Progress storage | No-op tasks | Wall s | Tasks/s end to end | Go CPU µs/task | PostgreSQL CPU µs/task |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	type satCase struct {
 		workers, n int
 		progress   bool
-	}{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {4, 1000, true}} {
-		wall := benchSaturation(t, server, c.workers, c.n, c.progress)
-		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
-			c.n, wall.Seconds(), float64(c.n)/wall.Seconds())
+	}
+	cases := []satCase{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {1, 5000, true}, {4, 5000, true}, {8, 5000, true}}
+	if v := os.Getenv("RAYFLOW_BENCH_DURABLE_CASES"); v != "" { // e.g. "4:on:3000,8:off:5000" (profiling)
+		cases = nil
+		for _, f := range strings.Split(v, ",") {
+			var c satCase
+			var on string
+			if _, err := fmt.Sscanf(strings.ReplaceAll(f, ":", " "), "%d %s %d", &c.workers, &on, &c.n); err != nil {
+				t.Fatalf("RAYFLOW_BENCH_DURABLE_CASES %q: %v", f, err)
+			}
+			c.progress = on == "on"
+			cases = append(cases, c)
+		}
+	}
+	for _, c := range cases {
+		r := benchSaturation(t, server, c.workers, c.n, c.progress)
+		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f | %.0f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
+			c.n, r.wall.Seconds(), float64(c.n)/r.wall.Seconds(), r.goCPU.Seconds()*1e6/float64(c.n), r.pgCPU.Seconds()*1e6/float64(c.n))
 	}
 }
 
@@ -127,7 +151,13 @@ func pct(sorted []float64, p float64) float64 {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-func benchSaturation(t *testing.T, server string, workers, n int, progress bool) time.Duration {
+type saturation struct{ wall, goCPU, pgCPU time.Duration }
+
+// benchSaturation runs n queued no-op tasks with workers workers. The
+// wall time ends at the last task's finished_at (same host clock), so the
+// completion poll can be coarse; CPU is this process's (the workers) and
+// the run database's server backends' (from /proc; 0 when not readable).
+func benchSaturation(t *testing.T, server string, workers, n int, progress bool) saturation {
 	url := pgtest.NewDatabase(t, server)
 	pool := pgtest.PoolAt(t, url)
 	ctx := t.Context()
@@ -138,6 +168,12 @@ func benchSaturation(t *testing.T, server string, workers, n int, progress bool)
 SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM generate_series(1, $1) i`, n); err != nil {
 		t.Fatal(err)
 	}
+	var db string
+	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	pg0 := backendCPU(t, pool, db)
+	go0 := processCPU()
 	start := time.Now()
 	_, stop := benchWorkers(t, url, workers, progress)
 	defer stop()
@@ -147,8 +183,53 @@ SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM ge
 			t.Fatal(err)
 		}
 		if done == n {
-			return time.Since(start)
+			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
+	goCPU := processCPU() - go0
+	pgCPU := backendCPU(t, pool, db) - pg0
+	var last time.Time
+	if err := pool.QueryRow(ctx, `SELECT max(finished_at) FROM rayflow_tasks`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	return saturation{wall: last.Sub(start), goCPU: goCPU, pgCPU: pgCPU}
+}
+
+// processCPU is this process's user+system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// backendCPU sums the CPU time of db's server backends (the server runs
+// on this host; backends that already exited are not counted, so pools
+// must stay open until it is read).
+func backendCPU(t *testing.T, pool *pgxpool.Pool, db string) time.Duration {
+	rows, err := pool.Query(t.Context(), `SELECT pid FROM pg_stat_activity WHERE datname = $1`, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	return total
 }

@@ -19,7 +19,9 @@
 // the fence — task, a running state (RUNNING or CANCELLING), attempt,
 // generation and run id — in its WHERE clause, so a superseded attempt
 // changes 0 rows. Terminal transitions archive the attempt in the same
-// statement.
+// statement. With the progress store (the default) the run's final
+// progress publication goes in the same batch as its terminal transition:
+// one round trip and one transaction after the claim for a short run.
 //
 // Failures are retried automatically (at most MaxAttempts, default 3,
 // counting the first) after RetryBackoff·2^(k−2) before attempt k, unless

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
@@ -46,24 +47,40 @@ type flowEntry struct {
 	// selection is the JSON of m's strategy selection (cached per form).
 	selection func(ray bool, m *sdk.Materialized) (string, error)
 	// run decodes raw, runs the flow with opts and encodes its result.
-	run func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error)
+	run func(ctx context.Context, raw []byte, attempt int, opts []sdk.RunOption) ([]byte, error)
+}
+
+// AttemptInput is implemented (on its pointer) by a flow input that wants
+// to know which durable attempt runs it: the worker calls SetAttempt with
+// the attempt number (1, 2, …) after decoding the stored input and before
+// the run starts, on the local and ray runners (a ray_job coordinator
+// decodes the input itself and does not call it). The stored input is not
+// changed. examples/recovery uses it for its attempt-driven failures.
+type AttemptInput interface {
+	SetAttempt(attempt int)
 }
 
 // Register registers f under name in DefaultRegistry (and in the sdk's
 // registry of named flows, so `rayflow plan` and Ray Job coordinators find
 // it too). A later registration under the same name replaces the earlier.
-func Register[In, Out any](name string, f sdk.Flow[In, Out]) {
-	RegisterIn(DefaultRegistry, name, f)
-	sdk.RegisterFlow(name, f)
+// opts are the flow's plan options (sdk.WithReportingPolicy, for one):
+// the same flow registered under two names with different options runs
+// two different plans (enqueue it by name, Client.EnqueueJSON).
+func Register[In, Out any](name string, f sdk.Flow[In, Out], opts ...sdk.MaterializeOption) {
+	RegisterIn(DefaultRegistry, name, f, opts...)
+	if len(opts) == 0 {
+		sdk.RegisterFlow(name, f)
+	}
 }
 
-// RegisterIn registers f under name in r.
-func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
+// RegisterIn registers f under name in r, materialized with opts.
+func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out], opts ...sdk.MaterializeOption) {
 	if name == "" || len(name) > MaxFlowNameLen {
 		panic(fmt.Sprintf("durable.Register: flow name %q is empty or over %d bytes", name, MaxFlowNameLen))
 	}
-	localPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f) })
-	rayPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, sdk.ForRay()) })
+	opts = slices.Clip(opts)
+	localPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, opts...) })
+	rayPlan := sync.OnceValues(func() (*sdk.Materialized, error) { return sdk.Materialize(f, append(opts, sdk.ForRay())...) })
 	var localSelOnce, raySelOnce sync.Once
 	var localSelJSON, raySelJSON string
 	var localSelErr, raySelErr error
@@ -104,10 +121,13 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out]) {
 			}
 			return localSel(m)
 		},
-		run: func(ctx context.Context, raw []byte, opts []sdk.RunOption) ([]byte, error) {
+		run: func(ctx context.Context, raw []byte, attempt int, opts []sdk.RunOption) ([]byte, error) {
 			in, err := decodeStrict[In](raw)
 			if err != nil {
 				return nil, err
+			}
+			if a, ok := any(&in).(AttemptInput); ok {
+				a.SetAttempt(attempt)
 			}
 			out, err := sdk.Run(ctx, f, in, opts...)
 			if err != nil {

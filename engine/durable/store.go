@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/summary"
 )
@@ -53,13 +55,25 @@ type outcome struct {
 	// in the same statement, instead of reading the row first.
 	lastKnown   bool
 	lastSummary []byte
+	// final is the run's deferred final progress publication: when set,
+	// the transition is sent in the same batch after it (one round trip,
+	// one transaction), expecting its summary on the row. When that fails
+	// for any reason the transition is retried without it.
+	final *progressstore.FinalWrites
 }
 
 // transitionSQL archives the fenced attempt and updates the task in one
 // statement: the row is locked by the first CTE, so nothing can change it
 // between the copy and the update. With $17 it changes nothing unless the
 // row's progress summary is $16 (the one $15 was derived from).
-const transitionSQL = `WITH old AS (
+const transitionSQL = transitionCTEs + transitionUpdate
+
+// transitionFencedSQL is transitionSQL aborting its batch (RF001) when it
+// changes no row.
+const transitionFencedSQL = transitionCTEs + `, upd AS (` + transitionUpdate + ` RETURNING 1)
+SELECT rayflow_require(count(*), 'RF001', 'durable: the attempt fence no longer matches') FROM upd`
+
+const transitionCTEs = `WITH old AS (
   SELECT id, attempt_number, execution_generation, workflow_run_id, claimed_by, workflow_plan_fingerprint, started_at
   FROM rayflow_tasks WHERE ` + fenceWhere + `
     AND (NOT $17::bool OR workflow_progress_summary_json IS NOT DISTINCT FROM $16::text) FOR UPDATE
@@ -69,8 +83,9 @@ const transitionSQL = `WITH old AS (
     workflow_progress_summary_json)
   SELECT id, attempt_number, execution_generation, workflow_run_id, $6, claimed_by, workflow_plan_fingerprint,
     started_at, now(), $10, $11, $12, $9, $15::text FROM old
-)
-UPDATE rayflow_tasks t SET
+)`
+
+const transitionUpdate = `UPDATE rayflow_tasks t SET
   state = CASE WHEN $7 THEN 'QUEUED' ELSE $6 END,
   result_data = CASE WHEN $7 THEN NULL ELSE $9 END,
   finished_at = CASE WHEN $7 THEN NULL ELSE now() END,
@@ -99,6 +114,11 @@ FROM old WHERE t.id = old.id AND t.` + `execution_generation = old.execution_gen
 // holds another summary, or the fence is gone, it falls back to reading
 // the summary under the fence first.
 func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
+	if sb, ok := db.(batcher); ok && o.final != nil {
+		if n, err := transitionWithFinal(ctx, sb, f, o); err == nil {
+			return n, nil
+		}
+	}
 	if o.lastKnown {
 		var expect *string
 		if o.lastSummary != nil {
@@ -113,13 +133,60 @@ func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
 	return transitionExec(ctx, db, f, o, terminalSummary(ctx, db, f, o.state), nil, false)
 }
 
-func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect *string, check bool) (int64, error) {
+// transitionWithFinal sends the run's final publication and the
+// transition in one batch (one implicit transaction): both land or
+// neither. The publication locks the task row; the transition checks the
+// row still holds the summary before the final one and stores the terminal
+// summary derived from the final one (the run's own when the states
+// agree); it
+// returns 1, or an error (the fence is gone, the task is CANCELLING, or a
+// statement failed) after which nothing was written.
+func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (int64, error) {
+	fin := o.final
+	var expect *string
+	if e := fin.Expect(); e != nil {
+		s := string(e)
+		expect = &s
+	}
+	var sum *string
+	if fin.IsTerminal(summary.TerminalState(o.state)) {
+		s := string(fin.Summary())
+		sum = &s // the run's own terminal summary, kept byte for byte
+	} else {
+		sum = envelope(fin.Summary(), o.state)
+	}
+	b := fin.Batch()
+	b.Queue(transitionFencedSQL, transitionArgs(f, o, sum, expect, true)...)
+	br := db.SendBatch(ctx, b)
+	var err error
+	for i := 0; err == nil && i < b.Len(); i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("durable: %s transition of task %d with its final progress: %w", o.state, f.pk, err)
+	}
+	fin.Committed()
+	return 1, nil
+}
+
+// batcher sends pipelined batches (a pool, a connection, a transaction).
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func transitionArgs(f fence, o outcome, sum, expect *string, check bool) []any {
 	args := f.args()
-	args = append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
+	return append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
 		nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
 		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)),
 		sum, expect, check)
-	tag, err := db.Exec(ctx, transitionSQL, args...)
+}
+
+func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect *string, check bool) (int64, error) {
+	tag, err := db.Exec(ctx, transitionSQL, transitionArgs(f, o, sum, expect, check)...)
 	if err != nil {
 		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
 	}

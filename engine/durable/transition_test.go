@@ -3,6 +3,7 @@ package durable
 import (
 	"testing"
 
+	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/sdk/canonical"
@@ -115,6 +116,90 @@ func TestTransitionArchivesTheRowsSummary(t *testing.T) {
 			}
 			if got.State != summary.StateSucceeded || got.SummaryRevision != summary.ReservedRevision || got.Timestamps.StartedAt != "2026-12-01T10:00:00Z" {
 				t.Fatalf("archived %s", *archived)
+			}
+		})
+	}
+}
+
+// TestFinalPublicationWithTheTransition: the worker sends a run's final
+// progress publication in the terminal transition's batch. Both land
+// (stored progress verifies, the task and attempt rows hold the run's own
+// terminal summary) or, when the fence is gone, neither; a CANCELLING task
+// records its outcome without the publication (written only while
+// RUNNING), as when the lifecycle wins first.
+func TestFinalPublicationWithTheTransition(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	w, err := NewWorker(e.pool, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := func(pk int64) int {
+		return e.count(`SELECT count(*) FROM rayflow_progress_runs WHERE task_pk = $1`, pk)
+	}
+	for _, tc := range []string{"lands", "stale fence", "cancelling"} {
+		t.Run(tc, func(t *testing.T) {
+			id := e.enqueue("test.echo", `{"name":"final"}`, EnqueueOptions{Queue: "final"})
+			cs, err := claimTasks(ctx, e.pool, "final", 1, "T", "local", "", nil)
+			if err != nil || len(cs) != 1 {
+				t.Fatalf("claim: %v (%d)", err, len(cs))
+			}
+			c := cs[0]
+			var sink *progressstore.Sink
+			out, err := w.runTask(ctx, c.fence(), c, &sink)
+			if err != nil || sink == nil {
+				t.Fatalf("run: %v (sink %v)", err, sink)
+			}
+			prev := sink.LastSummary()
+			fin := sink.TakeFinal()
+			if fin == nil {
+				t.Fatal("no deferred final publication")
+			}
+			res := string(out)
+			o := outcome{state: StateSucceeded, result: &res, lastKnown: true, lastSummary: prev, final: fin}
+			want := int64(1)
+			switch tc {
+			case "stale fence":
+				if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET execution_generation = execution_generation + 1 WHERE id = $1`, c.pk); err != nil {
+					t.Fatal(err)
+				}
+				want = 0
+			case "cancelling":
+				if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING' WHERE id = $1`, c.pk); err != nil {
+					t.Fatal(err)
+				}
+				o = outcome{state: StateCancelled, errType: "Cancelled", errMsg: ErrCancelled.Error(), lastKnown: true, lastSummary: prev, final: fin}
+			}
+			if n, err := transition(ctx, e.pool, c.fence(), o); err != nil || n != want {
+				t.Fatalf("transition: %d rows, %v; want %d", n, err, want)
+			}
+			task, err := e.c.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row, archived *string
+			if err := e.pool.QueryRow(ctx, `SELECT t.workflow_progress_summary_json, a.workflow_progress_summary_json
+ FROM rayflow_tasks t LEFT JOIN rayflow_task_attempts a ON a.task_pk = t.id WHERE t.id = $1`, c.pk).Scan(&row, &archived); err != nil {
+				t.Fatal(err)
+			}
+			switch tc {
+			case "lands":
+				if task.State != StateSucceeded || runs(c.pk) != 1 || row == nil || archived == nil || *row != *archived || *row != string(fin.Summary()) {
+					t.Fatalf("%s, %d run rows, summary %v archived %v", task.State, runs(c.pk), row, archived)
+				}
+				rep, err := progressstore.Verify(ctx, e.pool, c.pk, 0)
+				if err != nil || len(rep.Problems) > 0 || rep.Summary.State != summary.StateSucceeded ||
+					rep.Summary.SummaryRevision != summary.ReservedRevision || rep.Summary.NodeCounts.RetainedDetail == 0 {
+					t.Fatalf("verify: %v %+v", err, rep)
+				}
+			case "stale fence":
+				if task.State != StateRunning || runs(c.pk) != 0 || row != nil || archived != nil {
+					t.Fatalf("%s, %d run rows, summary %v archived %v", task.State, runs(c.pk), row, archived)
+				}
+			case "cancelling":
+				if task.State != StateCancelled || runs(c.pk) != 0 || row != nil || archived != nil {
+					t.Fatalf("%s, %d run rows, summary %v archived %v", task.State, runs(c.pk), row, archived)
+				}
 			}
 		})
 	}

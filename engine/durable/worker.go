@@ -37,6 +37,11 @@ const (
 	MaxRetryBackoff          = 3600 * time.Second
 )
 
+// claimBatchWait is how long a busy worker (under half its slots free)
+// waits after a slot frees before claiming, so that a claim takes several
+// tasks rather than one per finished task.
+const claimBatchWait = 2 * time.Millisecond
+
 // WorkerOptions configure a Worker; zero fields take the defaults.
 type WorkerOptions struct {
 	// ID names the worker in claimed_by; default host-pid-random.
@@ -312,6 +317,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 			more, interval = true, w.o.PollInterval
 		case <-w.slotFreed:
+			if more && w.free() < (w.o.Concurrency+1)/2 {
+				// Busy: let more slots free so that one claim takes several
+				// tasks (a claim costs about a transition).
+				select {
+				case <-ctx.Done():
+				case <-time.After(claimBatchWait):
+				}
+			}
 		case <-timer.C:
 			more = true
 		case <-sweep.C:
@@ -555,6 +568,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	switch {
 	case abandoned || w.o.Jobs != nil:
 	case sink != nil:
+		o.final = sink.TakeFinal()
 		o.lastKnown, o.lastSummary = true, sink.LastSummary()
 	case w.o.NoProgressStore:
 		o.lastKnown = true
@@ -592,6 +606,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 	backoff := 20 * time.Millisecond
 	for {
 		n, err := transition(ctx, w.pool, f, o)
+		o.final = nil // tried once: a retry records the outcome alone
 		if err == nil {
 			w.stats.finished.Add(1)
 			if n == 0 {
@@ -693,13 +708,15 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 		if err != nil {
 			return nil, &permanent{err}
 		}
+		// The final publication is sent with the terminal transition.
+		sink.DeferFinal()
 		opts = append(opts, sdk.WithProgress(observeSink(sink)))
 		*sinkOut = sink
 	}
 	if w.o.Engine != nil {
 		opts = append(opts, sdk.WithEngine(w.o.Engine))
 	}
-	out, err := e.run(ctx, c.input, opts)
+	out, err := e.run(ctx, c.input, c.attempt, opts)
 	if err != nil {
 		if errors.Is(err, ErrInvalidInput) {
 			return nil, &permanent{err}

@@ -127,10 +127,19 @@ func TestBatchedMapOrder(t *testing.T) {
 // (one leaf call each, the first item of each batch).
 func TestBatchedWindowCountsItems(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ perTask, window, running int }{
-		{1, 8, 8}, {2, 8, 4}, {3, 8, 2}, {4, 8, 2}, {8, 8, 1}, {16, 8, 1}, {5, 16, 3},
-	} {
-		t.Run(fmt.Sprintf("k=%d/window=%d", c.perTask, c.window), func(t *testing.T) {
+	type tc struct {
+		perTask, window, running int
+		fold                     bool
+	}
+	var cases []tc
+	for _, c := range []tc{{1, 8, 8, false}, {2, 8, 4, false}, {3, 8, 2, false}, {4, 8, 2, false}, {8, 8, 1, false}, {16, 8, 1, false}, {5, 16, 3, false}} {
+		cases = append(cases, c)
+		c.fold = true // a fold frees a slot only when it incorporates the item
+		cases = append(cases, c)
+	}
+	fold := sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("k=%d/window=%d/fold=%v", c.perTask, c.window, c.fold), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				l := &batchLog{}
@@ -153,9 +162,17 @@ func TestBatchedWindowCountsItems(t *testing.T) {
 					<-release
 					return v, nil
 				}
-				f := sdk.MapSeq(sdk.Step(leaf)).WithLimits(sdk.Limits{MaxConcurrency: c.window}).WithItemBatching(c.perTask)
+				f := sdk.MapSeq(sdk.Step(leaf)).WithLimits(sdk.Limits{MaxConcurrency: c.window, MaxItems: 1000}).WithItemBatching(c.perTask)
 				done := make(chan error)
-				go func() { _, err := sdk.Run(context.Background(), f, iter.Seq[int](items)); done <- err }()
+				go func() {
+					var err error
+					if c.fold {
+						_, err = sdk.Run(context.Background(), sdk.Reduce(f, JoinInts, "", fold), iter.Seq[int](items))
+					} else {
+						_, err = sdk.Run(context.Background(), f, iter.Seq[int](items))
+					}
+					done <- err
+				}()
 				synctest.Wait() // every leaf is blocked
 				if n := read.Load(); n != int64(c.window) {
 					t.Errorf("%d items read with blocked leaves; want the window, %d", n, c.window)
@@ -462,5 +479,62 @@ func TestBatchedSequential(t *testing.T) {
 	}
 	if ran := l.ranItems(); !slices.Equal(ran, ints(20)) || l.peak != 1 {
 		t.Fatalf("ran %v with peak %d; want 0…19 in order, one at a time", ran, l.peak)
+	}
+}
+
+// A batched fold keeps head-of-line backpressure in items: while item 0
+// blocks, the later items finish but are not incorporated, so their slots
+// stay taken and no more than the window is ever read.
+func TestBatchedFoldHeadOfLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ perTask, window, started int }{
+		// window 8 of batches of 2: [0 1] blocks at 0, [2 3] [4 5] [6 7] finish: 7 items started.
+		{2, 8, 7},
+		// batches of 4: [0…3] blocks at 0, [4…7] finishes: 5 started.
+		{4, 8, 5},
+		// one batch holds the window: only item 0 started.
+		{8, 8, 1},
+	} {
+		t.Run(fmt.Sprintf("k=%d/window=%d", c.perTask, c.window), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				var started, read atomic.Int32
+				headBlocks := func(ctx context.Context, v int) (string, error) {
+					started.Add(1)
+					if v == 0 {
+						<-release
+					}
+					return fmt.Sprint(v), nil
+				}
+				f := sdk.Reduce(sdk.MapSeq(sdk.Step(headBlocks)).WithLimits(sdk.Limits{MaxConcurrency: c.window, MaxItems: 50}).WithItemBatching(c.perTask),
+					Concat, nil, sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}})
+				done := make(chan error)
+				var got []string
+				go func() {
+					var err error
+					got, err = sdk.Run(context.Background(), f, seqOf(50, &read))
+					done <- err
+				}()
+				synctest.Wait()
+				if n := read.Load(); n != int32(c.window) {
+					t.Errorf("%d items read while the head blocked; want the window, %d", n, c.window)
+				}
+				if n := started.Load(); n != int32(c.started) {
+					t.Errorf("%d items started while the head blocked; want %d", n, c.started)
+				}
+				close(release)
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				want := make([]string, 50)
+				for i := range want {
+					want[i] = fmt.Sprint(i)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("folded %v, want 0…49 in order", got)
+				}
+			})
+		})
 	}
 }

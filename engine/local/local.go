@@ -262,6 +262,10 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 	return collect(n, rs)
 }
 
+// maxResultBuffer bounds the buffer of finished item results a map keeps
+// between its workers and its loop.
+const maxResultBuffer = 1024
+
 type itemResult struct {
 	index int
 	value any
@@ -269,6 +273,13 @@ type itemResult struct {
 	// last is set on the result of the last item of its batch: the worker
 	// that ran it is free again.
 	last bool
+}
+
+// batch is the work of one worker: one item (unbatched, held inline) or
+// the items of one batch, in input order.
+type batch struct {
+	one   itemResult
+	items []itemResult // nil: one
 }
 
 // mapNode runs the map body once per input item within the admission
@@ -311,18 +322,26 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 	body := n.Children[0]
 	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
 	batchSize := m.BatchSize(window) // 1 unless batched; never above the window
-	work := make(chan []itemResult)
+	work := make(chan batch)
+	// Batched, a worker hands each item's result over without waiting for
+	// the map loop (at most window results are outstanding), so the loop
+	// takes several at one wake-up; unbatched, the hand-off is direct.
 	done := make(chan itemResult)
+	if batchSize > 1 {
+		done = make(chan itemResult, min(window, maxResultBuffer))
+	}
 	workers := 0
 	mw := telemetry.OpenMapWindow(engineName, window)
 	defer mw.Close()
 	worker := func() {
-		for b := range work {
-			if len(b) == 1 {
-				v, err := r.item(ctx, mw, body, id, b[0].index, b[0].value, item)
-				done <- itemResult{index: b[0].index, value: v, err: err, last: true}
+		for bt := range work {
+			if bt.items == nil {
+				it := bt.one
+				v, err := r.item(ctx, mw, body, id, it.index, it.value, item)
+				done <- itemResult{index: it.index, value: v, err: err, last: true}
 				continue
 			}
+			b := bt.items
 			flowgraph.RunBatch(ctx, len(b), func(ctx context.Context, i int) (any, error) {
 				return r.item(ctx, mw, body, id, b[i].index, b[i].value, item)
 			}, func(i int, o flowgraph.Outcome[any]) {
@@ -345,16 +364,16 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 		failure   error
 	)
 	// A batch starts once it holds batchSize items or the input ends.
-	start := func() {
+	start := func(bt batch) {
 		if batches == workers {
 			workers++
 			go worker()
 		}
-		work <- forming
-		admitted += len(forming)
-		running += len(forming)
+		work <- bt
+		n := max(len(bt.items), 1)
+		admitted += n
+		running += n
 		batches++
-		forming = nil
 	}
 	// The next item is read only when the window has room.
 	pull, stop := iter.Pull(items.Seq)
@@ -378,18 +397,25 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
 				break
 			}
-			forming = append(forming, itemResult{index: read, value: v})
+			it := itemResult{index: read, value: v}
 			read++
 			open++
 			if m.Fold == nil {
 				results = append(results, nil)
 			}
+			if batchSize == 1 {
+				start(batch{one: it})
+				continue
+			}
+			forming = append(forming, it)
 			if len(forming) == batchSize {
-				start()
+				start(batch{items: forming})
+				forming = nil
 			}
 		}
 		if failure == nil && exhausted && len(forming) > 0 {
-			start() // the last, short batch
+			start(batch{items: forming}) // the last, short batch
+			forming = nil
 		}
 		if failure != nil || running == 0 {
 			break

@@ -17,6 +17,14 @@
 // returns an error wrapping progress.ErrStaleFence. Runs under
 // terminal_only or disabled publish only their summary.
 //
+// Each step is one pipelined pgx batch (one round trip, one implicit
+// transaction); a fenced statement that matches no row raises SQLSTATE
+// RF001 (rayflow_require, migration 0004) so that the batch rolls back. A
+// run's first publication of a small topology is written in one batch
+// with no staging (DECISIONS.md). [Sink.DeferFinal] leaves the final
+// publication to the caller, which sends it with its own terminal
+// statement ([Sink.TakeFinal]): the durable worker's terminal transition.
+//
 // [TerminalEnvelope] derives the terminal summary the durable lifecycle
 // archives on the attempt row when it ends an attempt before the run's own
 // terminal publication. [Verify] is the reader-side integrity check

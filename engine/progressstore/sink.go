@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/gen/common"
@@ -35,6 +36,8 @@ type Sink struct {
 	prev      map[string]prevRow // node_key → committed row
 	stale     bool
 	summary   []byte // last accepted summary (nil: none yet)
+	defer_    bool   // DeferFinal
+	final     *FinalWrites
 	// Stats of the last Publish (for benchmarks and tests).
 	last PublishStats
 }
@@ -86,6 +89,83 @@ func (s *Sink) LastSummary() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.summary
+}
+
+// DeferFinal makes the run's final publication (progress.Publication.Final)
+// wait for the caller: Publish prepares it and stages its topology, but
+// sends nothing under the task lock; TakeFinal then returns its writes for
+// the caller to send in one batch with its own fenced terminal statement
+// (the durable worker's terminal transition), which stores the final
+// summary on the task row: one round trip and one transaction for both. A final publication whose detail rows go by COPY
+// (a run's first publication of many rows) is written as usual.
+func (s *Sink) DeferFinal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.defer_ = true
+}
+
+// TakeFinal returns the deferred final publication, once (nil when none).
+func (s *Sink) TakeFinal() *FinalWrites {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.final
+	s.final = nil
+	return f
+}
+
+// FinalWrites are a deferred final publication: a batch whose statements
+// run under the run's fence (the first one locks the task row and aborts
+// the batch's implicit transaction with SQLSTATE RF001 when the fence no
+// longer matches the task RUNNING). The caller appends its own statements,
+// sends the batch, reads Len results first, and calls Committed when the
+// batch committed.
+type FinalWrites struct {
+	batch   *pgx.Batch
+	n       int
+	summary []byte
+	state   summary.State // the summary's state and revision
+	rev     int64
+	expect  []byte
+	commit  func()
+}
+
+// Batch is the batch to append to and send.
+func (f *FinalWrites) Batch() *pgx.Batch { return f.batch }
+
+// Len is the number of the publication's own statements (first in Batch).
+func (f *FinalWrites) Len() int { return f.n }
+
+// Summary is the final summary: the batch locks the task row (fenced)
+// but leaves its summary to the caller's statement, which must store this
+// one (the terminal transition does).
+func (f *FinalWrites) Summary() []byte { return f.summary }
+
+// IsTerminal reports whether Summary already is the terminal summary of
+// state (TerminalEnvelope would return it unchanged).
+func (f *FinalWrites) IsTerminal(state summary.TerminalState) bool {
+	return string(f.state) == string(state) && f.rev == summary.ReservedRevision
+}
+
+// Expect is the summary the task row holds until then (nil: none).
+func (f *FinalWrites) Expect() []byte { return f.expect }
+
+// Committed records the publication as the sink's last one.
+func (f *FinalWrites) Committed() { f.commit() }
+
+// SQLSTATEs of rayflow_require (migration 0004): a fenced statement of a
+// pipelined batch matched no row; a staged topology failed verification.
+const (
+	FenceSQLState  = "RF001"
+	stagedSQLState = "RF002"
+)
+
+// IsFenceError reports whether err is a batch aborted by a fenced
+// statement that matched no row (SQLSTATE RF001).
+func IsFenceError(err error) bool { return isSQLState(err, FenceSQLState) }
+
+func isSQLState(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
 }
 
 // errCancelling: the fence matches a CANCELLING task; Publish skips.
@@ -146,6 +226,19 @@ func (s *Sink) encodeSummary(sum *summary.Summary) ([]byte, error) {
 const updateSummarySQL = `UPDATE rayflow_tasks SET workflow_progress_summary_json = $5, progress_summary_revision = $6
  WHERE ` + fenceSQL + ` AND state = 'RUNNING' AND (progress_summary_revision IS NULL OR progress_summary_revision < $6)`
 
+// fencedSummarySQL is updateSummarySQL aborting its batch (RF001) when it
+// changes no row.
+const fencedSummarySQL = `WITH u AS (` + updateSummarySQL + ` RETURNING 1)
+SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
+
+// fencedLockSQL locks the task row under the same conditions as
+// updateSummarySQL without writing it (RF001 when they do not hold): the
+// first statement of a deferred final publication, whose summary the
+// caller's terminal transition writes.
+const fencedLockSQL = `WITH u AS (SELECT 1 FROM rayflow_tasks WHERE ` + fenceSQL + ` AND state = 'RUNNING'
+   AND (progress_summary_revision IS NULL OR progress_summary_revision < $5) FOR NO KEY UPDATE)
+SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
+
 // fenceError classifies a conditional update that changed no row.
 func fenceError(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
@@ -184,6 +277,17 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 		return err
 	}
 	id := p.Identity
+	if p.Final && s.defer_ {
+		batch := &pgx.Batch{}
+		batch.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+		s.final = &FinalWrites{batch: batch, n: 1, summary: b, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.summary = b
+		}}
+		s.last.Statements = 1
+		return nil
+	}
 	t0 := time.Now()
 	tag, err := s.pool.Exec(ctx, updateSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(b), sum.SummaryRevision)
 	s.last.Statements = 1
@@ -218,32 +322,363 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 		}
 		topo, staged = t, true
 	}
-	// The run row (created once; an existing one is reloaded so deltas
-	// stay exact when a sink is recreated for the same run).
-	runPK, fresh := s.runPK, false
-	if runPK == 0 {
-		var inserted bool
-		if err := s.pool.QueryRow(ctx, `INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days)
- SELECT id, attempt_number, execution_generation, workflow_run_id, $5 FROM rayflow_tasks WHERE `+fenceSQL+`
- ON CONFLICT (task_pk, attempt_number, execution_generation, run_id) DO UPDATE SET updated_at = now() RETURNING id, xmax = 0`,
-			id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays).Scan(&runPK, &inserted); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fenceError(ctx, s.pool, id, sum.SummaryRevision)
+	// A run's first publication of a small topology is one batch: the
+	// fenced summary update, then one statement creating the run row with
+	// its counters, the pages, the manifest (CURRENT at once) and the
+	// detail rows (see DECISIONS.md).
+	if s.runPK == 0 && staged && len(topo.Pages) <= inlinePages && topo.EncodedBytes <= inlineBytes {
+		pl, err := s.plan(sum, p.Details, topo)
+		if err != nil {
+			return err
+		}
+		if len(pl.changed) <= copyMinRows {
+			s.last.Prepare = time.Since(t0)
+			err := s.publishFirst(ctx, id, topo, pl, p.Final)
+			if !errors.Is(err, errRunExists) {
+				return err
 			}
+			t0 = time.Now()
+		}
+	}
+	// 2. The run row (created once; an existing one is reloaded so deltas
+	// stay exact when a sink is recreated for the same run) and the staged
+	// topology as the run's one PENDING manifest: one batch (one round trip,
+	// one implicit transaction), outside the task lock (§5.7 step 2).
+	prepared := time.Since(t0)
+	t1 := time.Now()
+	runPK, fresh := s.runPK, false
+	if newRun := runPK == 0; newRun || staged {
+		b := &pgx.Batch{}
+		if newRun {
+			b.Queue(runInsertSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays)
+		}
+		if staged {
+			queueStage(b, id, topo)
+		}
+		s.last.Statements += b.Len()
+		br := s.pool.SendBatch(ctx, b)
+		var err error
+		read := 0
+		if newRun {
+			var inserted bool
+			var one int64
+			if err = br.QueryRow().Scan(&runPK, &inserted, &one); err == nil {
+				fresh = inserted
+			}
+			read++
+		}
+		for ; err == nil && read < b.Len(); read++ {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		switch {
+		case IsFenceError(err):
+			return fenceError(ctx, s.pool, id, sum.SummaryRevision)
+		case err != nil && staged:
+			return fmt.Errorf("progressstore: run row and staging topology %s: %w", topo.ManifestID, err)
+		case err != nil:
 			return fmt.Errorf("progressstore: run row: %w", err)
 		}
-		s.last.Statements++
-		if !inserted {
+		if staged {
+			s.last.Pages = len(topo.Pages)
+		}
+		if newRun && !fresh {
 			if err := s.reload(ctx, runPK); err != nil {
 				return err
 			}
 			s.last.Statements += 2
 		}
-		fresh = inserted
 	}
-	rows, dreasons, err := prepareDetail(p.Details, topo, s.lim)
+	s.last.Stage = time.Since(t1)
+	t0 = time.Now()
+	pl, err := s.plan(sum, p.Details, topo)
 	if err != nil {
 		return err
+	}
+	changed, dropped, next, detailRev, sum, sb := pl.changed, pl.dropped, pl.next, pl.detailRev, pl.sum, pl.sb
+	dPend, dRun, dSucc, dFail, dTrunc, events, bytes := pl.dPend, pl.dRun, pl.dSucc, pl.dFail, pl.dTrunc, pl.events, pl.bytes
+	s.last.Prepare = prepared + time.Since(t0)
+
+	// 3. The publication (§5.7 steps 3–7): one batch, one implicit
+	// transaction. Its first statement locks the task row and checks the
+	// fence (aborting everything with RF001 when it no longer matches);
+	// then the run (counters by deltas), the manifests (the staged one
+	// verified and promoted), the detail rows. A run's first publication
+	// of many rows sends them by COPY, in an explicit transaction.
+	t2 := time.Now()
+	var expires *time.Time
+	if sum.Retention.DetailExpiresAt != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *sum.Retention.DetailExpiresAt); err == nil {
+			expires = &t
+		}
+	}
+	byCopy := fresh && len(changed) > copyMinRows
+	deferred := p.Final && s.defer_ && !byCopy
+	b := &pgx.Batch{}
+	if deferred {
+		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+	} else {
+		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(sb), sum.SummaryRevision)
+	}
+	b.Queue(`UPDATE rayflow_progress_runs SET detail_revision = $2, detail_node_count = detail_node_count + $3 + $4 + $5 + $6,
+ detail_pending_count = detail_pending_count + $3, detail_running_count = detail_running_count + $4,
+ detail_succeeded_count = detail_succeeded_count + $5, detail_failed_count = detail_failed_count + $6,
+ detail_truncated_count = detail_truncated_count + $7, detail_event_count = $8, detail_truncation_reasons = $9,
+ detail_encoded_bytes = $10, detail_decoded_bytes = $10, detail_retention_days = $11, detail_expires_at = $12, updated_at = now()
+ WHERE id = $1`, runPK, detailRev, dPend, dRun, dSucc, dFail, dTrunc, events, reasonsText(sum.Detail.TruncationReasons), bytes,
+		sum.Retention.DetailDays, expires)
+	if staged {
+		b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = $1 AND slot = 'CURRENT'`, runPK)
+		b.Queue(`WITH u AS (UPDATE rayflow_progress_manifests SET slot = 'CURRENT', published_at = now()
+ WHERE manifest_id = $1 AND run_pk = $2 AND slot = 'PENDING' AND manifest_digest = $3 AND encoded_bytes = $4
+   AND node_count = $5 AND edge_count = $6
+   AND (SELECT count(*) FROM rayflow_progress_manifest_pages WHERE manifest_id = $1) = node_page_count + edge_page_count
+ RETURNING 1)
+SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest failed verification') FROM u`,
+			topo.ManifestID, runPK, topo.ManifestDigest, topo.EncodedBytes, topo.NodeCount, topo.EdgeCount)
+	}
+	if len(changed) > 0 && !byCopy {
+		n := len(changed)
+		keys, ids, states, payloads, digests := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		invs, evs, truncs := make([]*string, n), make([]int32, n), make([]bool, n)
+		for i, r := range changed {
+			keys[i], ids[i], states[i], payloads[i], digests[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
+			invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
+		}
+		b.Queue(`INSERT INTO rayflow_progress_nodes AS n (run_pk, node_key, node_id, invocation_id, state, event_count, truncated,
+   payload, digest, encoded_bytes, decoded_bytes, last_topology_version, last_detail_revision)
+ SELECT $1, k, i, inv, st, ec, tr, pl, dg, octet_length(pl), octet_length(pl), $2, $3
+ FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::text[]) AS x(k, i, inv, st, ec, tr, pl, dg)
+ ON CONFLICT (run_pk, node_key) DO UPDATE SET invocation_id = excluded.invocation_id, state = excluded.state,
+   event_count = excluded.event_count, truncated = excluded.truncated, payload = excluded.payload, digest = excluded.digest,
+   encoded_bytes = excluded.encoded_bytes, decoded_bytes = excluded.decoded_bytes,
+   last_topology_version = excluded.last_topology_version, last_detail_revision = excluded.last_detail_revision, updated_at = now()`,
+			runPK, topo.Version, detailRev, keys, ids, invs, states, evs, truncs, payloads, digests)
+	}
+	if len(dropped) > 0 {
+		b.Queue(`DELETE FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = ANY($2::text[])`, runPK, dropped)
+	}
+	s.last.Statements += b.Len()
+	committed := func() {
+		s.last.Publish = time.Since(t2)
+		s.last.Upserted, s.last.Deleted = len(changed), len(dropped)
+		s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, detailRev, next
+		s.summary = sb
+	}
+	if deferred {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: sb, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			committed()
+		}}
+		return nil
+	}
+	if byCopy {
+		err = s.publishCopy(ctx, b, runPK, topo.Version, detailRev, changed)
+	} else {
+		err = sendBatch(ctx, s.pool, b)
+	}
+	switch {
+	case IsFenceError(err):
+		return fenceError(ctx, s.pool, id, sum.SummaryRevision)
+	case isSQLState(err, stagedSQLState):
+		return fmt.Errorf("progressstore: staged manifest %s failed verification: %w", topo.ManifestID, err)
+	case err != nil:
+		return fmt.Errorf("progressstore: publication: %w", err)
+	}
+	committed()
+	return nil
+}
+
+// A first publication whose topology has at most inlinePages pages and
+// inlineBytes bytes writes it under the task lock, without staging.
+const (
+	inlinePages = 8
+	inlineBytes = 256 << 10
+)
+
+// errRunExists: the first publication found the run row already there
+// (a sink recreated for a run that published); the general path reloads it.
+var errRunExists = errors.New("progressstore: the run row exists")
+
+// firstSQL creates a run's storage in one statement: the run row with its
+// counters, the pages, the CURRENT manifest and its page links, the
+// detail rows; RF003 when the run row exists.
+const firstSQL = `WITH run AS (
+  INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days, detail_revision,
+    detail_node_count, detail_pending_count, detail_running_count, detail_succeeded_count, detail_failed_count, detail_truncated_count,
+    detail_event_count, detail_truncation_reasons, detail_encoded_bytes, detail_decoded_bytes, detail_expires_at)
+  VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int + $8::int + $9::int + $10::int, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
+  ON CONFLICT (task_pk, attempt_number, execution_generation, run_id) DO NOTHING RETURNING id
+), pg AS (
+  INSERT INTO rayflow_progress_pages (run_pk, digest, collection, payload, item_count, encoded_bytes, decoded_bytes)
+  SELECT run.id, d, c, p, i, octet_length(p), octet_length(p) FROM run, unnest($16::text[], $17::text[], $18::text[], $19::int[]) AS x(d, c, p, i)
+  RETURNING id, digest
+), mf AS (
+  INSERT INTO rayflow_progress_manifests (manifest_id, run_pk, topology_version, slot, manifest_digest, truncation_reasons,
+    payload, node_count, edge_count, node_page_count, edge_page_count, encoded_bytes, decoded_bytes, published_at)
+  SELECT $20, run.id, $21, 'CURRENT', $22, $23, $24, $25, $26, $27, $28, $29, $29, now() FROM run
+  RETURNING manifest_id
+), ln AS (
+  INSERT INTO rayflow_progress_manifest_pages (manifest_id, page_id, collection, page_index)
+  SELECT mf.manifest_id, pg.id, x.c, x.i FROM mf, unnest($16::text[], $17::text[], $30::int[]) AS x(d, c, i) JOIN pg ON pg.digest = x.d
+), nd AS (
+  INSERT INTO rayflow_progress_nodes (run_pk, node_key, node_id, invocation_id, state, event_count, truncated,
+    payload, digest, encoded_bytes, decoded_bytes, last_topology_version, last_detail_revision)
+  SELECT run.id, k, i, inv, st, ec, tr, pl, dg, octet_length(pl), octet_length(pl), $21, $6
+  FROM run, unnest($31::text[], $32::text[], $33::text[], $34::text[], $35::int[], $36::bool[], $37::text[], $38::text[]) AS x(k, i, inv, st, ec, tr, pl, dg)
+)
+SELECT max(id), rayflow_require(count(*), 'RF003', 'progressstore: the run row exists') FROM run`
+
+// publishFirst writes a run's first publication (see firstSQL) after the
+// fenced summary update, in one batch; deferred when final and the sink
+// defers its final publication.
+func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *Topology, pl *pubPlan, final bool) error {
+	t2 := time.Now()
+	sum := pl.sum
+	var expires *time.Time
+	if sum.Retention.DetailExpiresAt != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *sum.Retention.DetailExpiresAt); err == nil {
+			expires = &t
+		}
+	}
+	np := len(topo.Pages)
+	digests, colls, payloads := make([]string, np), make([]string, np), make([]string, np)
+	items, idx := make([]int32, np), make([]int32, np)
+	for i, p := range topo.Pages {
+		digests[i], colls[i], payloads[i], items[i], idx[i] = p.Digest, string(p.Collection), string(p.Payload), int32(p.Items), int32(p.Index)
+	}
+	n := len(pl.changed)
+	keys, ids, states, rpay, rdig := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	invs, evs, truncs := make([]*string, n), make([]int32, n), make([]bool, n)
+	for i, r := range pl.changed {
+		keys[i], ids[i], states[i], rpay[i], rdig[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
+		invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
+	}
+	deferred := final && s.defer_
+	b := &pgx.Batch{}
+	if deferred {
+		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+	} else {
+		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(pl.sb), sum.SummaryRevision)
+	}
+	b.Queue(firstSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays, pl.detailRev,
+		pl.dPend, pl.dRun, pl.dSucc, pl.dFail, pl.dTrunc, pl.events, reasonsText(sum.Detail.TruncationReasons), pl.bytes, expires,
+		digests, colls, payloads, items,
+		topo.ManifestID, topo.Version, topo.ManifestDigest, reasonsText(topo.Reasons), string(topo.Manifest), topo.NodeCount, topo.EdgeCount,
+		topo.NodePages, topo.EdgePages, topo.EncodedBytes, idx,
+		keys, ids, invs, states, evs, truncs, rpay, rdig)
+	s.last.Statements += b.Len()
+	var runPK int64
+	committed := func() {
+		s.last.Publish = time.Since(t2)
+		s.last.Pages = np
+		s.last.Upserted = n
+		s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, pl.detailRev, pl.next
+		s.summary = pl.sb
+	}
+	if deferred {
+		s.final = &FinalWrites{batch: b, n: b.Len(), summary: pl.sb, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			committed() // the run's last publication: runPK is not needed again
+		}}
+		return nil
+	}
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		var one int64
+		err = br.QueryRow().Scan(&runPK, &one)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case IsFenceError(err):
+		return fenceError(ctx, s.pool, id, sum.SummaryRevision)
+	case isSQLState(err, "RF003"):
+		return errRunExists
+	case err != nil:
+		return fmt.Errorf("progressstore: first publication: %w", err)
+	}
+	committed()
+	return nil
+}
+
+// copyMinRows: a run's first publication of more detail rows than this
+// sends them by COPY (several times cheaper per row than the upsert, but
+// two more round trips and an explicit transaction).
+const copyMinRows = 1000
+
+// sendBatch sends b as one round trip (one implicit transaction) and
+// returns its first error.
+func sendBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+	br := pool.SendBatch(ctx, b)
+	var err error
+	for i := 0; err == nil && i < b.Len(); i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// publishCopy sends b then COPYs the run's first detail rows, in one
+// explicit transaction.
+func (s *Sink) publishCopy(ctx context.Context, b *pgx.Batch, runPK, topoVersion, detailRev int64, rows []detailRow) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after commit a no-op
+	s.last.Statements += 3                        // BEGIN, COPY, COMMIT
+	br := tx.SendBatch(ctx, b)
+	for i := 0; err == nil && i < b.Len(); i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"rayflow_progress_nodes"}, []string{"run_pk", "node_key", "node_id", "invocation_id", "state",
+		"event_count", "truncated", "payload", "digest", "encoded_bytes", "decoded_bytes", "last_topology_version", "last_detail_revision",
+		"created_at", "updated_at"},
+		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			r := rows[i]
+			return []any{runPK, r.key, r.nodeID, r.invocation, string(r.state), int32(r.events), r.truncated, string(r.payload), r.digest,
+				int32(len(r.payload)), int32(len(r.payload)), topoVersion, detailRev, now, now}, nil
+		})); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// pubPlan is what one publication writes, relative to the sink's last
+// committed state.
+type pubPlan struct {
+	changed                                   []detailRow // sorted by key
+	dropped                                   []string    // sorted
+	next                                      map[string]prevRow
+	detailRev                                 int64
+	sum                                       summary.Summary // adjusted to what is stored
+	sb                                        []byte          // its canonical bytes
+	dPend, dRun, dSucc, dFail, dTrunc, events int
+	bytes                                     int64
+}
+
+// plan selects the detail rows of details under topo, diffs them against
+// the last committed ones and adjusts sum to what is stored.
+func (s *Sink) plan(sum summary.Summary, details []detail.NodeDetail, topo *Topology) (*pubPlan, error) {
+	rows, dreasons, err := prepareDetail(details, topo, s.lim)
+	if err != nil {
+		return nil, err
 	}
 	// Changed rows, dropped rows, deltas.
 	var changed []detailRow
@@ -323,115 +758,10 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	}
 	sb, err := s.encodeSummary(&sum)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.last.Prepare = time.Since(t0)
-
-	// 3. Stage the topology as the run's one PENDING manifest, outside the lock.
-	t1 := time.Now()
-	if staged {
-		n, err := stage(ctx, s.pool, runPK, topo)
-		s.last.Statements += n
-		if err != nil {
-			return err
-		}
-		s.last.Pages = len(topo.Pages)
-	}
-	s.last.Stage = time.Since(t1)
-
-	// 4. One transaction: task (fence + summary), run, manifests, detail rows.
-	t2 := time.Now()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("progressstore: begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after commit a no-op
-	s.last.Statements += 2
-	b := &pgx.Batch{}
-	b.Queue(updateSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(sb), sum.SummaryRevision)
-	var expires *time.Time
-	if sum.Retention.DetailExpiresAt != nil {
-		if t, err := time.Parse(time.RFC3339Nano, *sum.Retention.DetailExpiresAt); err == nil {
-			expires = &t
-		}
-	}
-	b.Queue(`UPDATE rayflow_progress_runs SET detail_revision = $2, detail_node_count = detail_node_count + $3 + $4 + $5 + $6,
- detail_pending_count = detail_pending_count + $3, detail_running_count = detail_running_count + $4,
- detail_succeeded_count = detail_succeeded_count + $5, detail_failed_count = detail_failed_count + $6,
- detail_truncated_count = detail_truncated_count + $7, detail_event_count = $8, detail_truncation_reasons = $9,
- detail_encoded_bytes = $10, detail_decoded_bytes = $10, detail_retention_days = $11, detail_expires_at = $12, updated_at = now()
- WHERE id = $1`, runPK, detailRev, dPend, dRun, dSucc, dFail, dTrunc, events, reasonsText(sum.Detail.TruncationReasons), bytes,
-		sum.Retention.DetailDays, expires)
-	if staged {
-		b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = $1 AND slot = 'CURRENT'`, runPK)
-		b.Queue(`UPDATE rayflow_progress_manifests SET slot = 'CURRENT', published_at = now()
- WHERE manifest_id = $1 AND run_pk = $2 AND slot = 'PENDING' AND manifest_digest = $3 AND encoded_bytes = $4
-   AND node_count = $5 AND edge_count = $6
-   AND (SELECT count(*) FROM rayflow_progress_manifest_pages WHERE manifest_id = $1) = node_page_count + edge_page_count`,
-			topo.ManifestID, runPK, topo.ManifestDigest, topo.EncodedBytes, topo.NodeCount, topo.EdgeCount)
-	}
-	if len(changed) > 0 && !fresh {
-		n := len(changed)
-		keys, ids, states, payloads, digests := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		invs, evs, truncs := make([]*string, n), make([]int32, n), make([]bool, n)
-		for i, r := range changed {
-			keys[i], ids[i], states[i], payloads[i], digests[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
-			invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
-		}
-		b.Queue(`INSERT INTO rayflow_progress_nodes AS n (run_pk, node_key, node_id, invocation_id, state, event_count, truncated,
-   payload, digest, encoded_bytes, decoded_bytes, last_topology_version, last_detail_revision)
- SELECT $1, k, i, inv, st, ec, tr, pl, dg, octet_length(pl), octet_length(pl), $2, $3
- FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::text[]) AS x(k, i, inv, st, ec, tr, pl, dg)
- ON CONFLICT (run_pk, node_key) DO UPDATE SET invocation_id = excluded.invocation_id, state = excluded.state,
-   event_count = excluded.event_count, truncated = excluded.truncated, payload = excluded.payload, digest = excluded.digest,
-   encoded_bytes = excluded.encoded_bytes, decoded_bytes = excluded.decoded_bytes,
-   last_topology_version = excluded.last_topology_version, last_detail_revision = excluded.last_detail_revision, updated_at = now()`,
-			runPK, topo.Version, detailRev, keys, ids, invs, states, evs, truncs, payloads, digests)
-	}
-	if len(dropped) > 0 {
-		b.Queue(`DELETE FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = ANY($2::text[])`, runPK, dropped)
-	}
-	s.last.Statements += b.Len()
-	br := tx.SendBatch(ctx, b)
-	tag, err := br.Exec()
-	if err == nil && tag.RowsAffected() == 0 {
-		br.Close()
-		tx.Rollback(ctx) //nolint:errcheck
-		return fenceError(ctx, s.pool, id, sum.SummaryRevision)
-	}
-	for i := 1; err == nil && i < b.Len(); i++ {
-		tag, err = br.Exec()
-		if err == nil && staged && i == 3 && tag.RowsAffected() != 1 {
-			err = fmt.Errorf("progressstore: staged manifest %s failed verification", topo.ManifestID)
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && len(changed) > 0 && fresh {
-		// The run's first rows: COPY is several times cheaper than the upsert.
-		now := time.Now()
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"rayflow_progress_nodes"}, []string{"run_pk", "node_key", "node_id", "invocation_id", "state",
-			"event_count", "truncated", "payload", "digest", "encoded_bytes", "decoded_bytes", "last_topology_version", "last_detail_revision",
-			"created_at", "updated_at"},
-			pgx.CopyFromSlice(len(changed), func(i int) ([]any, error) {
-				r := changed[i]
-				return []any{runPK, r.key, r.nodeID, r.invocation, string(r.state), int32(r.events), r.truncated, string(r.payload), r.digest,
-					int32(len(r.payload)), int32(len(r.payload)), topo.Version, detailRev, now, now}, nil
-			}))
-		s.last.Statements++
-	}
-	if err != nil {
-		return fmt.Errorf("progressstore: publication: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("progressstore: commit: %w", err)
-	}
-	s.last.Publish = time.Since(t2)
-	s.last.Upserted, s.last.Deleted = len(changed), len(dropped)
-	s.runPK, s.topo, s.detailRev, s.prev = runPK, topo, detailRev, next
-	s.summary = sb
-	return nil
+	return &pubPlan{changed: changed, dropped: dropped, next: next, detailRev: detailRev, sum: sum, sb: sb,
+		dPend: dPend, dRun: dRun, dSucc: dSucc, dFail: dFail, dTrunc: dTrunc, events: events, bytes: bytes}, nil
 }
 
 // reload reads the committed state of an existing run row.
@@ -460,38 +790,38 @@ func (s *Sink) reload(ctx context.Context, runPK int64) error {
 	return rows.Err()
 }
 
-// stage writes t as run's PENDING manifest (replacing an older pending
-// one) with its pages, in its own transaction; it returns the statements sent.
-func stage(ctx context.Context, pool *pgxpool.Pool, runPK int64, t *Topology) (int, error) {
+// runInsertSQL creates the run row under the fence (any task state: the
+// publication checks RUNNING) and returns its id and whether it is new;
+// RF001 when the fence matches no task.
+const runInsertSQL = `WITH ins AS (INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days)
+ SELECT id, attempt_number, execution_generation, workflow_run_id, $5 FROM rayflow_tasks WHERE ` + fenceSQL + `
+ ON CONFLICT (task_pk, attempt_number, execution_generation, run_id) DO UPDATE SET updated_at = now() RETURNING id, xmax = 0 AS inserted)
+SELECT max(id), bool_or(inserted), rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM ins`
+
+// runRef is the id of the run row of identity $1…$4 (a later statement of
+// the batch that created it sees it).
+const runRef = `(SELECT id FROM rayflow_progress_runs WHERE task_pk = $1 AND attempt_number = $2 AND execution_generation = $3 AND run_id = $4::uuid)`
+
+// queueStage queues t as the run's PENDING manifest (replacing an older
+// pending one) with its pages.
+func queueStage(b *pgx.Batch, id common.RunIdentity, t *Topology) {
 	n := len(t.Pages)
 	digests, colls, payloads := make([]string, n), make([]string, n), make([]string, n)
 	items, idx := make([]int32, n), make([]int32, n)
 	for i, p := range t.Pages {
 		digests[i], colls[i], payloads[i], items[i], idx[i] = p.Digest, string(p.Collection), string(p.Payload), int32(p.Items), int32(p.Index)
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return 1, fmt.Errorf("progressstore: staging: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = $1 AND slot = 'PENDING'`, runPK)
+	run := []any{id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID}
+	b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = `+runRef+` AND slot = 'PENDING'`, run...)
 	b.Queue(`INSERT INTO rayflow_progress_pages (run_pk, digest, collection, payload, item_count, encoded_bytes, decoded_bytes)
- SELECT $1, d, c, p, i, octet_length(p), octet_length(p) FROM unnest($2::text[], $3::text[], $4::text[], $5::int[]) AS x(d, c, p, i)
- ON CONFLICT (run_pk, digest) DO NOTHING`, runPK, digests, colls, payloads, items)
+ SELECT r.id, d, c, p, i, octet_length(p), octet_length(p) FROM `+runRef+` AS r(id), unnest($5::text[], $6::text[], $7::text[], $8::int[]) AS x(d, c, p, i)
+ ON CONFLICT (run_pk, digest) DO NOTHING`, append(run, digests, colls, payloads, items)...)
 	b.Queue(`INSERT INTO rayflow_progress_manifests (manifest_id, run_pk, topology_version, slot, manifest_digest, truncation_reasons,
    payload, node_count, edge_count, node_page_count, edge_page_count, encoded_bytes, decoded_bytes)
- VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
-		t.ManifestID, runPK, t.Version, t.ManifestDigest, reasonsText(t.Reasons), string(t.Manifest), t.NodeCount, t.EdgeCount,
-		t.NodePages, t.EdgePages, t.EncodedBytes)
+ VALUES ($5, `+runRef+`, $6, 'PENDING', $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		append(run, t.ManifestID, t.Version, t.ManifestDigest, reasonsText(t.Reasons), string(t.Manifest), t.NodeCount, t.EdgeCount,
+			t.NodePages, t.EdgePages, t.EncodedBytes)...)
 	b.Queue(`INSERT INTO rayflow_progress_manifest_pages (manifest_id, page_id, collection, page_index)
- SELECT $1, p.id, x.c, x.i FROM unnest($3::text[], $4::text[], $5::int[]) AS x(d, c, i)
- JOIN rayflow_progress_pages p ON p.run_pk = $2 AND p.digest = x.d`, t.ManifestID, runPK, digests, colls, idx)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return 2 + b.Len(), fmt.Errorf("progressstore: staging topology %s: %w", t.ManifestID, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 2 + b.Len(), fmt.Errorf("progressstore: staging commit: %w", err)
-	}
-	return 2 + b.Len(), nil
+ SELECT $5, p.id, x.c, x.i FROM unnest($6::text[], $7::text[], $8::int[]) AS x(d, c, i)
+ JOIN rayflow_progress_pages p ON p.run_pk = `+runRef+` AND p.digest = x.d`, append(run, t.ManifestID, digests, colls, idx)...)
 }

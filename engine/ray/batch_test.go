@@ -16,35 +16,22 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// Item batching on Ray: up to K items of a map per task, each item keeping
-// its own result, error, window slot and progress count. The batched test
-// steps are wrappers of the unbatched ones, so the local engine (which runs
-// them unbatched) gives the reference outcome.
-
-// BWork is Work in batches of 4 items.
-func BWork(ctx context.Context, j Job) (int, error) { return Work(ctx, j) }
-
-// BNoOp16 and BNoOp64 are NoOp in batches of 16 and 64 items.
-func BNoOp16(ctx context.Context, n int) (int, error) { return n, nil }
-func BNoOp64(ctx context.Context, n int) (int, error) { return n, nil }
+// Item batching on Ray (sdk's WithItemBatching): up to K items of a map per
+// task, each item keeping its own result, error, window slot and progress
+// count; the local engine, which batches the same way, gives the reference
+// outcome.
 
 const bworkK = 4
 
-func init() {
-	const pkg = "github.com/rayflow/rayflow/engine/ray."
-	batchOverride = map[string]int{pkg + "BWork": bworkK, pkg + "BNoOp16": 16, pkg + "BNoOp64": 64}
-}
-
-// bworkFlow maps BWork over Jobs.
+// bworkFlow maps Work over Jobs in batches of bworkK items.
 func bworkFlow(l sdk.Limits) sdk.Flow[JobsSpec, []int] {
-	return sdk.Then(sdk.Step(Jobs), sdk.Map(sdk.Step(BWork, quarter)).WithLimits(l))
+	return sdk.Then(sdk.Step(Jobs), sdk.Map(sdk.Step(Work, quarter)).WithLimits(l).WithItemBatching(bworkK))
 }
 
 var (
-	_            = bworkFlow(sdk.Limits{MaxConcurrency: 1})
-	bworkSeqFlow = sdk.MapSeq(sdk.Step(BWork, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 5})
-	bnoop16      = sdk.Map(sdk.Step(BNoOp16)).WithLimits(sdk.Limits{MaxConcurrency: 256, MaxItems: benchMaxItems})
-	bnoop64      = sdk.Map(sdk.Step(BNoOp64)).WithLimits(sdk.Limits{MaxConcurrency: 256, MaxItems: benchMaxItems})
+	bworkSeqFlow = sdk.MapSeq(sdk.Step(Work, quarter)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 5}).WithItemBatching(bworkK)
+	bnoop16      = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: 256, MaxItems: benchMaxItems}).WithItemBatching(16)
+	bnoop64      = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: 256, MaxItems: benchMaxItems}).WithItemBatching(64)
 )
 
 // batchingRuntime records the batches submitted and the most items in
@@ -321,5 +308,30 @@ func TestBatchedMapCancels(t *testing.T) {
 	t.Logf("returned %v after the failure (cancel timeout %v)", elapsed, cancelTimeout)
 	if limit := 5 * time.Second; elapsed > limit {
 		t.Fatalf("the failed map returned %v after the failure, want < %v: the other batch was not cancelled", elapsed, limit)
+	}
+}
+
+// A batched map feeding a fold or a result buffer hands every item to the
+// actor on its own: the fold's input order and the buffer's items are
+// the local engine's.
+func TestBatchedMapSinks(t *testing.T) {
+	needRay(t)
+	t.Parallel()
+	ctx := context.Background()
+	l := sdk.Limits{MaxConcurrency: 6, MaxItems: 20}
+	fold := sdk.Reduce(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l).WithItemBatching(3), Concat, "",
+		sdk.FoldOptions{MaxSerializedBytes: 1 << 10, Actor: tinyActor})
+	buffer := sdk.Then(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l).WithItemBatching(3).
+		WithResultBuffer(sdk.ResultBuffer{MaxSerializedBytes: 1 << 10, Actor: tinyActor}), sdk.Step(Count))
+	in := revItems(10, 20, "", 0)
+	got, err := Run(ctx, testEngine, fold, in)
+	want, lerr := sdk.Run(ctx, fold, in)
+	if err != nil || lerr != nil || got != want {
+		t.Fatalf("fold: ray %q (%v), local %q (%v)", got, err, want, lerr)
+	}
+	n, err := Run(ctx, testEngine, buffer, in)
+	wn, lerr := sdk.Run(ctx, buffer, in)
+	if err != nil || lerr != nil || n != wn {
+		t.Fatalf("buffer: ray %d (%v), local %d (%v)", n, err, wn, lerr)
 	}
 }

@@ -81,7 +81,7 @@ class LeafProcessError(Exception):
 
 
 # The leaf-process protocol version this worker speaks (PROTOCOL.md).
-LEAF_PROTOCOL = 2
+LEAF_PROTOCOL = 3
 
 
 def _pdeathsig():

@@ -32,7 +32,16 @@
 // batched ray.wait(..., fetch_local=False) calls in the bridge; the first
 // failure stops admission, cancels every retained reference of the
 // in-flight items recursively, waits up to CancelTimeout and returns the
-// original error, as the local engine does.
+// original error, as the local engine does. A map's results are joined a
+// chunk of 1,024 items at a time, so the coordinator's memory does not grow
+// with the number of items; leaf submissions are batched into frames.
+//
+// Item batching (sdk's WithItemBatching(k)): one Ray task runs up to k
+// items of the map, one after another, in its leaf process; each item keeps
+// its own result (its own object), its window slot (the window counts
+// items), its progress count and its error (the failing item's, naming its
+// node; the items after it in its batch do not run). Ray's max_retries
+// reruns a whole batch.
 //
 // Errors: a leaf error comes back as *sdk.StepError wrapping its whole
 // chain: every link keeps its Error() text, a link whose type is

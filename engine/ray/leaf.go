@@ -145,7 +145,7 @@ func (p *pipeSender) resolve(seq int64, ok bool, reason string) {
 
 // leafProtocolVersion is the version of the leaf-process protocol
 // (PROTOCOL.md) that the handshake carries.
-const leafProtocolVersion = 2
+const leafProtocolVersion = 3
 
 // leafHello is the handshake's first frame (worker to leaf) and its reply.
 type leafHello struct {

@@ -94,7 +94,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	}
 
 	body := n.Children[0]
-	if k := batchSize(m, body, window); k > 1 && body.Kind == flowgraph.KindStep {
+	if k := m.BatchSize(window); k > 1 && body.Kind == flowgraph.KindStep {
 		return r.mapBatched(ctx, body.Step, id, k, window, maxItems, cancelTimeout, seq, sk, sc)
 	}
 	mw := telemetry.OpenMapWindow(engineName, window)
@@ -288,23 +288,6 @@ func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n
 	sc.add(h)
 	sc.releaseMany(c.chunks)
 	return h, nil
-}
-
-// batchOverride (tests only, set at initialization) gives the items per
-// task of maps whose body is the named step.
-var batchOverride map[string]int
-
-// batchSize is the most items one task of map m (whose body is body) runs
-// given its admission window.
-func batchSize(_ *flowgraph.Map, body *flowgraph.Node, window int) int {
-	k := 1
-	if body.Kind == flowgraph.KindStep {
-		k = max(k, batchOverride[body.Step.Callable.Name])
-	}
-	if window > 0 {
-		k = min(k, window)
-	}
-	return k
 }
 
 // mapBatched is mapNode for a map whose body is one step and whose tasks

@@ -44,6 +44,9 @@ const (
 	ActionReadTask     Action = "task.read"
 	ActionCancel       Action = "task.cancel"
 	ActionRetry        Action = "task.retry"
+	// ActionEnqueue creates a task of a flow: the Task has no ID, its Flow
+	// is the flow to enqueue and Exists is true (the flow is known).
+	ActionEnqueue Action = "task.enqueue"
 )
 
 // Task is what an Authorizer learns about the task a request names.

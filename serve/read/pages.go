@@ -134,27 +134,97 @@ func (f *fitter) admit(item any, first bool) (bool, error) {
 	return true, nil
 }
 
-// fitPrefix returns how many leading items fit: one measurement of the
-// whole list in the common case, item by item only when it does not fit.
-func fitPrefix[T any](f *fitter, items []T) (int, error) {
-	if len(items) == 0 {
-		return 0, nil
+// fitSizes returns how many leading items of the given measured sizes
+// fit, counting them: the list's measured size is the sum of its items'
+// plus ", " between them, so nothing is encoded again.
+func fitSizes(f *fitter, sizes []int64) int {
+	var total int64
+	for i, n := range sizes {
+		if i > 0 {
+			n += 2
+		}
+		if f.size+total+n > read.MaxResponseBytes {
+			f.size += total
+			return i
+		}
+		total += n
 	}
-	n, err := canonical.ASCIISize(items, true)
+	f.size += total
+	return len(sizes)
+}
+
+// decodedPage is a topology page's records, strictly decoded, with the
+// size of each as the response measures it.
+type decodedPage[T any] struct {
+	recs  []T
+	sizes []int64
+}
+
+// pageRecords checks that payload is what the writer stored (its digest
+// equals the stored one: else CORRUPT) and returns its decoded records,
+// from the cache when these bytes were decoded before.
+func pageRecords[T any](s *Service, coll string, index int64, payload []byte, stored string, decode func([]byte) ([]T, error)) (*decodedPage[T], error) {
+	d := canonical.DomainTopologyPage.Sum(payload).Hex()
+	if d != stored {
+		return nil, errorf(read.ErrorCodeCorrupt, "%s page %d does not match its digest", coll, index)
+	}
+	key := coll + ":" + d
+	if v, ok := s.cache.get(key); ok {
+		return v.(*decodedPage[T]), nil
+	}
+	recs, err := decode(payload)
 	if err != nil {
-		return 0, fmt.Errorf("read: measuring items: %w", err)
+		return nil, errorf(read.ErrorCodeCorrupt, "%s page %d does not validate: %v", coll, index, err)
 	}
-	if f.size+n-2 <= read.MaxResponseBytes { // the empty page already counts "[]"
-		f.size += n - 2
-		return len(items), nil
-	}
-	for i, it := range items {
-		ok, err := f.admit(it, i == 0)
-		if err != nil || !ok {
-			return i, err
+	p := &decodedPage[T]{recs: recs, sizes: make([]int64, len(recs))}
+	// The sizes come from the stored text (one pass); a page of another
+	// shape is measured record by record.
+	if raw, ok := splitRecords(payload, coll); ok && len(raw) == len(recs) {
+		for i, r := range raw {
+			p.sizes[i] = spacedASCIISize(r)
+		}
+	} else {
+		for i := range recs {
+			if p.sizes[i], err = canonical.ASCIISize(&recs[i], true); err != nil {
+				return nil, fmt.Errorf("read: measuring a %s record: %w", coll, err)
+			}
 		}
 	}
-	return len(items), nil
+	s.cache.put(key, int64(len(payload)), p)
+	return p, nil
+}
+
+// cachedDetail is a node detail row, strictly decoded, and its size as
+// the response measures it.
+type cachedDetail struct {
+	d    *detail.NodeDetail
+	size int64
+}
+
+// detailRecord checks payload against its stored digest (else CORRUPT)
+// and returns it decoded, from the cache when these bytes were decoded
+// before; nodeID is the row's node id.
+func (s *Service) detailRecord(nodeID string, payload []byte, stored string) (*cachedDetail, error) {
+	d := canonical.DomainNodeDetail.Sum(payload).Hex()
+	if d != stored {
+		return nil, errorf(read.ErrorCodeCorrupt, "node detail %q does not match its digest", nodeID)
+	}
+	key := "detail:" + d
+	if v, ok := s.cache.get(key); ok {
+		c := v.(*cachedDetail)
+		if c.d.NodeID != nodeID {
+			return nil, errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", nodeID)
+		}
+		return c, nil
+	}
+	nd, err := detail.DecodeNodeDetail(payload)
+	if err != nil || nd.NodeID != nodeID {
+		return nil, errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", nodeID)
+	}
+	// The stored row is the record's canonical text: measured in one pass.
+	c := &cachedDetail{d: nd, size: spacedASCIISize(payload)}
+	s.cache.put(key, int64(len(payload)), c)
+	return c, nil
 }
 
 // finalCount checks, at a collection's last page, the records returned in
@@ -174,56 +244,61 @@ type manifestRow struct {
 	nodePages, edgePages int64
 }
 
+// runWhere selects the run row of a target (its exact identity).
+const runWhere = `r.task_pk = $1 AND r.attempt_number = $2 AND r.execution_generation = $3 AND r.run_id = $4::uuid`
+
+// loadManifest reads the run's current manifest of the summary's topology
+// version, in the statement that finds the run.
 func loadManifest(ctx context.Context, q pgx.Tx, t *target) (*manifestRow, error) {
-	pk, err := runPK(ctx, q, t)
-	if err != nil {
-		return nil, err
-	}
-	if pk == 0 {
-		return nil, errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
-	}
-	m := &manifestRow{}
-	err = q.QueryRow(ctx, `SELECT manifest_id, node_page_count, edge_page_count FROM rayflow_progress_manifests
- WHERE run_pk = $1 AND slot = 'CURRENT' AND topology_version = $2`, pk, *t.sum.TopologyVersion).Scan(&m.id, &m.nodePages, &m.edgePages)
+	var id *string
+	var nodePages, edgePages *int64
+	err := q.QueryRow(ctx, `SELECT m.manifest_id, m.node_page_count, m.edge_page_count FROM rayflow_progress_runs r
+ LEFT JOIN rayflow_progress_manifests m ON m.run_pk = r.id AND m.slot = 'CURRENT' AND m.topology_version = $5
+ WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID, *t.sum.TopologyVersion).Scan(&id, &nodePages, &edgePages)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errorf(read.ErrorCodeMissing, "topology version %d is missing", *t.sum.TopologyVersion)
+		return nil, errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read: loading manifest: %w", err)
 	}
-	return m, nil
+	if id == nil {
+		return nil, errorf(read.ErrorCodeMissing, "topology version %d is missing", *t.sum.TopologyVersion)
+	}
+	return &manifestRow{id: *id, nodePages: *nodePages, edgePages: *edgePages}, nil
 }
 
-// loadPage reads one linked topology page, refusing one over 1 MiB before
-// loading it.
-func loadPage(ctx context.Context, q pgx.Tx, manifestID, coll string, index int64) ([]byte, error) {
+// loadPage reads one linked topology page and its stored digest,
+// refusing one over 1 MiB before loading it.
+func loadPage(ctx context.Context, q pgx.Tx, manifestID, coll string, index int64) ([]byte, string, error) {
 	var size int32
 	var payload *string
-	err := q.QueryRow(ctx, `SELECT octet_length(p.payload), CASE WHEN octet_length(p.payload) <= $4 THEN p.payload END
+	var digest string
+	err := q.QueryRow(ctx, `SELECT octet_length(p.payload), CASE WHEN octet_length(p.payload) <= $4 THEN p.payload END, p.digest
  FROM rayflow_progress_manifest_pages mp JOIN rayflow_progress_pages p ON p.id = mp.page_id
- WHERE mp.manifest_id = $1 AND mp.collection = $2 AND mp.page_index = $3`, manifestID, coll, index, MaxRecordBytes).Scan(&size, &payload)
+ WHERE mp.manifest_id = $1 AND mp.collection = $2 AND mp.page_index = $3`, manifestID, coll, index, MaxRecordBytes).Scan(&size, &payload, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errorf(read.ErrorCodeMissing, "%s page %d is missing", coll, index)
+		return nil, "", errorf(read.ErrorCodeMissing, "%s page %d is missing", coll, index)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read: loading page: %w", err)
+		return nil, "", fmt.Errorf("read: loading page: %w", err)
 	}
 	if payload == nil {
-		return nil, errorf(read.ErrorCodeCorrupt, "%s page %d is %d bytes, over %d", coll, index, size, MaxRecordBytes)
+		return nil, "", errorf(read.ErrorCodeCorrupt, "%s page %d is %d bytes, over %d", coll, index, size, MaxRecordBytes)
 	}
-	return []byte(*payload), nil
+	return []byte(*payload), digest, nil
 }
 
 // walk collects up to limit topology records from position st on, within
 // the response and decoded-record caps. It returns the records, the
 // position after them, and whether the collection has more.
-func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pages int64, st pageState, limit int,
+func walk[T any](ctx context.Context, s *Service, q pgx.Tx, m *manifestRow, coll string, pages int64, st pageState, limit int,
 	f *fitter, decode func([]byte) ([]T, error), after func(T, any) bool) ([]T, pageState, bool, error) {
 	var items []T
+	var sizes []int64
 	var posAfter []pageState // the position after each item
 	var loaded int64
 	for st.pageIndex < pages && len(items) < limit {
-		payload, err := loadPage(ctx, q, m.id, coll, st.pageIndex)
+		payload, digest, err := loadPage(ctx, q, m.id, coll, st.pageIndex)
 		if err != nil {
 			return nil, st, false, err
 		}
@@ -231,10 +306,11 @@ func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pag
 		if loaded > MaxRecordBytes && len(items) > 0 {
 			break
 		}
-		recs, err := decode(payload)
+		pg, err := pageRecords(s, coll, st.pageIndex, payload, digest, decode)
 		if err != nil {
-			return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s page %d does not validate: %v", coll, st.pageIndex, err)
+			return nil, st, false, err
 		}
+		recs := pg.recs
 		if st.offset >= int64(len(recs)) {
 			return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s page %d has %d records, cursor offset %d", coll, st.pageIndex, len(recs), st.offset)
 		}
@@ -244,6 +320,7 @@ func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pag
 				return nil, st, false, errorf(read.ErrorCodeCorrupt, "%s records out of order at page %d", coll, st.pageIndex)
 			}
 			items = append(items, r)
+			sizes = append(sizes, pg.sizes[st.offset])
 			st.after = r
 			st.offset++
 			if st.offset == int64(len(recs)) {
@@ -252,10 +329,7 @@ func walk[T any](ctx context.Context, q pgx.Tx, m *manifestRow, coll string, pag
 			posAfter = append(posAfter, st)
 		}
 	}
-	k, err := fitPrefix(f, items)
-	if err != nil {
-		return nil, st, false, err
-	}
+	k := fitSizes(f, sizes)
 	if k == 0 && len(items) > 0 {
 		return nil, st, false, errorf(read.ErrorCodeCorrupt, "one %s record does not fit a response", coll)
 	}
@@ -339,7 +413,7 @@ func topologyPage[T any](ctx context.Context, s *Service, principal string, req 
 		if err != nil {
 			return err
 		}
-		got, at, more, err := walk(ctx, tx, m, sp.kind, sp.pages(m), st, limit, f, sp.decode, sp.after)
+		got, at, more, err := walk(ctx, s, tx, m, sp.kind, sp.pages(m), st, limit, f, sp.decode, sp.after)
 		if err != nil {
 			return err
 		}
@@ -477,16 +551,14 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 		if expired || !readableAvail(t.avail) || t.sum.DetailRevision == nil {
 			return nil
 		}
-		pk, err := runPK(ctx, tx, t)
-		if err != nil {
-			return err
-		}
-		if pk == 0 {
+		var pk int64
+		var counts [5]int64
+		err = tx.QueryRow(ctx, `SELECT r.id, r.detail_node_count, r.detail_pending_count, r.detail_running_count, r.detail_succeeded_count,
+ r.detail_failed_count FROM rayflow_progress_runs r WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID).Scan(&pk, &counts[0], &counts[1], &counts[2], &counts[3], &counts[4])
+		if errors.Is(err, pgx.ErrNoRows) {
 			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 		}
-		var counts [5]int64
-		if err := tx.QueryRow(ctx, `SELECT detail_node_count, detail_pending_count, detail_running_count, detail_succeeded_count,
- detail_failed_count FROM rayflow_progress_runs WHERE id = $1`, pk).Scan(&counts[0], &counts[1], &counts[2], &counts[3], &counts[4]); err != nil {
+		if err != nil {
 			return fmt.Errorf("read: loading run counters: %w", err)
 		}
 		retained := counts[0]
@@ -498,11 +570,11 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 			dc := c.(*read.DetailCursor)
 			after, seen = dc.After, dc.Seen
 		}
-		sql := `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END
+		sql := `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END, digest
  FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key > $2 ORDER BY node_key LIMIT $3`
 		args := []any{pk, after, limit + 1, MaxRecordBytes}
 		if req.State != "" {
-			sql = `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END
+			sql = `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END, digest
  FROM rayflow_progress_nodes WHERE run_pk = $1 AND state = $5 AND node_key > $2 ORDER BY node_key LIMIT $3`
 			args = append(args, req.State)
 		}
@@ -511,14 +583,14 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 			return fmt.Errorf("read: loading node details: %w", err)
 		}
 		type row struct {
-			key, id string
-			size    int32
-			payload *string
+			key, id, digest string
+			size            int32
+			payload         []byte
 		}
 		var rs []row
 		for rows.Next() {
 			var r row
-			if err := rows.Scan(&r.key, &r.id, &r.size, &r.payload); err != nil {
+			if err := rows.Scan(&r.key, &r.id, &r.size, &r.payload, &r.digest); err != nil {
 				return fmt.Errorf("read: scanning node detail: %w", err)
 			}
 			rs = append(rs, r)
@@ -533,6 +605,7 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 		more := len(rs) > limit
 		var loaded int64
 		var cand []detail.NodeDetail
+		var sizes []int64
 		var keys []string
 		for i, r := range rs {
 			if i == limit {
@@ -546,17 +619,18 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 				more = true
 				break
 			}
-			d, err := detail.DecodeNodeDetail([]byte(*r.payload))
-			if err != nil || d.NodeID != r.id || nodeKey(r.id) != r.key {
+			c, err := s.detailRecord(r.id, r.payload, r.digest)
+			if err != nil {
+				return err
+			}
+			if nodeKey(r.id) != r.key {
 				return errorf(read.ErrorCodeCorrupt, "node detail %q does not validate", r.id)
 			}
-			cand = append(cand, *d)
+			cand = append(cand, *c.d)
+			sizes = append(sizes, c.size)
 			keys = append(keys, r.key)
 		}
-		k, err := fitPrefix(f, cand)
-		if err != nil {
-			return err
-		}
+		k := fitSizes(f, sizes)
 		if k == 0 && len(cand) > 0 {
 			return errorf(read.ErrorCodeCorrupt, "one node detail does not fit a response")
 		}
@@ -587,10 +661,38 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 	if err != nil {
 		return nil, err
 	}
-	if err := out.Validate(); err != nil {
+	if err := validateDetailPage(out); err != nil {
 		return nil, errorf(read.ErrorCodeCorrupt, "detail page does not validate: %v", err)
 	}
 	return out, nil
+}
+
+// validateDetailPage validates a detail page against gen/read without
+// validating its items again: each item was strictly decoded and validated
+// against gen/detail when its bytes were first loaded (detailRecord; the
+// cache is keyed by the digest of those bytes). The envelope is validated
+// by the generated validator with the items left out, and the three rules
+// that depend on the items (returned_count equals their number, items only
+// from a readable publication, a next cursor only after a non-empty page)
+// are checked here on the real page.
+func validateDetailPage(out *read.DetailPage) error {
+	env := *out
+	env.Items, env.ReturnedCount, env.NextCursor = []detail.NodeDetail{}, 0, nil
+	if err := env.Validate(); err != nil {
+		return err
+	}
+	n := len(out.Items)
+	switch {
+	case out.ReturnedCount != int64(n):
+		return errors.New("returned_count must equal the number of items")
+	case n > 0 && !(readableAvail(out.Availability) && out.Publication.DetailRevision != nil):
+		return errors.New("items need an AVAILABLE or TRUNCATED publication with its revision")
+	case out.NextCursor != nil && n == 0:
+		return errors.New("a next cursor follows a non-empty page")
+	case out.NextCursor != nil && (*out.NextCursor == "" || len(*out.NextCursor) > read.MaxCursorBytes):
+		return errors.New("next_cursor must be 1 to 2048 bytes")
+	}
+	return nil
 }
 
 // Node reads the detail of one node by id (an indexed lookup); found is
@@ -611,31 +713,30 @@ func (s *Service) Node(ctx context.Context, principal, taskID string, attempt in
 		if !readableAvail(t.avail) || t.sum.DetailRevision == nil {
 			return nil
 		}
-		pk, err := runPK(ctx, tx, t)
-		if err != nil {
-			return err
-		}
-		if pk == 0 {
-			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
-		}
-		var size int32
-		var payload *string
-		err = tx.QueryRow(ctx, `SELECT octet_length(payload), CASE WHEN octet_length(payload) <= $3 THEN payload END
- FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = $2`, pk, nodeKey(nodeID), MaxRecordBytes).Scan(&size, &payload)
+		var size *int32
+		var payload []byte
+		var digest *string
+		err = tx.QueryRow(ctx, `SELECT octet_length(n.payload), CASE WHEN octet_length(n.payload) <= $6 THEN n.payload END, n.digest
+ FROM rayflow_progress_runs r LEFT JOIN rayflow_progress_nodes n ON n.run_pk = r.id AND n.node_key = $5
+ WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID, nodeKey(nodeID), MaxRecordBytes).Scan(&size, &payload, &digest)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 		}
 		if err != nil {
 			return fmt.Errorf("read: loading node detail: %w", err)
 		}
+		if size == nil {
+			return nil // no such node
+		}
 		if payload == nil {
-			return errorf(read.ErrorCodeCorrupt, "node detail is %d bytes, over %d", size, MaxRecordBytes)
+			return errorf(read.ErrorCodeCorrupt, "node detail is %d bytes, over %d", *size, MaxRecordBytes)
 		}
-		d, err := detail.DecodeNodeDetail([]byte(*payload))
-		if err != nil || d.NodeID != nodeID {
-			return errorf(read.ErrorCodeCorrupt, "node detail does not validate")
+		c, err := s.detailRecord(nodeID, payload, *digest)
+		if err != nil {
+			return err
 		}
-		out.Found, out.Item = true, d
+		d := *c.d
+		out.Found, out.Item = true, &d
 		return nil
 	})
 	if err != nil {

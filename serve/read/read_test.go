@@ -454,3 +454,45 @@ func TestNotReported(t *testing.T) {
 		t.Fatalf("node: %+v, %v", n, err)
 	}
 }
+
+// TestTamperedBytesAfterACachedRead: a record read once (and cached) whose
+// stored bytes or digest change afterwards is CORRUPT on the next read:
+// the cache is keyed by the digest of the bytes a read loads.
+func TestTamperedBytesAfterACachedRead(t *testing.T) {
+	for _, c := range []struct {
+		name, sql string
+		read      func(svc *sread.Service, taskID string) error
+	}{
+		{"detail payload", `UPDATE rayflow_progress_nodes SET payload = replace(payload, '"PENDING"', '"RUNNING"') WHERE node_id = 'n000001'`,
+			func(svc *sread.Service, taskID string) error {
+				_, err := svc.NodeDetails(context.Background(), "all", sread.PageRequest{TaskID: taskID})
+				return err
+			}},
+		{"detail digest", `UPDATE rayflow_progress_nodes SET digest = repeat('0', 64) WHERE node_id = 'n000001'`,
+			func(svc *sread.Service, taskID string) error {
+				_, err := svc.Node(context.Background(), "all", taskID, 0, fixture.NodeID(1))
+				return err
+			}},
+		{"page payload", `UPDATE rayflow_progress_pages SET payload = replace(payload, 'n000001', 'n000000') WHERE collection = 'NODE'`,
+			func(svc *sread.Service, taskID string) error {
+				_, err := svc.TopologyNodes(context.Background(), "all", sread.PageRequest{TaskID: taskID})
+				return err
+			}},
+		{"page digest", `UPDATE rayflow_progress_pages SET digest = repeat('0', 64) WHERE collection = 'EDGE'`,
+			func(svc *sread.Service, taskID string) error {
+				_, err := svc.TopologyEdges(context.Background(), "all", sread.PageRequest{TaskID: taskID})
+				return err
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			svc, pool, taskID, _ := setup(t, 3)
+			if err := c.read(svc, taskID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(context.Background(), c.sql); err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, c.name, c.read(svc, taskID), read.ErrorCodeCorrupt)
+		})
+	}
+}

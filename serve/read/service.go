@@ -36,9 +36,10 @@ var taskIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 // PostgreSQL store. Every read authorizes first, then reads in one
 // read-only REPEATABLE READ transaction (one consistent snapshot).
 type Service struct {
-	pool *pgxpool.Pool
-	keys *Keys
-	auth Authorizer
+	pool  *pgxpool.Pool
+	keys  *Keys
+	auth  Authorizer
+	cache *recordCache // nil: every read decodes
 	// Now is the clock (generated_at, retention expiry); time.Now when nil.
 	Now func() time.Time
 }
@@ -48,7 +49,18 @@ func New(pool *pgxpool.Pool, keys *Keys, auth Authorizer) (*Service, error) {
 	if pool == nil || keys == nil || auth == nil {
 		return nil, errors.New("read: New needs a pool, cursor keys and an authorizer")
 	}
-	return &Service{pool: pool, keys: keys, auth: auth}, nil
+	return &Service{pool: pool, keys: keys, auth: auth, cache: newRecordCache(DefaultCacheBytes)}, nil
+}
+
+// SetCacheBytes sets the byte budget of the decoded-record cache (stored
+// bytes of the cached records; DefaultCacheBytes by default); 0 turns the
+// cache off, so every read strictly decodes every record it loads. Call
+// it before the service is used.
+func (s *Service) SetCacheBytes(n int64) {
+	s.cache = nil
+	if n > 0 {
+		s.cache = newRecordCache(n)
+	}
 }
 
 func (s *Service) now() time.Time {
@@ -132,38 +144,60 @@ func (s *Service) Authorize(ctx context.Context, q Querier, principal, taskID st
 	return pk, nil
 }
 
+// AuthorizeFlow asks the authorizer whether principal may perform action
+// (ActionEnqueue) on a new task of flow; a denial is ACCESS_DENIED.
+func (s *Service) AuthorizeFlow(ctx context.Context, principal, flow string, action Action) error {
+	if err := s.auth.Authorize(ctx, principal, Task{Flow: flow, Exists: true}, action); err != nil {
+		return errorf(read.ErrorCodeAccessDenied, "access denied")
+	}
+	return nil
+}
+
 // load authorizes and resolves the current (attempt 0) or an archived
-// attempt of a task with its summary and effective availability.
-func (s *Service) load(ctx context.Context, q pgx.Tx, principal, taskID string, attempt int64) (*target, error) {
+// attempt of a task with its summary and effective availability: one
+// statement reads the task row (its flow, for the authorizer) and the
+// archived attempt's row when one is asked for.
+func (s *Service) load(ctx context.Context, q Querier, principal, taskID string, attempt int64) (*target, error) {
 	if attempt < 0 {
 		return nil, errorf(read.ErrorCodeInvalidArgument, "attempt_number must be at least 1")
 	}
-	pk, err := s.Authorize(ctx, q, principal, taskID, ActionReadProgress)
-	if err != nil {
-		return nil, err
-	}
-	t := &target{taskPK: pk, taskID: taskID}
+	task := Task{ID: taskID}
+	t := &target{taskID: taskID}
 	var runID *string
 	var size *int32
 	var raw *string
-	err = q.QueryRow(ctx, `SELECT attempt_number, execution_generation, workflow_run_id::text,
- octet_length(workflow_progress_summary_json),
- CASE WHEN octet_length(workflow_progress_summary_json) <= 16384 THEN workflow_progress_summary_json END
- FROM rayflow_tasks WHERE id = $1`, pk).Scan(&t.attempt, &t.gen, &runID, &size, &raw)
-	if err != nil {
-		return nil, fmt.Errorf("read: loading task: %w", err)
+	var aAttempt, aGen *int64
+	var aRunID *string
+	var aSize *int32
+	var aRaw *string
+	if taskIDRe.MatchString(taskID) {
+		err := q.QueryRow(ctx, `SELECT t.id, t.flow_name, t.attempt_number, t.execution_generation, t.workflow_run_id::text,
+ octet_length(t.workflow_progress_summary_json),
+ CASE WHEN octet_length(t.workflow_progress_summary_json) <= 16384 THEN t.workflow_progress_summary_json END,
+ a.attempt_number, a.execution_generation, a.workflow_run_id::text, octet_length(a.workflow_progress_summary_json),
+ CASE WHEN octet_length(a.workflow_progress_summary_json) <= 16384 THEN a.workflow_progress_summary_json END
+ FROM rayflow_tasks t LEFT JOIN rayflow_task_attempts a ON a.task_pk = t.id AND a.attempt_number = $2
+ WHERE t.task_id = $1`, taskID, attempt).Scan(&t.taskPK, &task.Flow, &t.attempt, &t.gen, &runID, &size, &raw,
+			&aAttempt, &aGen, &aRunID, &aSize, &aRaw)
+		switch {
+		case err == nil:
+			task.Exists = true
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, fmt.Errorf("read: loading task: %w", err)
+		}
 	}
+	if err := s.auth.Authorize(ctx, principal, task, ActionReadProgress); err != nil {
+		return nil, errorf(read.ErrorCodeAccessDenied, "access denied")
+	}
+	if !task.Exists {
+		return nil, errorf(read.ErrorCodeNotFound, "no task %q", taskID)
+	}
+	pk := t.taskPK
 	if attempt != 0 && attempt != t.attempt {
-		err = q.QueryRow(ctx, `SELECT attempt_number, execution_generation, workflow_run_id::text,
- octet_length(workflow_progress_summary_json),
- CASE WHEN octet_length(workflow_progress_summary_json) <= 16384 THEN workflow_progress_summary_json END
- FROM rayflow_task_attempts WHERE task_pk = $1 AND attempt_number = $2`, pk, attempt).Scan(&t.attempt, &t.gen, &runID, &size, &raw)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if aAttempt == nil {
 			return nil, errorf(read.ErrorCodeNotFound, "task %s has no attempt %d", taskID, attempt)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read: loading attempt: %w", err)
-		}
+		t.attempt, t.gen, runID, size, raw = *aAttempt, *aGen, aRunID, aSize, aRaw
 	}
 	t.runID = nilRunID
 	if runID != nil {
@@ -204,8 +238,9 @@ func (s *Service) envelope(t *target) read.Envelope {
 // (attempt 0) or of an archived attempt.
 func (s *Service) Summary(ctx context.Context, principal, taskID string, attempt int64) (*read.Summary, error) {
 	var out *read.Summary
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		t, err := s.load(ctx, tx, principal, taskID, attempt)
+	// One statement (load) is one snapshot: no transaction needed.
+	err := func() error {
+		t, err := s.load(ctx, s.pool, principal, taskID, attempt)
 		if err != nil {
 			return err
 		}
@@ -225,7 +260,7 @@ func (s *Service) Summary(ctx context.Context, principal, taskID string, attempt
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}
@@ -255,18 +290,4 @@ func publicSummary(x *summary.Summary) *read.PublicSummary {
 func nodeKey(nodeID string) string {
 	h := sha256.Sum256([]byte(nodeID))
 	return hex.EncodeToString(h[:])
-}
-
-// runPK finds the run row of the target, or 0 when there is none.
-func runPK(ctx context.Context, q pgx.Tx, t *target) (int64, error) {
-	var id int64
-	err := q.QueryRow(ctx, `SELECT id FROM rayflow_progress_runs WHERE task_pk = $1 AND attempt_number = $2
- AND execution_generation = $3 AND run_id = $4::uuid`, t.taskPK, t.attempt, t.gen, t.runID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read: loading run: %w", err)
-	}
-	return id, nil
 }

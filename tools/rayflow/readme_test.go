@@ -10,7 +10,7 @@ import (
 // notYet are features the README must not claim as built until the code
 // exists; they may only appear in a sentence that says they are not built
 // yet. Remove an entry when its feature lands.
-var notYet = []string{"showcase"}
+var notYet = []string{}
 
 // TestReadmeClaimsOnlyWhatExists checks the README's first paragraph (what
 // a newcomer reads first): a feature that does not exist yet is named only

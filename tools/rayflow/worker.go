@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
@@ -45,7 +46,8 @@ func init() {
 func cmdWorker(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "worker", "worker [flags]\n\n"+
 		"Claims tasks from the durable queue and runs them until SIGINT/SIGTERM, then drains.\n"+
-		"Flows this binary runs: fanout, sleep. Durations use Go syntax (15s, 5m).",
+		"Flows this binary runs: "+strings.Join(durable.DefaultRegistry.Names(), ", ")+" (the examples are\n"+
+		"registered by package serve). Durations use Go syntax (15s, 5m).",
 		`rayflow worker --database-url $(cat .pg-local/url)
 rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.0.1:6390
 rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* variables export traces

@@ -131,6 +131,26 @@ add(
 add("contract/v9_summary/fold", "fold", '{"progress_percent":100.0,"b":50.0}', expect='{"b":50,"progress_percent":100}')
 
 # ---------------------------------------------------------------------------
+# plan: the bounds of a dynamic_map node, without and with rayflow's item
+# batching (maximum_items_per_task sorts after its prefix maximum_items; the
+# integral cancel timeout folds to an integer)
+
+add(
+    "plan/map_bounds_unbatched/fold",
+    "fold",
+    '{"maximum_items":1000,"maximum_in_flight":64,"cancel_timeout_seconds":1.0}',
+    expect='{"cancel_timeout_seconds":1,"maximum_in_flight":64,"maximum_items":1000}',
+    fingerprints=[PLAN],
+)
+add(
+    "plan/map_bounds_items_per_task/fold",
+    "fold",
+    '{"maximum_items_per_task":16,"maximum_items":1000,"maximum_in_flight":64,"cancel_timeout_seconds":1.0}',
+    expect='{"cancel_timeout_seconds":1,"maximum_in_flight":64,"maximum_items":1000,"maximum_items_per_task":16}',
+    fingerprints=[PLAN],
+)
+
+# ---------------------------------------------------------------------------
 # number: every literal form in both modes (fold text, no-fold text)
 
 MAX_DOUBLE_INT = str(int(1.7976931348623157e308))

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/examples/recovery/workflow"
+	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
+)
+
+const wantLog = "attempt 1: FAILED at build_order_batch: rayflow: step 0.1.g0.0 (" + ofPath + ".BuildOrderBatch): orderfulfillment: build_order_batch failed (deterministic failure of attempt 1)\n" +
+	"attempt 2: FAILED at join_order_inputs: rayflow: step 0.2 (" + ofPath + ".JoinOrderInputs): orderfulfillment: join_order_inputs failed (deterministic failure of attempt 2)\n" +
+	"attempt 3: SUCCEEDED\n"
+
+const ofPath = "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
+
+const wantResult = `{"order_id":"order-1","items":1,"reserved_units":1,"recommendation":"ship","fulfilled":true,"sinks":["primary","audit","notification"],"recovery":{"attempt":3}}` + "\n"
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	var errb syncBuffer // the Ray engine copies its processes' stderr into it concurrently
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestThreeAttempts(t *testing.T) {
+	t.Parallel()
+	code, out, errs := runCmd(t, "-work", "0")
+	if code != 0 || out != wantResult || !strings.HasSuffix(errs, wantLog) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}
+
+func TestFailureStage(t *testing.T) {
+	t.Parallel()
+	for attempt, want := range map[int]string{0: "build_order_batch", 1: "build_order_batch", 2: "join_order_inputs", 3: "", 4: ""} {
+		if got := workflow.FailureStage(attempt); got != want {
+			t.Errorf("attempt %d fails at %q, want %q", attempt, got, want)
+		}
+	}
+	if code, _, _ := runCmd(t, "-items", "0"); code != 2 {
+		t.Errorf("-items 0: exit %d", code)
+	}
+}
+
+// TestOnRay: the three attempts on the shared Ray cluster.
+func TestOnRay(t *testing.T) {
+	addr := os.Getenv("RAYFLOW_RAY_ADDRESS")
+	if testing.Short() || addr == "" {
+		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS) and not -short")
+	}
+	code, out, errs := runCmd(t, "-work", "0", "-ray", addr)
+	if code != 0 || out != wantResult || !strings.Contains(errs, wantLog) {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+}
+
+// TestDurableOnRay: one durable task, three attempts, on a rayflow worker
+// with the Ray engine: FAILED, FAILED, SUCCEEDED archived, each attempt's
+// own terminal progress summary.
+func TestDurableOnRay(t *testing.T) {
+	addr := os.Getenv("RAYFLOW_RAY_ADDRESS")
+	if testing.Short() || addr == "" {
+		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS), PostgreSQL and not -short")
+	}
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	if _, err := durable.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	reg := durable.NewRegistry()
+	durable.RegisterIn(reg, workflow.FlowName, workflow.Workflow)
+	w, err := durable.NewWorker(pool, durable.WorkerOptions{Registry: reg, Engine: e, NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
+		PollMaxInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c := durable.NewClient(pool, reg)
+	id, err := durable.Enqueue(ctx, c, workflow.Workflow, workflow.Request{ItemCount: 1}, durable.EnqueueOptions{MaxAttempts: workflow.MaxAttempts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, wcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer wcancel()
+	task, err := c.Wait(wait, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != durable.StateSucceeded || task.Attempt != 3 || !strings.Contains(string(task.Result), `"recovery":{"attempt":3}`) {
+		t.Fatalf("task %s at attempt %d: %s %s", task.State, task.Attempt, task.Result, task.ErrorMessage)
+	}
+	rows, err := pool.Query(ctx, `SELECT a.attempt_number, a.state, a.workflow_progress_summary_json FROM rayflow_task_attempts a
+ JOIN rayflow_tasks t ON t.id = a.task_pk WHERE t.task_id = $1::uuid ORDER BY a.attempt_number`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	want := []summary.State{summary.StateFailed, summary.StateFailed, summary.StateSucceeded}
+	n := 0
+	for rows.Next() {
+		var attempt int
+		var state string
+		var raw *string
+		if err := rows.Scan(&attempt, &state, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if raw == nil {
+			t.Fatalf("attempt %d (%s): no summary", attempt, state)
+		}
+		s, err := summary.DecodeSummary([]byte(*raw))
+		if err != nil || attempt != n+1 || s.State != want[n] || s.RunIdentity.AttemptNumber != int64(attempt) {
+			t.Fatalf("attempt %d (%s): summary %v %v", attempt, state, s.State, err)
+		}
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("%d archived attempts", n)
+	}
+}
+
+func TestMain(m *testing.M) {
+	rayengine.ServeLeafIfRequested() // this test binary is the Ray leaf of the Ray tests
+	os.Exit(m.Run())
+}
