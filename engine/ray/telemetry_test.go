@@ -2,15 +2,25 @@ package ray
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
 )
+
+const leafSpanChild = "RAYFLOW_LEAFSPAN_TEST_CHILD"
 
 // The job runtime environment gets this process's OTEL_* and
 // RAYFLOW_TRACES_FILE variables; the ones it sets win.
@@ -73,5 +83,57 @@ func TestRayMetrics(t *testing.T) {
 	// Run 1: Jobs and 6 items; run 2: Jobs and at least the failing item.
 	if sub < 9 || ok < 8 || fail < 1 || slots.Load() < 3 || inFlight.Load() < 1 {
 		t.Fatalf("submitted %v, succeeded %v, failed %v, window slots seen %d, in flight seen %d", sub, ok, fail, slots.Load(), inFlight.Load())
+	}
+}
+
+// A leaf's span starts from its request's trace context (a child of the
+// node span that sent it), carries the node, callable and Ray task id,
+// and a failed leaf's span is in error; no trace context, no span.
+//
+// It sets the global tracer provider, so it runs in a child process (a
+// unit test, -test.short) rather than change this one's.
+func TestLeafSpan(t *testing.T) {
+	if os.Getenv(leafSpanChild) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLeafSpan$", "-test.short", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), leafSpanChild+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestLeafSpan") {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	parentCtx, parent := tp.Tracer("test").Start(context.Background(), "node")
+	req := leafRequest{Name: "pkg.Step", Node: "0.1.m3", Trace: telemetry.Inject(parentCtx), RayTaskID: "task-7"}
+	parent.End()
+	if req.Trace == "" {
+		t.Fatal("no traceparent")
+	}
+	otel.SetTracerProvider(tp)
+	ctx, end := leafSpan(context.Background(), req)
+	if !trace.SpanFromContext(ctx).IsRecording() || telemetry.Node(ctx) != "0.1.m3" {
+		t.Fatal("the step's context carries no recording leaf span")
+	}
+	end(&errorInfo{Type: "*pkg.Err", Message: "boom"})
+	if _, end := leafSpan(context.Background(), leafRequest{Name: "x"}); end == nil {
+		t.Fatal("nil end")
+	} else {
+		end(nil)
+	}
+	got := spans.GetSpans()
+	if len(got) != 2 {
+		t.Fatalf("%d spans", len(got))
+	}
+	leaf := got[1]
+	attrs := map[string]string{}
+	for _, a := range leaf.Attributes {
+		attrs[string(a.Key)] = a.Value.String()
+	}
+	if leaf.Name != telemetry.SpanLeaf || leaf.Parent.SpanID() != parent.SpanContext().SpanID() ||
+		leaf.SpanContext.TraceID() != parent.SpanContext().TraceID() || leaf.Status.Code != codes.Error ||
+		attrs[string(telemetry.AttrRayTaskID)] != "task-7" || attrs[string(telemetry.AttrNodeID)] != "0.1.m3" ||
+		attrs[string(telemetry.AttrCallable)] != "pkg.Step" {
+		t.Fatalf("leaf span %+v %v", leaf, attrs)
 	}
 }
