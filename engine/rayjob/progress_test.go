@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -343,5 +346,51 @@ func TestRayJobAttemptStaleFenceCancelsTheRun(t *testing.T) {
 	}
 	if after != before || runs != 0 {
 		t.Errorf("written after the fence went stale: summary changed %v, %d run rows of another generation", after != before, runs)
+	}
+}
+
+// The database URL reaches the coordinator only: the run's leaves see it
+// neither in their environment nor in the job config Ray gives them.
+func TestDatabaseURLStaysWithTheCoordinator(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	exe := filepath.Join(t.TempDir(), "envapp")
+	build := exec.Command("go", "build", "-o", exe, "./testdata/envapp")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/envapp: %v\n%s", err, out)
+	}
+	marker := fmt.Sprintf("leafcheck%d", time.Now().UnixNano())
+	secret := "postgres://app:" + marker + "@127.0.0.1:1/nowhere"
+	id := submissionID(t, "leafenv")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := c.Submit(ctx, rayjob.Job{SubmissionID: id, Executable: exe, Flow: "leafenv", Input: json.RawMessage(`"` + marker + `"`),
+		Python: python, DatabaseURL: secret, RuntimeEnv: map[string]any{"env_vars": map[string]string{"OTHER": "kept"}}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Wait(ctx, id, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := c.Logs(ctx, id)
+	res, err := c.Result(ctx, id)
+	if err != nil || !res.OK {
+		t.Fatalf("job %s: %+v %v\nlogs:\n%s", info.Status, res, err, logs)
+	}
+	var got struct {
+		URL          bool   `json:"url"`
+		JobConfigHas bool   `json:"job_config_has"`
+		Leaf         bool   `json:"leaf"`
+		Other        string `json:"other"`
+	}
+	if err := json.Unmarshal(res.Output, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Leaf || got.URL || got.JobConfigHas || got.Other != "kept" {
+		t.Errorf("the leaf saw %s (want it to run in a leaf that sees no database URL)", res.Output)
+	}
+	md, _ := json.Marshal(info.Metadata)
+	if strings.Contains(info.Entrypoint+string(md)+logs, marker) {
+		t.Errorf("the URL appears in the job's entrypoint, metadata or logs:\n%s\n%s\n%s", info.Entrypoint, md, logs)
 	}
 }
