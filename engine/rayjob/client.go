@@ -157,6 +157,9 @@ type Job struct {
 	// the cluster's jobs (see the package doc). Empty: the coordinator
 	// uses the cluster's own RAYFLOW_DATABASE_URL, if any.
 	DatabaseURL string
+	// NoProgress tells the coordinator to publish nothing, even with a
+	// database URL of the cluster's own.
+	NoProgress bool
 }
 
 // Redacted replaces a database URL in job requests' errors.
@@ -165,7 +168,7 @@ const Redacted = "[REDACTED]"
 // request is the Jobs API request of j.
 func request(j Job) (*utiltypes.RayJobRequest, error) {
 	env := j.Env
-	if j.Identity != nil || j.Reporting != "" {
+	if j.Identity != nil || j.Reporting != "" || j.NoProgress {
 		env = maps.Clone(j.Env)
 		if env == nil {
 			env = map[string]string{}
@@ -178,6 +181,9 @@ func request(j Job) (*utiltypes.RayJobRequest, error) {
 		}
 		if j.Reporting != "" {
 			env[coordinator.ReportingEnv] = string(j.Reporting)
+		}
+		if j.NoProgress {
+			env[coordinator.NoProgressEnv] = "1"
 		}
 	}
 	if _, ok := env[coordinator.DatabaseURLEnv]; ok {
@@ -192,7 +198,7 @@ func request(j Job) (*utiltypes.RayJobRequest, error) {
 		md[k] = v
 	}
 	re := j.RuntimeEnv
-	if j.DatabaseURL != "" {
+	if j.DatabaseURL != "" && !j.NoProgress {
 		re = maps.Clone(j.RuntimeEnv)
 		if re == nil {
 			re = map[string]any{}

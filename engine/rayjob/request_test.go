@@ -66,6 +66,11 @@ func TestRequestKeepsTheDatabaseURLOutOfTheEntrypoint(t *testing.T) {
 	if err != nil || req.RuntimeEnv != nil {
 		t.Errorf("no URL: runtime env %v, %v", req.RuntimeEnv, err)
 	}
+	// NoProgress: the URL is not sent and the coordinator is told.
+	req, err = request(Job{Executable: "/app", Flow: "f", Input: json.RawMessage(`1`), Identity: &id, DatabaseURL: secretURL, NoProgress: true})
+	if err != nil || req.RuntimeEnv != nil || !strings.Contains(req.Entrypoint, coordinator.NoProgressEnv+"=1") {
+		t.Errorf("no progress: runtime env %v, entrypoint %s, %v", req.RuntimeEnv, req.Entrypoint, err)
+	}
 	// The URL in the entrypoint's Env is refused.
 	if _, err := request(Job{Executable: "/app", Flow: "f", Input: json.RawMessage(`1`),
 		Env: map[string]string{coordinator.DatabaseURLEnv: secretURL}}); err == nil || strings.Contains(err.Error(), "s3cr") {

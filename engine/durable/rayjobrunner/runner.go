@@ -74,6 +74,8 @@ func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error 
 	j.Identity, j.Reporting = &id, a.ReportingPolicy
 	if a.Progress {
 		j.DatabaseURL = r.o.DatabaseURL
+	} else {
+		j.NoProgress = true
 	}
 	return r.submit(ctx, j)
 }

@@ -96,6 +96,9 @@ const (
 	RunEnv = "RAYFLOW_RAYJOB_RUN"
 	// ReportingEnv is the pinned plan's reporting policy.
 	ReportingEnv = "RAYFLOW_RAYJOB_REPORTING"
+	// NoProgressEnv "1" turns progress storage off whatever the database
+	// URL (a worker without progress storage).
+	NoProgressEnv = "RAYFLOW_RAYJOB_NO_PROGRESS"
 	// DatabaseURLEnv is the progress database (a secret: runtime_env
 	// env_vars or the cluster's environment, never the entrypoint).
 	DatabaseURLEnv = "RAYFLOW_DATABASE_URL"
@@ -189,6 +192,9 @@ type Config struct {
 	// DatabaseURL is where an Identity's progress is published; default
 	// $RAYFLOW_DATABASE_URL. Empty: nothing is published.
 	DatabaseURL string
+	// NoProgress publishes nothing, whatever DatabaseURL says; default
+	// $RAYFLOW_RAYJOB_NO_PROGRESS = "1".
+	NoProgress bool
 }
 
 // Serve runs one flow on the Ray engine, writes its result record to
@@ -218,34 +224,36 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		c.Flow = os.Getenv(FlowEnv)
 		res.Flow = c.Flow
 	}
-	if c.Input == nil {
-		raw, err := base64.RawURLEncoding.DecodeString(os.Getenv(InputEnv))
-		if err != nil {
-			fail(res, "setup", fmt.Errorf("decoding %s: %w", InputEnv, err))
-			return ExitSetup
-		}
-		c.Input = raw
-	}
-	if c.Identity == nil {
-		if v := os.Getenv(RunEnv); v != "" {
-			id, err := DecodeRun(v)
-			if err != nil {
-				fail(res, "setup", err)
-				return ExitSetup
-			}
-			c.Identity = &id
-		}
-	}
+	inputEnv, runEnv := os.Getenv(InputEnv), os.Getenv(RunEnv)
 	if c.Reporting == "" {
 		c.Reporting = sdk.ReportingPolicy(os.Getenv(ReportingEnv))
 	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = os.Getenv(DatabaseURLEnv)
 	}
-	for _, k := range []string{ModeEnv, FlowEnv, InputEnv, RunEnv, ReportingEnv, DatabaseURLEnv} {
+	if c.NoProgress || os.Getenv(NoProgressEnv) == "1" {
+		c.NoProgress, c.DatabaseURL = true, ""
+	}
+	for _, k := range []string{ModeEnv, FlowEnv, InputEnv, RunEnv, ReportingEnv, NoProgressEnv, DatabaseURLEnv} {
 		_ = os.Unsetenv(k)
 	}
 	scrubJobConfig()
+	if c.Input == nil {
+		raw, err := base64.RawURLEncoding.DecodeString(inputEnv)
+		if err != nil {
+			fail(res, "setup", fmt.Errorf("decoding %s: %w", InputEnv, err))
+			return ExitSetup
+		}
+		c.Input = raw
+	}
+	if c.Identity == nil && runEnv != "" {
+		id, err := DecodeRun(runEnv)
+		if err != nil {
+			fail(res, "setup", err)
+			return ExitSetup
+		}
+		c.Identity = &id
+	}
 	if !json.Valid(c.Input) {
 		fail(res, "setup", fmt.Errorf("the input is not JSON: %.200q", c.Input))
 		return ExitSetup
@@ -303,7 +311,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 			// the worker's terminal transition archives it.
 			opts = append(opts, sdk.WithProgress(sink))
 			fmt.Fprintf(stderr, "rayflow coordinator: publishing progress (%s) of run %s\n", m.ReportingPolicy(), c.Identity.RunID)
-		} else {
+		} else if !c.NoProgress {
 			fmt.Fprintf(stderr, "rayflow coordinator: run %s: no %s, progress is not stored\n", c.Identity.RunID, DatabaseURLEnv)
 		}
 	}

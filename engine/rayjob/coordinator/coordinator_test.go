@@ -82,3 +82,30 @@ func TestScrubJobConfig(t *testing.T) {
 		t.Errorf("scrubbed config %s, want %s", got, want)
 	}
 }
+
+// NoProgress drops the database URL, and every mode variable (the URL
+// above all) leaves the process environment before anything runs.
+func TestServeClearsTheEnvironment(t *testing.T) {
+	for _, tc := range []struct{ name, run, input string }{
+		{"unknown flow", "1:1:0:0a1b2c3d-0000-4000-8000-00000000000f", EncodeInput([]byte(`1`))},
+		{"malformed run", "1:1:0:nope", EncodeInput([]byte(`1`))},
+		{"malformed input", "1:1:0:0a1b2c3d-0000-4000-8000-00000000000f", "!!"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(RunEnv, tc.run)
+			t.Setenv(InputEnv, tc.input)
+			t.Setenv(ReportingEnv, "full")
+			t.Setenv(NoProgressEnv, "1")
+			t.Setenv(DatabaseURLEnv, "postgres://u:pw@h/db")
+			var out bytes.Buffer
+			if code := Serve(context.Background(), Config{Flow: "nope"}, &out, io.Discard); code != ExitSetup {
+				t.Errorf("exit %d: %s", code, out.String())
+			}
+			for _, k := range []string{RunEnv, InputEnv, ReportingEnv, NoProgressEnv, DatabaseURLEnv} {
+				if v, ok := os.LookupEnv(k); ok {
+					t.Errorf("%s=%q is still set", k, v)
+				}
+			}
+		})
+	}
+}
