@@ -298,7 +298,7 @@ func TestRayJobAttemptTerminalOnly(t *testing.T) {
 // published after the bump was stored.
 func TestRayJobAttemptStaleFenceCancelsTheRun(t *testing.T) {
 	t.Parallel()
-	e := newDurable(t, "", 20*time.Second)
+	e := newDurable(t, "", time.Minute)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	id, err := e.c.EnqueueJSON(ctx, "fanout", json.RawMessage(`6000`), durable.EnqueueOptions{Queue: "rayjob", MaxAttempts: 1})
