@@ -112,7 +112,8 @@ rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError
 		}
-		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython()})
+		// The jobs publish progress to this worker's database.
+		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython(), DatabaseURL: *dbURL})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError
