@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // JobRunner runs attempts as jobs outside the worker's process: Ray Jobs
@@ -21,6 +23,32 @@ type JobRunner interface {
 	Status(ctx context.Context, submissionID string) (JobStatus, error)
 	// Stop asks the cluster to stop the job (stopping an ended job is fine).
 	Stop(ctx context.Context, submissionID string) error
+}
+
+// JobAttempt is the attempt a job runs: what an AttemptSubmitter
+// receives.
+type JobAttempt struct {
+	SubmissionID string
+	Flow         string
+	Input        []byte
+	// Identity is the attempt's run identity, the fence of its progress
+	// publications.
+	Identity sdk.RunIdentity
+	// ReportingPolicy is the pinned plan's (full, terminal_only, disabled).
+	ReportingPolicy sdk.ReportingPolicy
+	// Progress says whether the job publishes its progress to the
+	// worker's database (false with WorkerOptions.NoProgressStore).
+	Progress bool
+}
+
+// AttemptSubmitter is a JobRunner whose jobs publish their run's progress
+// like in-process attempts: the worker submits through SubmitAttempt,
+// which passes the job the attempt's run identity (package
+// engine/durable/rayjobrunner). The job publishes its final summary
+// itself; the terminal transition archives it (or derives the terminal
+// envelope from the last accepted summary when the job did not get to).
+type AttemptSubmitter interface {
+	SubmitAttempt(ctx context.Context, a JobAttempt) error
 }
 
 // JobState is a job's state on its cluster.
@@ -56,7 +84,7 @@ func submissionID(c claimed) string {
 
 // runJob records the attempt's job id under the fence, submits the job
 // and follows it.
-func (w *Worker) runJob(ctx context.Context, f fence, c claimed, fingerprint string) ([]byte, error) {
+func (w *Worker) runJob(ctx context.Context, f fence, c claimed, m *sdk.Materialized) ([]byte, error) {
 	sub := submissionID(c)
 	tag, err := w.pool.Exec(ctx, `UPDATE rayflow_tasks SET ray_job_id = $6 WHERE `+fenceWhere, append(f.args(), sub)...)
 	if err != nil {
@@ -65,10 +93,17 @@ func (w *Worker) runJob(ctx context.Context, f fence, c claimed, fingerprint str
 	if tag.RowsAffected() == 0 {
 		return nil, errFenceLost
 	}
-	if err := w.o.Jobs.Submit(ctx, sub, c.flow, c.input); err != nil {
+	if as, ok := w.o.Jobs.(AttemptSubmitter); ok {
+		err = as.SubmitAttempt(ctx, JobAttempt{SubmissionID: sub, Flow: c.flow, Input: c.input,
+			Identity:        sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID},
+			ReportingPolicy: sdk.ReportingPolicy(m.ReportingPolicy()), Progress: !w.o.NoProgressStore})
+	} else {
+		err = w.o.Jobs.Submit(ctx, sub, c.flow, c.input)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("durable: submitting Ray job %s: %w", sub, err)
 	}
-	return w.followJob(ctx, sub, fingerprint)
+	return w.followJob(ctx, sub, m.Fingerprint)
 }
 
 // followJob polls the job until it ends. When ctx ends (cancel, timeout,

@@ -100,7 +100,8 @@ type WorkerOptions struct {
 	// NoProgressStore turns off the PostgreSQL progress storage
 	// (engine/progressstore), which every in-process attempt publishes to
 	// by default: summary v3 on the task row, and under the full policy
-	// topology and node detail.
+	// topology and node detail. Ray Job attempts publish from the job's
+	// driver when Jobs is an AttemptSubmitter (rayjobrunner.Runner).
 	NoProgressStore bool
 	// MetricsAddr, when set, serves the process's Prometheus metrics
 	// (package telemetry) at /metrics on this address while Run runs.
@@ -699,7 +700,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 		}
 	}
 	if w.o.Jobs != nil {
-		return w.runJob(ctx, f, c, m.Fingerprint)
+		return w.runJob(ctx, f, c, m)
 	}
 	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
 	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}

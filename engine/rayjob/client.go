@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rayflow/rayflow/internal/raytoken"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rayflow/rayflow/internal/raytoken"
+	"github.com/rayflow/rayflow/sdk"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils/dashboardclient"
@@ -139,22 +143,115 @@ type Job struct {
 	Metadata map[string]string
 	// EntrypointNumCPUs reserves CPUs for the coordinator process.
 	EntrypointNumCPUs float32
+
+	// Identity is the durable attempt's run identity: with it the
+	// coordinator runs under that identity and, given a database URL,
+	// publishes the run's progress fenced by it (package coordinator).
+	Identity *sdk.RunIdentity
+	// Reporting is the plan's reporting policy (empty: the default, full).
+	Reporting sdk.ReportingPolicy
+	// DatabaseURL is the progress database, a secret. It travels as
+	// RAYFLOW_DATABASE_URL in the runtime_env's env_vars, never in the
+	// entrypoint or the metadata, and is redacted from Submit's errors.
+	// Ray's Jobs API still returns a job's runtime_env to whoever may read
+	// the cluster's jobs (see the package doc). Empty: the coordinator
+	// uses the cluster's own RAYFLOW_DATABASE_URL, if any.
+	DatabaseURL string
+	// NoProgress tells the coordinator to publish nothing, even with a
+	// database URL of the cluster's own.
+	NoProgress bool
 }
 
-// Submit submits j. It returns the submission id; a duplicate id returns
-// that id and an error matching ErrAlreadySubmitted.
-func (c *Client) Submit(ctx context.Context, j Job) (string, error) {
-	ep, err := Entrypoint(j.Executable, j.Flow, j.Input, j.Python, j.Env)
+// Redacted replaces a database URL in job requests' errors.
+const Redacted = "[REDACTED]"
+
+// request is the Jobs API request of j.
+func request(j Job) (*utiltypes.RayJobRequest, error) {
+	env := j.Env
+	if j.Identity != nil || j.Reporting != "" || j.NoProgress {
+		env = maps.Clone(j.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		if j.Identity != nil {
+			if err := j.Identity.Validate(); err != nil {
+				return nil, fmt.Errorf("rayflow: ray job: %w", err)
+			}
+			env[coordinator.RunEnv] = coordinator.EncodeRun(*j.Identity)
+		}
+		if j.Reporting != "" {
+			env[coordinator.ReportingEnv] = string(j.Reporting)
+		}
+		if j.NoProgress {
+			env[coordinator.NoProgressEnv] = "1"
+		}
+	}
+	if _, ok := env[coordinator.DatabaseURLEnv]; ok {
+		return nil, fmt.Errorf("rayflow: ray job: %s belongs in Job.DatabaseURL (the entrypoint is visible)", coordinator.DatabaseURLEnv)
+	}
+	ep, err := Entrypoint(j.Executable, j.Flow, j.Input, j.Python, env)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	md := map[string]string{"rayflow_flow": j.Flow}
 	for k, v := range j.Metadata {
 		md[k] = v
 	}
-	req := &utiltypes.RayJobRequest{Entrypoint: ep, SubmissionId: j.SubmissionID, Metadata: md,
-		RuntimeEnv: j.RuntimeEnv, NumCpus: j.EntrypointNumCPUs}
+	re := j.RuntimeEnv
+	if j.DatabaseURL != "" && !j.NoProgress {
+		re = maps.Clone(j.RuntimeEnv)
+		if re == nil {
+			re = map[string]any{}
+		}
+		vars := map[string]any{}
+		switch ev := re["env_vars"].(type) {
+		case nil:
+		case map[string]string:
+			for k, v := range ev {
+				vars[k] = v
+			}
+		case map[string]any:
+			maps.Copy(vars, ev)
+		default:
+			return nil, fmt.Errorf("rayflow: ray job: runtime_env env_vars is a %T, want a map", ev)
+		}
+		vars[coordinator.DatabaseURLEnv] = j.DatabaseURL
+		re["env_vars"] = vars
+	}
+	return &utiltypes.RayJobRequest{Entrypoint: ep, SubmissionId: j.SubmissionID, Metadata: md,
+		RuntimeEnv: re, NumCpus: j.EntrypointNumCPUs}, nil
+}
+
+// redact removes the database URL (and its password) from err's text.
+func redact(err error, dbURL string) error {
+	if err == nil || dbURL == "" {
+		return err
+	}
+	msg := err.Error()
+	secrets := []string{dbURL}
+	if u, perr := url.Parse(dbURL); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			secrets = append(secrets, pw, url.QueryEscape(pw))
+		}
+	}
+	for _, s := range secrets {
+		msg = strings.ReplaceAll(msg, s, Redacted)
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// Submit submits j. It returns the submission id; a duplicate id returns
+// that id and an error matching ErrAlreadySubmitted.
+func (c *Client) Submit(ctx context.Context, j Job) (string, error) {
+	req, err := request(j)
+	if err != nil {
+		return "", err
+	}
 	id, err := c.dc.SubmitJobReq(ctx, req)
+	err = redact(err, j.DatabaseURL)
 	if err != nil {
 		if j.SubmissionID != "" && id == j.SubmissionID {
 			// KubeRay's client returns the id with its "already used" error.

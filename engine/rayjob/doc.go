@@ -26,6 +26,29 @@
 // another run: it returns the id and an error matching
 // ErrAlreadySubmitted, so a retried submission is safe.
 //
+// Durable attempts and progress: Job.Identity and Job.Reporting put the
+// attempt's run identity and the plan's reporting policy in the
+// entrypoint (not secret); Job.DatabaseURL lets the coordinator publish
+// the run's progress to PostgreSQL (engine/progressstore), fenced by the
+// identity (see package coordinator). The URL is a secret and the Jobs
+// API offers no secret channel, so it takes the least exposed one:
+//
+//   - never the entrypoint (Ray prints it in the job's logs and returns it
+//     in every job listing) nor the metadata; an Env entry
+//     RAYFLOW_DATABASE_URL is refused;
+//   - the runtime_env's env_vars: Ray stores the runtime_env with the job
+//     and returns it from GET /api/jobs/{id}, so whoever can read the
+//     cluster's jobs can read it (whoever can submit jobs there can run
+//     code that reads any worker's environment anyway);
+//   - the coordinator removes it from its environment and from the job
+//     config the run's workers inherit, so leaves never see it; Submit's
+//     errors are redacted (Redacted), and nothing rayflow logs holds it.
+//
+// Where even the job record must not hold it, leave DatabaseURL empty and
+// give the cluster's nodes RAYFLOW_DATABASE_URL in their own environment
+// (a Kubernetes Secret in the head pod, for example): the coordinator
+// uses that one and nothing secret travels with the job.
+//
 // Authentication: Ray 2.60 heads started with token authentication need
 // the token on every dashboard request; the client sends
 // ClientOptions.Token, else $RAY_AUTH_TOKEN, else the file named by

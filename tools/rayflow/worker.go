@@ -117,7 +117,8 @@ rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* vari
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError
 		}
-		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython()})
+		// The jobs publish progress to this worker's database.
+		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython(), DatabaseURL: *dbURL})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError

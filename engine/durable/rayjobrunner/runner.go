@@ -3,6 +3,12 @@
 // the attempt (so a resubmission is idempotent), whose entrypoint is the
 // application binary in coordinator mode (engine/rayjob/coordinator). It
 // is a package of its own so that durable does not link KubeRay.
+//
+// The runner is a durable.AttemptSubmitter: each job gets its attempt's
+// run identity and the pinned plan's reporting policy in its entrypoint,
+// and Options.DatabaseURL in its runtime_env (never in the entrypoint or
+// the metadata), so that its coordinator publishes the run's progress to
+// the worker's database fenced by the attempt, like in-process attempts.
 package rayjobrunner
 
 import (
@@ -27,6 +33,12 @@ type Options struct {
 	Env map[string]string
 	// EntrypointNumCPUs reserves CPUs for each job's coordinator.
 	EntrypointNumCPUs float32
+	// DatabaseURL is the database the jobs publish progress to (normally
+	// the worker's own). It is a secret: it travels in each job's
+	// runtime_env env_vars (see rayjob.Job.DatabaseURL for what Ray's Jobs
+	// API exposes). Empty: the jobs use the cluster's own
+	// RAYFLOW_DATABASE_URL, if any, and otherwise do not publish.
+	DatabaseURL string
 }
 
 // Runner is a durable.JobRunner on one cluster's Jobs API.
@@ -35,7 +47,10 @@ type Runner struct {
 	o Options
 }
 
-var _ durable.JobRunner = (*Runner)(nil)
+var (
+	_ durable.JobRunner        = (*Runner)(nil)
+	_ durable.AttemptSubmitter = (*Runner)(nil)
+)
 
 // New returns a runner submitting through c.
 func New(c *rayjob.Client, o Options) (*Runner, error) {
@@ -48,12 +63,35 @@ func New(c *rayjob.Client, o Options) (*Runner, error) {
 // Submit submits the attempt's job; a job already submitted under the id
 // is adopted. An input over the entrypoint's 64 KiB limit fails for good.
 func (r *Runner) Submit(ctx context.Context, id, flow string, input []byte) error {
-	if len(input) > rayjob.MaxInputBytes {
-		return durable.Permanent(fmt.Errorf("rayjobrunner: the input is %d bytes, Ray Job mode carries at most %d", len(input), rayjob.MaxInputBytes))
+	return r.submit(ctx, r.job(id, flow, input))
+}
+
+// SubmitAttempt submits the attempt's job with its run identity, its
+// plan's reporting policy and, when a.Progress, the database URL.
+func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error {
+	j := r.job(a.SubmissionID, a.Flow, a.Input)
+	id := a.Identity
+	j.Identity, j.Reporting = &id, a.ReportingPolicy
+	if a.Progress {
+		j.DatabaseURL = r.o.DatabaseURL
+	} else {
+		j.NoProgress = true
 	}
-	_, err := r.c.Submit(ctx, rayjob.Job{SubmissionID: id, Executable: r.o.Executable, Flow: flow, Input: input,
+	return r.submit(ctx, j)
+}
+
+// job is the rayjob.Job of an attempt (without identity and database).
+func (r *Runner) job(id, flow string, input []byte) rayjob.Job {
+	return rayjob.Job{SubmissionID: id, Executable: r.o.Executable, Flow: flow, Input: input,
 		Python: r.o.Python, Env: r.o.Env, EntrypointNumCPUs: r.o.EntrypointNumCPUs,
-		Metadata: map[string]string{"rayflow_durable": "1"}})
+		Metadata: map[string]string{"rayflow_durable": "1"}}
+}
+
+func (r *Runner) submit(ctx context.Context, j rayjob.Job) error {
+	if len(j.Input) > rayjob.MaxInputBytes {
+		return durable.Permanent(fmt.Errorf("rayjobrunner: the input is %d bytes, Ray Job mode carries at most %d", len(j.Input), rayjob.MaxInputBytes))
+	}
+	_, err := r.c.Submit(ctx, j)
 	if errors.Is(err, rayjob.ErrAlreadySubmitted) {
 		return nil
 	}

@@ -30,6 +30,24 @@
 // is the cluster (default "auto"). The mode variables are removed from
 // the process environment before the engine starts.
 //
+// # Progress
+//
+// A durable attempt's job (engine/durable/rayjobrunner) publishes its
+// run's progress exactly like an in-process attempt: the entrypoint
+// carries the attempt's run identity in RAYFLOW_RAYJOB_RUN
+// ("<task pk>:<attempt>:<generation>:<run id>", not secret) and the pinned
+// plan's reporting policy in RAYFLOW_RAYJOB_REPORTING; the database URL
+// is read from RAYFLOW_DATABASE_URL, which the submitter puts in the
+// job's runtime_env env_vars (never in the entrypoint or the metadata) or
+// the cluster's own environment provides. With both, the run publishes
+// through an engine/progressstore sink under the plan's policy (full:
+// summary, topology and node detail; terminal_only and disabled: the
+// summary only), fenced by the identity: a stale fence cancels the run.
+// The coordinator publishes the final summary itself; the worker's
+// terminal transition archives it. The URL is removed from the process
+// environment (and from the job config Ray hands the run's workers)
+// before the engine starts, and never printed.
+//
 // # The result channel
 //
 // The coordinator prints exactly one result record, as the last line of
@@ -57,9 +75,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
@@ -70,7 +92,40 @@ const (
 	ModeEnv  = "RAYFLOW_RAYJOB"       // "1" selects coordinator mode
 	FlowEnv  = "RAYFLOW_RAYJOB_FLOW"  // the registered flow's name
 	InputEnv = "RAYFLOW_RAYJOB_INPUT" // the input JSON, base64url without padding
+	// RunEnv is the durable attempt's run identity (EncodeRun).
+	RunEnv = "RAYFLOW_RAYJOB_RUN"
+	// ReportingEnv is the pinned plan's reporting policy.
+	ReportingEnv = "RAYFLOW_RAYJOB_REPORTING"
+	// NoProgressEnv "1" turns progress storage off whatever the database
+	// URL (a worker without progress storage).
+	NoProgressEnv = "RAYFLOW_RAYJOB_NO_PROGRESS"
+	// DatabaseURLEnv is the progress database (a secret: runtime_env
+	// env_vars or the cluster's environment, never the entrypoint).
+	DatabaseURLEnv = "RAYFLOW_DATABASE_URL"
 )
+
+// EncodeRun encodes a run identity for RunEnv.
+func EncodeRun(id sdk.RunIdentity) string {
+	return fmt.Sprintf("%d:%d:%d:%s", id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID)
+}
+
+// DecodeRun decodes RunEnv's value and validates the identity.
+func DecodeRun(s string) (sdk.RunIdentity, error) {
+	var id sdk.RunIdentity
+	f := strings.Split(s, ":")
+	if len(f) != 4 {
+		return id, fmt.Errorf("%w: %q is not pk:attempt:generation:run-id", sdk.ErrInvalidRunIdentity, s)
+	}
+	var errs [3]error
+	id.TaskExecutionPK, errs[0] = strconv.ParseInt(f[0], 10, 64)
+	id.AttemptNumber, errs[1] = strconv.ParseInt(f[1], 10, 64)
+	id.ExecutionGeneration, errs[2] = strconv.ParseInt(f[2], 10, 64)
+	id.RunID = f[3]
+	if err := errors.Join(errs[:]...); err != nil {
+		return id, fmt.Errorf("%w: %q: %w", sdk.ErrInvalidRunIdentity, s, err)
+	}
+	return id, id.Validate()
+}
 
 // ResultPrefix starts the result record's line.
 const ResultPrefix = "RAYFLOW_RESULT "
@@ -128,6 +183,18 @@ type Config struct {
 	Input   json.RawMessage // default the decoded $RAYFLOW_RAYJOB_INPUT
 	Address string          // default $RAY_ADDRESS, else "auto"
 	Python  string          // default ray.DefaultPython(), else "python3"
+	// Identity is the durable attempt's run identity; default the decoded
+	// $RAYFLOW_RAYJOB_RUN; none: a fresh one, and no progress storage.
+	Identity *sdk.RunIdentity
+	// Reporting is the plan's reporting policy; default
+	// $RAYFLOW_RAYJOB_REPORTING, else the sdk's default (full).
+	Reporting sdk.ReportingPolicy
+	// DatabaseURL is where an Identity's progress is published; default
+	// $RAYFLOW_DATABASE_URL. Empty: nothing is published.
+	DatabaseURL string
+	// NoProgress publishes nothing, whatever DatabaseURL says; default
+	// $RAYFLOW_RAYJOB_NO_PROGRESS = "1".
+	NoProgress bool
 }
 
 // Serve runs one flow on the Ray engine, writes its result record to
@@ -157,22 +224,45 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		c.Flow = os.Getenv(FlowEnv)
 		res.Flow = c.Flow
 	}
+	inputEnv, runEnv := os.Getenv(InputEnv), os.Getenv(RunEnv)
+	if c.Reporting == "" {
+		c.Reporting = sdk.ReportingPolicy(os.Getenv(ReportingEnv))
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = os.Getenv(DatabaseURLEnv)
+	}
+	if c.NoProgress || os.Getenv(NoProgressEnv) == "1" {
+		c.NoProgress, c.DatabaseURL = true, ""
+	}
+	for _, k := range []string{ModeEnv, FlowEnv, InputEnv, RunEnv, ReportingEnv, NoProgressEnv, DatabaseURLEnv} {
+		_ = os.Unsetenv(k)
+	}
+	scrubJobConfig()
 	if c.Input == nil {
-		raw, err := base64.RawURLEncoding.DecodeString(os.Getenv(InputEnv))
+		raw, err := base64.RawURLEncoding.DecodeString(inputEnv)
 		if err != nil {
 			fail(res, "setup", fmt.Errorf("decoding %s: %w", InputEnv, err))
 			return ExitSetup
 		}
 		c.Input = raw
 	}
-	for _, k := range []string{ModeEnv, FlowEnv, InputEnv} {
-		_ = os.Unsetenv(k)
+	if c.Identity == nil && runEnv != "" {
+		id, err := DecodeRun(runEnv)
+		if err != nil {
+			fail(res, "setup", err)
+			return ExitSetup
+		}
+		c.Identity = &id
 	}
 	if !json.Valid(c.Input) {
 		fail(res, "setup", fmt.Errorf("the input is not JSON: %.200q", c.Input))
 		return ExitSetup
 	}
-	m, err := sdk.MaterializeRegistered(c.Flow, sdk.ForRay())
+	mopts := []sdk.MaterializeOption{sdk.ForRay()}
+	if c.Reporting != "" {
+		mopts = append(mopts, sdk.WithReportingPolicy(c.Reporting))
+	}
+	m, err := sdk.MaterializeRegistered(c.Flow, mopts...)
 	if errors.Is(err, sdk.ErrUnknownFlow) {
 		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdk.RegisteredFlows(), ", ")))
 		return ExitSetup
@@ -200,7 +290,32 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		fail(res, "setup", err)
 		return ExitSetup
 	}
-	out, err := sdk.RunPlan(ctx, m, c.Input, sdk.WithEngine(e))
+	opts := []sdk.RunOption{sdk.WithEngine(e)}
+	if c.Identity != nil {
+		opts = append(opts, sdk.WithRunIdentity(*c.Identity))
+		if c.DatabaseURL != "" {
+			pool, err := openPool(ctx, c.DatabaseURL)
+			if err != nil {
+				_ = e.Close()
+				fail(res, "setup", err)
+				return ExitSetup
+			}
+			defer pool.Close()
+			sink, err := progressstore.NewSink(pool, progressstore.Limits{})
+			if err != nil {
+				_ = e.Close()
+				fail(res, "setup", err)
+				return ExitSetup
+			}
+			// Not deferred: the job publishes its final summary itself;
+			// the worker's terminal transition archives it.
+			opts = append(opts, sdk.WithProgress(sink))
+			fmt.Fprintf(stderr, "rayflow coordinator: publishing progress (%s) of run %s\n", m.ReportingPolicy(), c.Identity.RunID)
+		} else if !c.NoProgress {
+			fmt.Fprintf(stderr, "rayflow coordinator: run %s: no %s, progress is not stored\n", c.Identity.RunID, DatabaseURLEnv)
+		}
+	}
+	out, err := sdk.RunPlan(ctx, m, c.Input, opts...)
 	if cerr := e.Close(); cerr != nil {
 		fmt.Fprintln(stderr, "rayflow coordinator: closing the engine:", cerr)
 	}
@@ -223,4 +338,48 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 	}
 	res.OK, res.Output = true, er.Bytes
 	return ExitOK
+}
+
+// openPool opens a small pool on url. Its errors never carry the URL
+// (it holds the password).
+func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("the progress database URL in %s does not parse", DatabaseURLEnv)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the progress database %s@%s:%d/%s failed", cfg.ConnConfig.User,
+			cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	}
+	return pool, nil
+}
+
+// rayJobConfigEnv is the job config Ray gives a job's entrypoint; a Ray
+// driver started from it (the engine's bridge) applies its runtime_env to
+// every worker of the run.
+const rayJobConfigEnv = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+// scrubJobConfig removes DatabaseURLEnv from the runtime_env env_vars of
+// the job config the engine's bridge inherits, so that the run's workers
+// (the leaves) do not receive the database URL.
+func scrubJobConfig() {
+	raw := os.Getenv(rayJobConfigEnv)
+	if raw == "" || !strings.Contains(raw, DatabaseURLEnv) {
+		return
+	}
+	var cfg map[string]any
+	if json.Unmarshal([]byte(raw), &cfg) != nil {
+		return
+	}
+	re, _ := cfg["runtime_env"].(map[string]any)
+	ev, _ := re["env_vars"].(map[string]any)
+	if ev == nil {
+		return
+	}
+	delete(ev, DatabaseURLEnv)
+	if b, err := json.Marshal(cfg); err == nil {
+		_ = os.Setenv(rayJobConfigEnv, string(b))
+	}
 }
