@@ -240,7 +240,11 @@ func TestBatchedMapProgress(t *testing.T) {
 	rec := &fanoutRecorder{}
 	const n = 3*bworkK + 1
 	f := bworkFlow(sdk.Limits{MaxConcurrency: 8, MaxItems: 100})
-	got, err := sdk.Run(context.Background(), f, JobsSpec{N: n, FailAt: -1, Template: Job{SleepMS: 50}}, sdk.WithEngine(testEngine), sdk.WithProgress(rec))
+	// Publications every 20 ms while every batch is in flight for at least
+	// 4×100 ms: the peak is observed however fast the cluster is (at the
+	// default 1 s interval a quiet head finished before the first one).
+	got, err := sdk.Run(context.Background(), f, JobsSpec{N: n, FailAt: -1, Template: Job{SleepMS: 100}},
+		sdk.WithEngine(testEngine), sdk.WithProgress(rec), sdk.WithProgressInterval(20*time.Millisecond))
 	if err != nil || len(got) != n {
 		t.Fatal(err)
 	}
