@@ -38,7 +38,7 @@ type metrics struct {
 var allStates = []durable.State{durable.StateQueued, durable.StateRunning, durable.StateCancelling, durable.StateCancelled,
 	durable.StateSucceeded, durable.StateFailed, durable.StateLost, durable.StateExpired}
 
-var taskDesc = prometheus.NewDesc("rayflow_tasks", "Durable tasks by state (of the flows the scraping principal may see).", []string{"state"}, nil)
+var taskDesc = prometheus.NewDesc("rayflow_tasks", "Durable tasks by queue and state (of the flows the scraping principal may see).", []string{"queue", "state"}, nil)
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), readLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -54,13 +54,29 @@ func (m *metrics) observe(kind string, start time.Time) {
 	m.readLatency.WithLabelValues(kind).Observe(time.Since(start).Seconds())
 }
 
-// taskCounts is a collector of one scrape's task counts.
-type taskCounts map[durable.State]float64
+// taskCounts is a collector of one scrape's task counts by queue. Every
+// state of every queue that has tasks (and of the default queue always) is
+// a series, zeros included, so a state that empties reads 0 rather than
+// disappearing. Queue names are the operator's own small set, like the
+// queue label of the latency families.
+type taskCounts map[string]map[durable.State]float64
+
+func (c taskCounts) add(queue string, st durable.State, n float64) {
+	if c[queue] == nil {
+		c[queue] = map[durable.State]float64{}
+	}
+	c[queue][st] = n
+}
 
 func (c taskCounts) Describe(ch chan<- *prometheus.Desc) { ch <- taskDesc }
 func (c taskCounts) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range allStates {
-		ch <- prometheus.MustNewConstMetric(taskDesc, prometheus.GaugeValue, c[st], string(st))
+	if c[durable.DefaultQueue] == nil {
+		c[durable.DefaultQueue] = map[durable.State]float64{}
+	}
+	for queue, byState := range c {
+		for _, st := range allStates {
+			ch <- prometheus.MustNewConstMetric(taskDesc, prometheus.GaugeValue, byState[st], queue, string(st))
+		}
 	}
 }
 
@@ -77,21 +93,21 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	counts := taskCounts{}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM rayflow_tasks WHERE ($1::text[] IS NULL OR flow_name = ANY($1)) GROUP BY state`, flowArg)
+	rows, err := s.pool.Query(ctx, `SELECT queue_name, state, count(*) FROM rayflow_tasks WHERE ($1::text[] IS NULL OR flow_name = ANY($1)) GROUP BY queue_name, state`, flowArg)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	for rows.Next() {
-		var st string
+		var queue, st string
 		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
+		if err := rows.Scan(&queue, &st, &n); err != nil {
 			rows.Close()
 			s.fail(w, r, err)
 			return
 		}
 		if durable.State(st).Valid() { // bounded label values
-			counts[durable.State(st)] = float64(n)
+			counts.add(queue, durable.State(st), float64(n))
 		}
 	}
 	if err := rows.Err(); err != nil {

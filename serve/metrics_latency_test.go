@@ -30,6 +30,11 @@ func TestMetricsLatencies(t *testing.T) {
   (gen_random_uuid(), 'chain', '1', now() - interval '60 s', now() + interval '1 h')`); err != nil {
 		t.Fatal(err)
 	}
+	// A task of another queue is counted under its queue.
+	if _, err := e.pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, queue_name, run_after) VALUES
+  (gen_random_uuid(), 'chain', '1', 'bulk', now() + interval '1 h')`); err != nil {
+		t.Fatal(err)
+	}
 	scrape := func(principal string) map[string]float64 {
 		req := httptest.NewRequest("GET", "/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+tokensOf[principal])
@@ -76,7 +81,9 @@ func TestMetricsLatencies(t *testing.T) {
 	within("rayflow_queue_oldest_eligible_seconds{queue=default}", 9.5, 30)
 	within("rayflow_progress_live_runs{}", 1, 1)
 	within("rayflow_progress_publication_lag_seconds{stat=max}", 1, 1e9) // the fixture's summary is from fixture.T0
-	within("rayflow_tasks{state=QUEUED}", 2, 2)
+	within("rayflow_tasks{queue=default,state=QUEUED}", 2, 2)
+	within("rayflow_tasks{queue=bulk,state=QUEUED}", 1, 1)
+	within("rayflow_tasks{queue=bulk,state=RUNNING}", 0, 0)
 
 	got = scrape("other")
 	within("rayflow_progress_live_runs{}", 0, 0)

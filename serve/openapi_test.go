@@ -64,7 +64,7 @@ func TestMetrics(t *testing.T) {
 		return w.Body.String()
 	}
 	body := scrape("chain")
-	for _, want := range []string{`rayflow_tasks{state="RUNNING"} 1`, `rayflow_tasks{state="QUEUED"} 0`,
+	for _, want := range []string{`rayflow_tasks{queue="default",state="RUNNING"} 1`, `rayflow_tasks{queue="default",state="QUEUED"} 0`,
 		`rayflow_read_duration_seconds_count{read="summary"} 1`, `rayflow_read_duration_seconds_count{read="graph_page"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -73,7 +73,7 @@ func TestMetrics(t *testing.T) {
 	if n := strings.Count(body, "\nrayflow_tasks{"); n != len(allStates) {
 		t.Errorf("%d task series, want %d", n, len(allStates))
 	}
-	if body := scrape("other"); !strings.Contains(body, `rayflow_tasks{state="RUNNING"} 0`) {
+	if body := scrape("other"); !strings.Contains(body, `rayflow_tasks{queue="default",state="RUNNING"} 0`) {
 		t.Error("a principal of another flow counts the chain task")
 	}
 }
