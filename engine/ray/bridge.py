@@ -537,6 +537,8 @@ class Bridge:
 
     def __init__(self):
         self.table = {}
+        # Status refs already cancelled (op_cancel), dropped on release.
+        self.cancelled = set()
         self.started_local = False
         self.leaf = None
         self.collect = None
@@ -728,14 +730,26 @@ class Bridge:
         # cancellation (an asynchronous KeyboardInterrupt) does not reach it
         # reliably, so pending tasks are force-cancelled: Ray kills the
         # worker, and the leaf process dies with it (PDEATHSIG, stdin EOF).
-        refs = [ent[0] for ent in (self.table.get(h) for h in req["handles"])
-                if ent is not None and ent[1] is not None]
+        #
+        # Each task is cancelled at most once, and not recursively (leaf and
+        # collect tasks submit no child tasks): Ray 2.60's core worker can
+        # abort the whole driver ("Check failed: it != submissible_tasks_.end()
+        # Tried to complete task that was not pending") when a cancellation
+        # races the task's completion, so the bridge gives that race as few
+        # chances as it can.
+        refs = []
+        for h in req["handles"]:
+            ent = self.table.get(h)
+            if ent is None or ent[1] is None or ent[0] in self.cancelled:
+                continue
+            refs.append(ent[0])
         if not refs:
             return {}, []
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
         for ref in pending:
+            self.cancelled.add(ref)
             try:
-                ray.cancel(ref, force=True, recursive=True)
+                ray.cancel(ref, force=True, recursive=False)
             except Exception as e:
                 log("cancel", ref, type(e).__name__, e)
         return {"cancelled": len(pending)}, []
@@ -746,6 +760,7 @@ class Bridge:
                 ent = self.table.pop(h, None)
                 if ent is not None:
                     self.watched.pop(ent[0], None)
+                    self.cancelled.discard(ent[0])
         return {}, []
 
     def op_wait(self, req, _):
