@@ -240,8 +240,8 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		}
 		lctx, endSpan := leafSpan(ctx, req)
 		if req.Kind == "batch" {
-			err := runBatch(lctx, codec, w, req, bound, f.sections)
-			endSpan(nil)
+			failed, err := runBatch(lctx, codec, w, req, bound, f.sections)
+			endSpan(failed) // the batch's span fails with its failing item
 			if err != nil {
 				return err
 			}
@@ -311,9 +311,11 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 // with one section per item (its encoded result), or {"ok": false, "item":
 // j, "error"} (the item's error, naming its node ItemID(map, base+j), as an
 // unbatched leaf's) with the error chain: the items after j are not run.
-func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, bound []byte, sections [][]byte) error {
+// It returns the failing item's error (nil when every item succeeded) and
+// the error of writing the reply.
+func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, bound []byte, sections [][]byte) (*errorInfo, error) {
 	if req.N < 1 || len(sections) != req.N+1 {
-		return fmt.Errorf("leaf batch request: %d items announced, %d sent", req.N, len(sections)-1)
+		return nil, fmt.Errorf("leaf batch request: %d items announced, %d sent", req.N, len(sections)-1)
 	}
 	outs := make([][]byte, req.N)
 	for j := range req.N {
@@ -323,11 +325,11 @@ func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafReque
 		one.Bootstrap = req.Bootstrap && j == 0
 		out, info, value := runLeaf(ctx, codec, one, bound, sections[j+1])
 		if info != nil {
-			return w.write(map[string]any{"ok": false, "item": j, "error": info}, value)
+			return info, w.write(map[string]any{"ok": false, "item": j, "error": info}, value)
 		}
 		outs[j] = out
 	}
-	return w.write(map[string]any{"ok": true, "n": req.N}, outs...)
+	return nil, w.write(map[string]any{"ok": true, "n": req.N}, outs...)
 }
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.
