@@ -42,7 +42,9 @@ demo: build ray-venv ## the main demo end to end: the fan-out on a local Ray clu
 	@echo '--- the same workflow in this process (no Ray): the same result'
 	$(GO) run ./examples/fanout -count $${COUNT:-200}
 	@echo
-	@echo '--- the same plan from the CLI (rayflow plan fingerprint fanout):'
+	@echo '--- the plan as the rayflow binary fingerprints it (rayflow plan fingerprint fanout): a plan'"'"'s code identity'
+	@echo '    is the digest of the executable that runs its steps, so it differs from the example binary'"'"'s above;'
+	@echo '    the durable task below, run by this binary, pins this one'
 	$(RAYFLOW) plan fingerprint fanout
 	@echo
 	@echo '--- the durable path: a PostgreSQL task, run by a rayflow worker on Ray (make demo-durable)'
