@@ -5,7 +5,8 @@
 // Traces are off unless configured by the standard OTEL_* variables
 // (tracing.Setup, in the subpackage so that a program importing only the
 // SDK links no exporter): OTEL_TRACES_EXPORTER=otlp (or any OTEL_EXPORTER_OTLP_ENDPOINT)
-// exports over OTLP/HTTP, console writes JSON spans to stdout, and
+// exports over OTLP (http/protobuf, or grpc by OTEL_EXPORTER_OTLP_PROTOCOL),
+// console writes JSON spans to stdout, and
 // RAYFLOW_TRACES_FILE appends JSON spans to a file (the testable mode:
 // every process of a run, Ray leaf processes included, may append to the
 // same file). One span covers each durable task attempt, each run, each
