@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // freeAddr is a loopback address with a port free a moment ago.
@@ -123,11 +123,11 @@ func TestWorkerMetrics(t *testing.T) {
 	if got["go_goroutines{}"] == 0 {
 		t.Errorf("no runtime metrics")
 	}
-	mfs, err := telemetry.Gatherer().Gather()
+	mfs, err := prom.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range telemetry.LintFamilies(mfs) {
+	for _, err := range prom.LintFamilies(mfs) {
 		t.Error(err)
 	}
 	// The listener ends with the worker.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 const leafSpanChild = "RAYFLOW_LEAFSPAN_TEST_CHILD"
@@ -44,7 +45,7 @@ func TestTelemetryEnv(t *testing.T) {
 func TestRayMetrics(t *testing.T) {
 	needRay(t)
 	t.Parallel()
-	m := telemetry.M
+	m := prom.M
 	sub0 := testutil.ToFloat64(m.LeavesSubmitted.WithLabelValues("ray"))
 	ok0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeSucceeded))
 	fail0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeFailed))

@@ -1,15 +1,28 @@
-package telemetry
+// Package prom is rayflow's Prometheus metrics: the collectors (M, in
+// Registry), their HTTP handler and listener, the lint for unbounded
+// labels (LintFamilies) and the telemetry.Recorder that records the
+// engines' and progress sinks' metrics into M.
+//
+// Importing the package installs that recorder (telemetry.SetRecorder),
+// so a process that serves these metrics (a durable worker, rayflow
+// serve, an application mounting Handler) counts its leaves, map windows
+// and publications; a program that links only the SDK links no Prometheus
+// client and records nothing.
+package prom
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 // Metrics are rayflow's Prometheus collectors, registered in Registry.
@@ -53,17 +66,7 @@ var (
 	M = newMetrics()
 )
 
-// Outcomes of attempts and leaves (label values).
-const (
-	OutcomeSucceeded  = "succeeded"
-	OutcomeFailed     = "failed"
-	OutcomeCancelled  = "cancelled"
-	OutcomeLost       = "lost"
-	OutcomeExpired    = "expired"
-	OutcomeSuperseded = "superseded"
-	OutcomeOK         = "ok"
-	OutcomeError      = "error"
-)
+func init() { telemetry.SetRecorder(Recorder()) }
 
 func newMetrics() *Metrics {
 	durations := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
@@ -141,65 +144,57 @@ func ServeMetrics(addr string) (bound net.Addr, stop func(), err error) {
 	}, nil
 }
 
-// MapWindow tracks one running bounded map's window in MapWindowSlots
-// and MapItemsInFlight. A zero or unbounded window (≤ 0) tracks nothing.
-type MapWindow struct {
-	inFlight prometheus.Gauge
-	slots    prometheus.Gauge
-	size     float64
+// Recorder returns the telemetry.Recorder that records into M (the one
+// this package installs).
+func Recorder() telemetry.Recorder { return rec }
+
+var rec = &recorder{}
+
+// recorder resolves each label set's series once (a lookup by label
+// values costs more than the count).
+type recorder struct {
+	engines sync.Map // engine → *engineSeries
 }
 
-// OpenMapWindow adds a map's window of size slots for engine.
-func OpenMapWindow(engine string, size int) *MapWindow {
-	if size <= 0 || size > 1<<30 {
-		return &MapWindow{}
-	}
-	w := &MapWindow{inFlight: M.MapItemsInFlight.WithLabelValues(engine), slots: M.MapWindowSlots.WithLabelValues(engine), size: float64(size)}
-	w.slots.Add(w.size)
-	return w
-}
-
-// ItemStarted and ItemDone move one item in and out of the window.
-func (w *MapWindow) ItemStarted() {
-	if w.inFlight != nil {
-		w.inFlight.Inc()
-	}
-}
-
-// ItemDone is ItemStarted's end.
-func (w *MapWindow) ItemDone() {
-	if w.inFlight != nil {
-		w.inFlight.Dec()
-	}
-}
-
-// Close removes the window's slots.
-func (w *MapWindow) Close() {
-	if w.slots != nil {
-		w.slots.Sub(w.size)
-	}
-}
-
-// LeafCounters are one engine's leaf counters.
-type LeafCounters struct {
+type engineSeries struct {
 	submitted, succeeded, failed prometheus.Counter
+	slots, inFlight              prometheus.Gauge
 }
 
-// Leaves returns engine's leaf counters (resolve them once: a counter
-// lookup by label costs more than the count).
-func Leaves(engine string) *LeafCounters {
-	return &LeafCounters{submitted: M.LeavesSubmitted.WithLabelValues(engine),
-		succeeded: M.LeavesFinished.WithLabelValues(engine, OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(engine, OutcomeFailed)}
-}
-
-// Submitted counts a leaf call submitted.
-func (l *LeafCounters) Submitted() { l.submitted.Inc() }
-
-// Finished counts a leaf call's end (err nil: succeeded).
-func (l *LeafCounters) Finished(err error) {
-	if err != nil {
-		l.failed.Inc()
-	} else {
-		l.succeeded.Inc()
+func (r *recorder) engine(e string) *engineSeries {
+	if s, ok := r.engines.Load(e); ok {
+		return s.(*engineSeries)
 	}
+	s, _ := r.engines.LoadOrStore(e, &engineSeries{submitted: M.LeavesSubmitted.WithLabelValues(e),
+		succeeded: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeFailed),
+		slots: M.MapWindowSlots.WithLabelValues(e), inFlight: M.MapItemsInFlight.WithLabelValues(e)})
+	return s.(*engineSeries)
+}
+
+func (r *recorder) LeafSubmitted(engine string) { r.engine(engine).submitted.Inc() }
+
+func (r *recorder) LeafFinished(engine, outcome string) {
+	s := r.engine(engine)
+	switch outcome {
+	case telemetry.OutcomeSucceeded:
+		s.succeeded.Inc()
+	case telemetry.OutcomeFailed:
+		s.failed.Inc()
+	default:
+		M.LeavesFinished.WithLabelValues(engine, outcome).Inc()
+	}
+}
+
+func (r *recorder) MapWindowSlots(engine string, delta float64) { r.engine(engine).slots.Add(delta) }
+
+func (r *recorder) MapItemsInFlight(engine string, delta float64) {
+	r.engine(engine).inFlight.Add(delta)
+}
+
+func (r *recorder) Publication(sink, outcome string, d time.Duration) {
+	M.PublicationDuration.WithLabelValues(sink, outcome).Observe(d.Seconds())
+}
+
+func (r *recorder) PublicationBytes(sink, _ string, n int) {
+	M.PublicationBytes.WithLabelValues(sink).Observe(float64(n))
 }
