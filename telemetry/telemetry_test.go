@@ -223,7 +223,7 @@ func TestMetricsLint(t *testing.T) {
 	m.Retries.WithLabelValues("default").Add(0)
 	m.Swept.WithLabelValues(telemetry.OutcomeLost).Add(0)
 	m.PublicationDuration.WithLabelValues("postgres", telemetry.OutcomeOK).Observe(0.001)
-	m.PublicationBytes.WithLabelValues("postgres").Observe(512)
+	m.PublicationBytes.WithLabelValues("postgres", telemetry.ArtefactTopology).Observe(512)
 	mfs, err := prom.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

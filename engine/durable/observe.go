@@ -15,7 +15,7 @@ import (
 // span (the run's span and its nodes' below it) and counts in the
 // prom.M collectors under the worker's queue: claim latency,
 // running attempts, attempts by outcome and their duration, retries,
-// swept tasks and the progress publications (latency and summary bytes).
+// swept tasks and the progress publications (latency, and bytes by artefact).
 // WorkerOptions.MetricsAddr serves them.
 
 // observeClaim records the claim latency of the claimed tasks.
@@ -58,7 +58,10 @@ func observeSwept(o outcome) { prom.M.Swept.WithLabelValues(outcomeLabel(o.state
 
 // observeSink measures sink's publications.
 func observeSink(sink *progressstore.Sink) progress.Sink {
-	return telemetry.ObserveSink("postgres", sink, func(*progress.Publication) int { return len(sink.LastSummary()) })
+	return telemetry.ObserveSink("postgres", sink, func(*progress.Publication) telemetry.PublishedBytes {
+		st := sink.LastStats()
+		return telemetry.PublishedBytes{Summary: st.SummaryBytes, Topology: st.TopologyBytes, Detail: st.DetailBytes}
+	})
 }
 
 func outcomeLabel(s State) string {

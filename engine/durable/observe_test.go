@@ -116,8 +116,12 @@ func TestWorkerMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	// Every accepted publication writes a summary; each attempt's first
+	// one a topology (pages and manifest) and detail rows.
 	if got["rayflow_progress_publication_duration_seconds{outcome=ok,sink=postgres}_count"] < 5 ||
-		got["rayflow_progress_publication_bytes{sink=postgres}_count"] < 5 {
+		got["rayflow_progress_publication_bytes{artefact=summary,sink=postgres}_count"] < 5 ||
+		got["rayflow_progress_publication_bytes{artefact=topology,sink=postgres}_count"] < 5 ||
+		got["rayflow_progress_publication_bytes{artefact=detail,sink=postgres}_count"] < 5 {
 		t.Errorf("publications: %v", got)
 	}
 	if got["go_goroutines{}"] == 0 {

@@ -54,8 +54,8 @@ type Metrics struct {
 	MapItemsInFlight *prometheus.GaugeVec
 	MapWindowSlots   *prometheus.GaugeVec
 	// Publication latency and size of the progress publications of this
-	// process's runs (the progress sink's Publish), by outcome (ok, error)
-	// and sink.
+	// process's runs (the progress sink's Publish), by sink and outcome
+	// (ok, error) or artefact (summary, topology, detail).
 	PublicationDuration *prometheus.HistogramVec
 	PublicationBytes    *prometheus.HistogramVec
 }
@@ -96,8 +96,9 @@ func newMetrics() *Metrics {
 			Help:    "Latency of progress publications (a sink's Publish), by sink and outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}, []string{"sink", "outcome"}),
 		PublicationBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rayflow_progress_publication_bytes",
-			Help:    "Canonical bytes of the summary record of each accepted progress publication, by sink.",
-			Buckets: prometheus.ExponentialBuckets(256, 2, 7)}, []string{"sink"}),
+			Help: "Canonical bytes each accepted progress publication wrote, by sink and artefact (summary: the summary record; " +
+				"topology: the pages and manifest of a new topology; detail: the node detail rows written).",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 9)}, []string{"sink", "artefact"}),
 	}
 	registry.MustRegister(m.RunningTasks, m.ClaimLatency, m.Attempts, m.AttemptDuration, m.Retries, m.Swept,
 		m.LeavesSubmitted, m.LeavesFinished, m.MapItemsInFlight, m.MapWindowSlots, m.PublicationDuration, m.PublicationBytes)
@@ -195,6 +196,6 @@ func (r *recorder) Publication(sink, outcome string, d time.Duration) {
 	M.PublicationDuration.WithLabelValues(sink, outcome).Observe(d.Seconds())
 }
 
-func (r *recorder) PublicationBytes(sink, _ string, n int) {
-	M.PublicationBytes.WithLabelValues(sink).Observe(float64(n))
+func (r *recorder) PublicationBytes(sink, artefact string, n int) {
+	M.PublicationBytes.WithLabelValues(sink, artefact).Observe(float64(n))
 }
