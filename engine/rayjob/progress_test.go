@@ -76,13 +76,19 @@ type durableEnv struct {
 // plan's own), and on queue "local" an in-process worker.
 func newDurable(t *testing.T, policy sdk.ReportingPolicy, hb time.Duration) *durableEnv {
 	t.Helper()
+	return newDurableApp(t, appBinary, policy, hb)
+}
+
+// newDurableApp is newDurable with the jobs running exe.
+func newDurableApp(t *testing.T, exe string, policy sdk.ReportingPolicy, hb time.Duration) *durableEnv {
+	t.Helper()
 	jc := newClient(t)
 	url := pgtest.URL(t)
 	pool := pgtest.PoolAt(t, url)
 	if _, err := durable.Migrate(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	r, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: appBinary, Python: python, DatabaseURL: url,
+	r, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: python, DatabaseURL: url,
 		Env: map[string]string{sdk.EnvBuildRevision: testBuildRevision}})
 	if err != nil {
 		t.Fatal(err)
