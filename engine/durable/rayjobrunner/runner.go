@@ -6,6 +6,8 @@
 //
 // The runner is a durable.AttemptSubmitter: each job gets its attempt's
 // run identity and the pinned plan's reporting policy in its entrypoint,
+// its input with the attempt number set when the flow's input implements
+// durable.AttemptInput (examples/recovery),
 // and Options.DatabaseURL in its runtime_env (never in the entrypoint or
 // the metadata), so that its coordinator publishes the run's progress to
 // the worker's database fenced by the attempt, like in-process attempts.
@@ -60,6 +62,10 @@ type Options struct {
 	// environment configures their tracing). The attempt's traceparent
 	// travels either way.
 	NoTelemetryEnv bool
+	// Registry is the worker's registry (default durable.DefaultRegistry):
+	// a flow whose input implements durable.AttemptInput gets the input
+	// with its attempt number set (Registry.AttemptInput), as in process.
+	Registry *durable.Registry
 }
 
 // Runner is a durable.JobRunner on one cluster's Jobs API.
@@ -90,7 +96,11 @@ func (r *Runner) Submit(ctx context.Context, id, flow string, input []byte) erro
 // SubmitAttempt submits the attempt's job with its run identity, its
 // plan's reporting policy and, when a.Progress, the database URL.
 func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error {
-	j := r.job(a.SubmissionID, a.Flow, a.Input)
+	input, err := r.attemptInput(a)
+	if err != nil {
+		return err
+	}
+	j := r.job(a.SubmissionID, a.Flow, input)
 	id := a.Identity
 	j.Identity, j.Reporting = &id, a.ReportingPolicy
 	if a.Progress {
@@ -99,6 +109,22 @@ func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error 
 		j.NoProgress = true
 	}
 	return r.submit(ctx, j)
+}
+
+// attemptInput is a's input as its attempt runs it (durable.AttemptInput).
+func (r *Runner) attemptInput(a durable.JobAttempt) ([]byte, error) {
+	reg := r.o.Registry
+	if reg == nil {
+		reg = durable.DefaultRegistry
+	}
+	in, err := reg.AttemptInput(a.Flow, a.Input, int(a.Identity.AttemptNumber))
+	switch {
+	case errors.Is(err, durable.ErrUnknownFlow):
+		return a.Input, nil // not this registry's: the job decodes it as stored
+	case err != nil:
+		return nil, durable.Permanent(fmt.Errorf("rayjobrunner: the input of attempt %d: %w", a.Identity.AttemptNumber, err))
+	}
+	return in, nil
 }
 
 // job is the rayjob.Job of an attempt (without identity and database).
