@@ -267,5 +267,5 @@ var openAPI []byte
 func (s *Server) openapi(w http.ResponseWriter, _ *http.Request, _ string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(openAPI)
+	_, _ = w.Write(s.openAPI)
 }
