@@ -13,9 +13,11 @@ package prom
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -151,10 +153,11 @@ func Recorder() telemetry.Recorder { return rec }
 
 var rec = &recorder{}
 
-// recorder resolves each label set's series once (a lookup by label
-// values costs more than the count).
+// recorder resolves each engine's series once (a lookup by label values
+// costs more than the count), in a copy-on-write map: engines are few.
 type recorder struct {
-	engines sync.Map // engine → *engineSeries
+	engines atomic.Pointer[map[string]*engineSeries]
+	mu      sync.Mutex // serializes adding an engine
 }
 
 type engineSeries struct {
@@ -163,13 +166,28 @@ type engineSeries struct {
 }
 
 func (r *recorder) engine(e string) *engineSeries {
-	if s, ok := r.engines.Load(e); ok {
-		return s.(*engineSeries)
+	if m := r.engines.Load(); m != nil {
+		if s, ok := (*m)[e]; ok {
+			return s
+		}
 	}
-	s, _ := r.engines.LoadOrStore(e, &engineSeries{submitted: M.LeavesSubmitted.WithLabelValues(e),
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.engines.Load()
+	if old != nil {
+		if s, ok := (*old)[e]; ok {
+			return s
+		}
+	}
+	s := &engineSeries{submitted: M.LeavesSubmitted.WithLabelValues(e),
 		succeeded: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeFailed),
-		slots: M.MapWindowSlots.WithLabelValues(e), inFlight: M.MapItemsInFlight.WithLabelValues(e)})
-	return s.(*engineSeries)
+		slots: M.MapWindowSlots.WithLabelValues(e), inFlight: M.MapItemsInFlight.WithLabelValues(e)}
+	m := map[string]*engineSeries{e: s}
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	r.engines.Store(&m)
+	return s
 }
 
 func (r *recorder) LeafSubmitted(engine string) { r.engine(engine).submitted.Inc() }
