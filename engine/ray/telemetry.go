@@ -68,7 +68,8 @@ func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgr
 }
 
 // telemetryEnv returns env (a job runtime environment) with this
-// process's OTEL_* and RAYFLOW_TRACES_FILE variables added to its
+// process's tracing variables (tracing.Forwarded: OTEL_* but not the
+// credential-bearing *_HEADERS, and RAYFLOW_TRACES_FILE) added to its
 // env_vars (those env already sets win); env itself is not changed. In a
 // Ray Job's driver (a rayflow job coordinator) the variables the job's
 // own runtime_env sets are left out: the job's workers inherit them, and
@@ -78,7 +79,7 @@ func telemetryEnv(env map[string]any) map[string]any {
 	vars := map[string]any{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if _, dup := inJob[k]; !dup && (strings.HasPrefix(k, "OTEL_") || k == tracing.TracesFileEnv) {
+		if _, dup := inJob[k]; !dup && tracing.Forwarded(k) {
 			vars[k] = v
 		}
 	}

@@ -28,6 +28,17 @@ import (
 // of OTEL_TRACES_EXPORTER. Every process of a run may name the same file.
 const TracesFileEnv = "RAYFLOW_TRACES_FILE"
 
+// Forwarded reports whether the environment variable key travels from a
+// process that sets tracing up to the Ray processes it starts (leaves, a
+// Ray Job's coordinator), so that their spans reach the same exporter:
+// OTEL_* and TracesFileEnv, but not OTEL_*_HEADERS, which usually hold a
+// collector's credentials, and a Ray runtime environment is readable by
+// anyone who can list the cluster's tasks or jobs. A collector that needs
+// headers gets them from the cluster's own environment.
+func Forwarded(key string) bool {
+	return (strings.HasPrefix(key, "OTEL_") && !strings.HasSuffix(key, "_HEADERS")) || key == TracesFileEnv
+}
+
 // ErrUnsupportedExporter is wrapped by Setup's error for an exporter or
 // protocol this build cannot export with.
 var ErrUnsupportedExporter = errors.New("telemetry: unsupported exporter")

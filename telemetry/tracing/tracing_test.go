@@ -109,3 +109,16 @@ func TestSetup(t *testing.T) {
 		})
 	}
 }
+
+func TestForwarded(t *testing.T) {
+	for key, want := range map[string]bool{
+		"OTEL_SERVICE_NAME": true, "OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_EXPORTER_OTLP_PROTOCOL": true,
+		"OTEL_TRACES_EXPORTER": true, tracing.TracesFileEnv: true,
+		"OTEL_EXPORTER_OTLP_HEADERS": false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": false,
+		"RAYFLOW_DATABASE_URL": false, "PATH": false, "otel_service_name": false,
+	} {
+		if got := tracing.Forwarded(key); got != want {
+			t.Errorf("Forwarded(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -157,7 +157,7 @@ func telemetryEnv() map[string]any {
 	vars := map[string]any{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if (strings.HasPrefix(k, "OTEL_") && !strings.HasSuffix(k, "_HEADERS")) || k == tracing.TracesFileEnv {
+		if tracing.Forwarded(k) {
 			vars[k] = v
 		}
 	}
