@@ -158,6 +158,8 @@ func (w *Worker) sendGroup(batch []*groupReq) []groupResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	matched, err := transitionGroup(ctx, w.pool, batch)
+	w.stats.groups.Add(1)
+	w.stats.grouped.Add(int64(len(batch)))
 	for i, q := range batch {
 		res[i] = groupResult{matched: matched[q.f.pk], err: err}
 	}

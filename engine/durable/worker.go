@@ -222,7 +222,7 @@ type runningTask struct {
 }
 
 type workerCounters struct {
-	claimQueries, claimed, sweeps, heartbeats, finished, notifications atomic.Int64
+	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped atomic.Int64
 }
 
 // WorkerStats are a worker's counters since it started.
