@@ -2,6 +2,7 @@ package progressstore
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
@@ -136,6 +137,28 @@ func (g *FinalGroup) Len() int { return len(g.rTask) }
 // caller locked with: a run row is created only for the attempt,
 // generation and run id of the group's entry.
 func (g *FinalGroup) CTEs(locked string, base int) (string, []any) {
+	args := []any{g.rTask, g.rAtt, g.rGen, g.rRun, g.rDays, g.rRev, g.rPend, g.rRunning, g.rSucc, g.rFail, g.rTr, g.rEvts, g.rReasons, g.rBytes, g.rExpires,
+		g.pTask, g.pDigest, g.pColl, g.pPayload, g.pItems, g.pIdx,
+		g.mTask, g.mID, g.mVersion, g.mDigest, g.mReasons, g.mPayload, g.mNodes, g.mEdges, g.mNodePages, g.mEdgePages, g.mEnc,
+		g.nTask, g.nKey, g.nID, g.nInv, g.nState, g.nEv, g.nTrunc, g.nPayload, g.nDigest, g.nTopo, g.nRev}
+	key := groupKey{locked, base}
+	if sql, ok := groupSQL.Load(key); ok {
+		return sql.(string), args
+	}
+	sql := groupCTEs(locked, base)
+	groupSQL.Store(key, sql)
+	return sql, args
+}
+
+// groupSQL caches groupCTEs' text by (locked, base).
+var groupSQL sync.Map
+
+type groupKey struct {
+	locked string
+	base   int
+}
+
+func groupCTEs(locked string, base int) string {
 	p := func(i int) string { return fmt.Sprintf("$%d", base+i) }
 	sql := `, pr_run AS (
   INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days, detail_revision,
@@ -180,9 +203,5 @@ func (g *FinalGroup) CTEs(locked string, base int) (string, []any) {
     AS n(tk, k, i, inv, st, ec, tr, pl, dg, tv, dr)
   JOIN pr_run ON pr_run.task_pk = n.tk
 )`
-	args := []any{g.rTask, g.rAtt, g.rGen, g.rRun, g.rDays, g.rRev, g.rPend, g.rRunning, g.rSucc, g.rFail, g.rTr, g.rEvts, g.rReasons, g.rBytes, g.rExpires,
-		g.pTask, g.pDigest, g.pColl, g.pPayload, g.pItems, g.pIdx,
-		g.mTask, g.mID, g.mVersion, g.mDigest, g.mReasons, g.mPayload, g.mNodes, g.mEdges, g.mNodePages, g.mEdgePages, g.mEnc,
-		g.nTask, g.nKey, g.nID, g.nInv, g.nState, g.nEv, g.nTrunc, g.nPayload, g.nDigest, g.nTopo, g.nRev}
-	return sql, args
+	return sql
 }
