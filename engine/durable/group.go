@@ -136,7 +136,10 @@ func (w *Worker) lead() {
 			batch = batch[:maxGroup]
 		}
 		g.pending = slices.Clone(g.pending[len(batch):])
-		g.leader = len(g.pending) > 0
+		// With requests left (over maxGroup) this goroutine stays the
+		// leader and sends them next; else the next arrival leads.
+		more := len(g.pending) > 0
+		g.leader = more
 		g.sending += len(batch)
 		g.mu.Unlock()
 		if len(batch) == 0 {
@@ -148,6 +151,9 @@ func (w *Worker) lead() {
 		g.mu.Unlock()
 		for i, q := range batch {
 			q.done <- res[i]
+		}
+		if !more {
+			return
 		}
 	}
 }

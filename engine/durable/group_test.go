@@ -146,3 +146,61 @@ FROM rayflow_tasks t WHERE id = $1`, c.pk, c.gen).Scan(&state, &sum, &archived, 
 		}
 	}
 }
+
+// TestGroupCommitManyConcurrentFinishes: 150 attempts of one worker end at
+// once (more than maxGroup): every one is recorded exactly once, in far
+// fewer statements than attempts, none waiting on a group that is never
+// sent.
+func TestGroupCommitManyConcurrentFinishes(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	const n = 150
+	for range n {
+		e.enqueue("test.noop", "1", EnqueueOptions{Queue: "many"})
+	}
+	var cs []claimed
+	for len(cs) < n {
+		got, err := claimTasks(ctx, e.pool, "many", n-len(cs), "M", "local", "", nil)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("claim: %v (%d)", err, len(got))
+		}
+		cs = append(cs, got...)
+	}
+	o := fastOptions()
+	o.Queue = "many"
+	w, err := NewWorker(e.pool, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.inUse = n // the attempts run in this worker's slots
+	w.mu.Unlock()
+	done := make(chan struct{})
+	for _, c := range cs {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			s := "1"
+			w.finish(c.fence(), outcome{state: StateSucceeded, result: &s, lastKnown: true}, w.log)
+		}()
+	}
+	for range n {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("a finish never returned")
+		}
+	}
+	var succeeded, archived int
+	if err := e.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM rayflow_tasks WHERE queue_name = 'many' AND state = 'SUCCEEDED'),
+  (SELECT count(*) FROM rayflow_task_attempts a JOIN rayflow_tasks t ON t.id = a.task_pk WHERE t.queue_name = 'many')`).Scan(&succeeded, &archived); err != nil {
+		t.Fatal(err)
+	}
+	groups, grouped := w.stats.groups.Load(), w.stats.grouped.Load()
+	if succeeded != n || archived != n || w.Stats().Finished != n || grouped != n {
+		t.Fatalf("%d succeeded, %d archived, %d finished, %d grouped; want %d", succeeded, archived, w.Stats().Finished, grouped, n)
+	}
+	if groups > n/4 {
+		t.Fatalf("%d statements for %d transitions ending together", groups, n)
+	}
+	t.Logf("%d transitions in %d statements", n, groups)
+}
