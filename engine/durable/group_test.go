@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -142,6 +143,14 @@ FROM rayflow_tasks t WHERE id = $1`, c.pk, c.gen).Scan(&state, &sum, &archived, 
 				t.Fatalf("iteration %d: %s task SUCCEEDED", iter, kinds[c.pk])
 			case want[c.pk] && withFinal[c.pk] && sum == nil:
 				t.Fatalf("iteration %d: live task without its final summary", iter)
+			}
+			if want[c.pk] && withFinal[c.pk] {
+				// What the group wrote reads back intact (manifest, pages,
+				// links, detail rows, counters, summary).
+				rep, err := progressstore.Verify(ctx, e.pool, c.pk, 0)
+				if err != nil || rep.Availability != summary.DetailAvailabilityAvailable || len(rep.Problems) > 0 {
+					t.Fatalf("iteration %d: verify: %v %+v", iter, err, rep)
+				}
 			}
 		}
 	}
