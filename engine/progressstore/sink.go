@@ -143,6 +143,7 @@ type FinalWrites struct {
 	rev     int64
 	expect  []byte
 	commit  func()
+	first   *firstPub // a run's first publication (firstSQL), for FinalGroup
 }
 
 // Batch is the batch to append to and send.
@@ -607,7 +608,7 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed() // the run's last publication: runPK is not needed again
-		}}
+		}, first: &firstPub{id: id, pl: pl, topo: topo, expires: expires}}
 		return nil
 	}
 	br := s.pool.SendBatch(ctx, b)
