@@ -193,6 +193,14 @@ func (c *Collector) ingestOwn(wire []byte, ev event.Event) Outcome {
 	return c.ingest(t0, cpu0, wire, Outcome{Kind: kindOf(ev)}, ev)
 }
 
+// ingestEvent is ingestOwn when ev is set, else Ingest.
+func (c *Collector) ingestEvent(wire []byte, ev event.Event) Outcome {
+	if ev == nil {
+		return c.Ingest(wire)
+	}
+	return c.ingestOwn(wire, ev)
+}
+
 func (c *Collector) ingest(t0 time.Time, cpu0 time.Duration, wire []byte, out Outcome, ev event.Event) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()

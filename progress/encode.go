@@ -129,10 +129,61 @@ func (e *Encoder) assembleAt(kind Kind, p []byte, truncated bool, ts string) ([]
 type validator interface{ Validate() error }
 
 func (e *Encoder) encodeValid(kind Kind, p validator, truncated bool) ([]byte, error) {
+	b, _, err := e.build(kind, p, truncated)
+	return b, err
+}
+
+// build validates payload p of kind and returns its canonical envelope
+// with the decoded event it stands for (what event.DecodeEvent would
+// return for those bytes), so that a collector in this process can ingest
+// it without decoding it again (Collector.ingestOwn). ev is nil for a
+// payload type without an envelope here; the bytes are the same either way.
+func (e *Encoder) build(kind Kind, p validator, truncated bool) (wire []byte, ev event.Event, err error) {
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("progress: %s payload: %w", kind, err)
+		return nil, nil, fmt.Errorf("progress: %s payload: %w", kind, err)
 	}
-	return e.Encode(kind, p, truncated)
+	pb, err := canonical.NoFold.Marshal(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts := FormatTimestamp(e.now())
+	if wire, err = e.assembleAt(kind, pb, truncated, ts); err != nil {
+		return nil, nil, err
+	}
+	return wire, e.envelope(kind, ts, truncated, p), nil
+}
+
+// envelope wraps payload p in its kind's event record.
+func (e *Encoder) envelope(kind Kind, ts string, truncated bool, p validator) event.Event {
+	const enc, prof = "identity", "v1"
+	k, id := string(kind), e.identity
+	switch p := p.(type) {
+	case *event.InitializedPayload:
+		return &event.Initialized{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.NodeRegisteredPayload:
+		return &event.NodeRegistered{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.EdgesRegisteredPayload:
+		return &event.EdgesRegistered{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.MapRegisteredPayload:
+		return &event.MapRegistered{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.StartedPayload:
+		return &event.Started{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.MapProgressPayload:
+		return &event.MapProgress{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.OutputPreviewPayload:
+		return &event.OutputPreview{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.CompletedPayload:
+		return &event.Completed{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.FailedPayload:
+		return &event.Failed{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.SubmittedPayload:
+		return &event.Submitted{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.NodeSettledPayload:
+		return &event.NodeSettled{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	case *event.ProducerReportPayload:
+		return &event.ProducerReport{Encoding: enc, LimitsProfile: prof, OccurredAt: ts, RunIdentity: id, SchemaVersion: 1, Truncated: truncated, Kind: k, Payload: *p}
+	}
+	return nil
 }
 
 func (e *Encoder) nodeID(id string) error {
@@ -146,15 +197,27 @@ func (e *Encoder) label(s string) (string, bool) { return boundText(s, e.prof.La
 
 // Initialized encodes the run's first event.
 func (e *Encoder) Initialized(plan event.Plan) ([]byte, error) {
-	return e.encodeValid(KindInitialized, &event.InitializedPayload{Plan: plan}, false)
+	b, _, err := e.initializedEv(plan)
+	return b, err
+}
+
+// initializedEv is Initialized with the event the bytes stand for (Encoder.build).
+func (e *Encoder) initializedEv(plan event.Plan) ([]byte, event.Event, error) {
+	return e.build(KindInitialized, &event.InitializedPayload{Plan: plan}, false)
 }
 
 // NodeRegistered encodes a task node's registration. The label is bounded,
 // the callable path bounded to 512 bytes (null when oversized), and the
 // metadata redacted and bounded (RedactMetadata).
 func (e *Encoder) NodeRegistered(nodeID, label string, callablePath *string, runtimeEnv, rayOptions map[string]json.RawMessage) ([]byte, error) {
+	b, _, err := e.nodeRegisteredEv(nodeID, label, callablePath, runtimeEnv, rayOptions)
+	return b, err
+}
+
+// nodeRegisteredEv is NodeRegistered with the event the bytes stand for (Encoder.build).
+func (e *Encoder) nodeRegisteredEv(nodeID, label string, callablePath *string, runtimeEnv, rayOptions map[string]json.RawMessage) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := event.NodeRegisteredPayload{NodeID: nodeID}
 	var t1, t2, t3, t4 bool
@@ -168,33 +231,41 @@ func (e *Encoder) NodeRegistered(nodeID, label string, callablePath *string, run
 	}
 	p.RuntimeEnv, t3 = RedactMetadata(runtimeEnv, limits.MetricsV1, e.redact)
 	p.RayOptions, t4 = RedactMetadata(rayOptions, limits.MetricsV1, e.redact)
-	return e.encodeValid(KindNodeRegistered, &p, t1 || t2 || t3 || t4)
+	return e.build(KindNodeRegistered, &p, t1 || t2 || t3 || t4)
 }
 
 // EdgesRegistered encodes edges as batches of at most 32 (edge_batch),
 // dropping repeated edges; an empty list yields no event.
 func (e *Encoder) EdgesRegistered(edges []topology.Edge) ([][]byte, error) {
+	out, _, err := e.edgesRegisteredEv(edges)
+	return out, err
+}
+
+// edgesRegisteredEv is EdgesRegistered with the events the batches stand
+// for (Encoder.build).
+func (e *Encoder) edgesRegisteredEv(edges []topology.Edge) ([][]byte, []event.Event, error) {
 	seen := make(map[topology.Edge]bool, len(edges))
 	var out [][]byte
+	var evs []event.Event
 	batch := make([]topology.Edge, 0, e.prof.EdgeBatch)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		b, err := e.encodeValid(KindEdgesRegistered, &event.EdgesRegisteredPayload{Edges: batch}, false)
+		b, ev, err := e.build(KindEdgesRegistered, &event.EdgesRegisteredPayload{Edges: batch}, false)
 		if err != nil {
 			return err
 		}
-		out = append(out, b)
+		out, evs = append(out, b), append(evs, ev)
 		batch = make([]topology.Edge, 0, e.prof.EdgeBatch)
 		return nil
 	}
 	for _, ed := range edges {
 		if err := e.nodeID(ed.Source); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := e.nodeID(ed.Target); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if seen[ed] {
 			continue
@@ -203,45 +274,63 @@ func (e *Encoder) EdgesRegistered(edges []topology.Edge) ([][]byte, error) {
 		batch = append(batch, ed)
 		if int64(len(batch)) == e.prof.EdgeBatch {
 			if err := flush(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, evs, nil
 }
 
 // MapRegistered encodes a bounded map's aggregate node.
 func (e *Encoder) MapRegistered(nodeID, label string, maxConcurrency, maxItems *int64) ([]byte, error) {
+	b, _, err := e.mapRegisteredEv(nodeID, label, maxConcurrency, maxItems)
+	return b, err
+}
+
+// mapRegisteredEv is MapRegistered with the event the bytes stand for (Encoder.build).
+func (e *Encoder) mapRegisteredEv(nodeID, label string, maxConcurrency, maxItems *int64) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := event.MapRegisteredPayload{NodeID: nodeID, MaxConcurrency: maxConcurrency, MaxItems: maxItems}
 	var t bool
 	p.Label, t = e.label(label)
-	return e.encodeValid(KindMapRegistered, &p, t)
+	return e.build(KindMapRegistered, &p, t)
 }
 
 // Submitted encodes a node's submission to Ray.
 func (e *Encoder) Submitted(nodeID, label, rayTaskID string) ([]byte, error) {
+	b, _, err := e.submittedEv(nodeID, label, rayTaskID)
+	return b, err
+}
+
+// submittedEv is Submitted with the event the bytes stand for (Encoder.build).
+func (e *Encoder) submittedEv(nodeID, label, rayTaskID string) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !identityText(rayTaskID, e.prof.NodeIDBytes, e.redact) {
-		return nil, fmt.Errorf("%w: ray task id %q", ErrInvalidIdentity, rayTaskID)
+		return nil, nil, fmt.Errorf("%w: ray task id %q", ErrInvalidIdentity, rayTaskID)
 	}
 	p := event.SubmittedPayload{NodeID: nodeID, RayTaskID: rayTaskID}
 	var t bool
 	p.Label, t = e.label(label)
-	return e.encodeValid(KindSubmitted, &p, t)
+	return e.build(KindSubmitted, &p, t)
 }
 
 // Started encodes a leaf's start with its execution identity.
 func (e *Encoder) Started(nodeID, label string, exec detail.NodeExecution) ([]byte, error) {
+	b, _, err := e.startedEv(nodeID, label, exec)
+	return b, err
+}
+
+// startedEv is Started with the event the bytes stand for (Encoder.build).
+func (e *Encoder) startedEv(nodeID, label string, exec detail.NodeExecution) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if exec.AssignedResources == nil {
 		exec.AssignedResources = map[string]float64{}
@@ -249,7 +338,7 @@ func (e *Encoder) Started(nodeID, label string, exec detail.NodeExecution) ([]by
 	p := event.StartedPayload{NodeID: nodeID, Execution: exec}
 	var t bool
 	p.Label, t = e.label(label)
-	return e.encodeValid(KindStarted, &p, t)
+	return e.build(KindStarted, &p, t)
 }
 
 // MapProgress encodes a bounded map's counters.
@@ -266,78 +355,94 @@ func (e *Encoder) MapProgress(nodeID, label string, submitted, completed int64, 
 // mapProgressEvent is MapProgress returning the decoded event too, so that
 // the run can ingest its own event without decoding it again (one per
 // finished map item).
-func (e *Encoder) mapProgressEvent(nodeID, label string, submitted, completed int64, inputExhausted bool) ([]byte, *event.MapProgress, error) {
+func (e *Encoder) mapProgressEvent(nodeID, label string, submitted, completed int64, inputExhausted bool) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
 		return nil, nil, err
 	}
 	p := event.MapProgressPayload{NodeID: nodeID, Submitted: submitted, Completed: completed, InputExhausted: inputExhausted}
 	var t bool
 	p.Label, t = e.label(label)
-	if err := p.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("progress: %s payload: %w", KindMapProgress, err)
-	}
-	pb, err := canonical.NoFold.Marshal(&p)
-	if err != nil {
-		return nil, nil, err
-	}
-	ts := FormatTimestamp(e.now())
-	wire, err := e.assembleAt(KindMapProgress, pb, t, ts)
-	if err != nil {
-		return nil, nil, err
-	}
-	ev := &event.MapProgress{Encoding: "identity", LimitsProfile: "v1", OccurredAt: ts, RunIdentity: e.identity,
-		SchemaVersion: 1, Truncated: t, Kind: string(KindMapProgress), Payload: p}
-	return wire, ev, nil
+	return e.build(KindMapProgress, &p, t)
 }
 
 // OutputPreview encodes a node's preview envelope.
 func (e *Encoder) OutputPreview(nodeID string, preview detail.OutputPreview) ([]byte, error) {
+	b, _, err := e.outputPreviewEv(nodeID, preview)
+	return b, err
+}
+
+// outputPreviewEv is OutputPreview with the event the bytes stand for (Encoder.build).
+func (e *Encoder) outputPreviewEv(nodeID string, preview detail.OutputPreview) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return e.encodeValid(KindOutputPreview, &event.OutputPreviewPayload{NodeID: nodeID, OutputPreview: preview}, false)
+	return e.build(KindOutputPreview, &event.OutputPreviewPayload{NodeID: nodeID, OutputPreview: preview}, false)
 }
 
 // Completed encodes a leaf's successful exit.
 func (e *Encoder) Completed(nodeID, label string) ([]byte, error) {
+	b, _, err := e.completedEv(nodeID, label)
+	return b, err
+}
+
+// completedEv is Completed with the event the bytes stand for (Encoder.build).
+func (e *Encoder) completedEv(nodeID, label string) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := event.CompletedPayload{NodeID: nodeID}
 	var t bool
 	p.Label, t = e.label(label)
-	return e.encodeValid(KindCompleted, &p, t)
+	return e.build(KindCompleted, &p, t)
 }
 
 // Failed encodes a leaf's failure with its classified error text (bounded
 // to 2 KiB and redacted).
 func (e *Encoder) Failed(nodeID, label, errText string) ([]byte, error) {
+	b, _, err := e.failedEv(nodeID, label, errText)
+	return b, err
+}
+
+// failedEv is Failed with the event the bytes stand for (Encoder.build).
+func (e *Encoder) failedEv(nodeID, label, errText string) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := event.FailedPayload{NodeID: nodeID}
 	var t1, t2 bool
 	p.Label, t1 = e.label(label)
 	p.Error, t2 = boundText(errText, e.prof.MessageBytes, e.redact)
-	return e.encodeValid(KindFailed, &p, t1 || t2)
+	return e.build(KindFailed, &p, t1 || t2)
 }
 
 // NodeSettled encodes the coordinator's terminal record of a node.
 func (e *Encoder) NodeSettled(p event.NodeSettledPayload) ([]byte, error) {
+	b, _, err := e.nodeSettledEv(p)
+	return b, err
+}
+
+// nodeSettledEv is NodeSettled with the event the bytes stand for (Encoder.build).
+func (e *Encoder) nodeSettledEv(p event.NodeSettledPayload) ([]byte, event.Event, error) {
 	if err := e.nodeID(p.NodeID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var t bool
 	if p.Error != nil {
 		s, tt := boundText(*p.Error, e.prof.MessageBytes, e.redact)
 		p.Error, t = &s, tt
 	}
-	return e.encodeValid(KindNodeSettled, &p, t)
+	return e.build(KindNodeSettled, &p, t)
 }
 
 // ProducerReport encodes a producer session's sealed counters.
 func (e *Encoder) ProducerReport(r event.ProducerReportPayload) ([]byte, error) {
-	return e.encodeValid(KindProducerReport, &r, false)
+	b, _, err := e.producerReportEv(r)
+	return b, err
+}
+
+// producerReportEv is ProducerReport with the event the bytes stand for (Encoder.build).
+func (e *Encoder) producerReportEv(r event.ProducerReportPayload) ([]byte, event.Event, error) {
+	return e.build(KindProducerReport, &r, false)
 }
 
 // RedactMetadata bounds generic metadata (runtime_env, ray_options) per

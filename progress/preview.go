@@ -55,5 +55,5 @@ func (p *Producer) OutputPreview(env PreviewEnvelope) {
 	if p == nil {
 		return
 	}
-	p.lifecycle(p.enc.OutputPreview(p.nodeID, PreviewDetail(env)))
+	p.lifecycle(p.enc.outputPreviewEv(p.nodeID, PreviewDetail(env)))
 }

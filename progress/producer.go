@@ -61,6 +61,7 @@ type Producer struct {
 	nodeID     string
 	label      string
 	send       Sender
+	own        ownSender // send itself when it takes this process's events as built
 	settleWait time.Duration
 	metrics    limits.MetricsProfile
 	msgBytes   int64
@@ -91,7 +92,9 @@ func NewProducer(cfg ProducerConfig) (*Producer, error) {
 	if err := cfg.Encoder.nodeID(cfg.NodeID); err != nil {
 		return nil, err
 	}
+	own, _ := cfg.Sender.(ownSender)
 	return &Producer{
+		own:        own,
 		enc:        cfg.Encoder,
 		nodeID:     cfg.NodeID,
 		label:      cfg.Label,
@@ -239,7 +242,7 @@ func (p *Producer) Started(exec detail.NodeExecution) {
 	if p == nil {
 		return
 	}
-	p.lifecycle(p.enc.Started(p.nodeID, p.label, exec))
+	p.lifecycle(p.enc.startedEv(p.nodeID, p.label, exec))
 }
 
 // Complete ends the session after success: the latest-value handoff, then
@@ -248,7 +251,7 @@ func (p *Producer) Complete() {
 	if p == nil {
 		return
 	}
-	p.finish(func() ([]byte, error) { return p.enc.Completed(p.nodeID, p.label) })
+	p.finish(func() ([]byte, event.Event, error) { return p.enc.completedEv(p.nodeID, p.label) })
 }
 
 // Fail ends the session after failure: the latest-value handoff, then
@@ -257,15 +260,27 @@ func (p *Producer) Fail(errText string) {
 	if p == nil {
 		return
 	}
-	p.finish(func() ([]byte, error) { return p.enc.Failed(p.nodeID, p.label, errText) })
+	p.finish(func() ([]byte, event.Event, error) { return p.enc.failedEv(p.nodeID, p.label, errText) })
+}
+
+// ownSender is a Sender in this process that takes an event this
+// process's Encoder built together with its decoded form, skipping the
+// strict decode and canonical check that bytes from elsewhere need
+// (progress.Run, for in-process leaves).
+type ownSender interface {
+	sendOwn(wire []byte, ev event.Event) (<-chan error, error)
 }
 
 // lifecycle sends a structural or lifecycle event; its acknowledgement is
 // not tracked and a refusal is only counted (it never fails the leaf).
-func (p *Producer) lifecycle(wire []byte, err error) {
+func (p *Producer) lifecycle(wire []byte, ev event.Event, err error) {
 	if err == nil {
 		var ch <-chan error
-		ch, err = p.send.Send(wire)
+		if p.own != nil && ev != nil {
+			ch, err = p.own.sendOwn(wire, ev)
+		} else {
+			ch, err = p.send.Send(wire)
+		}
 		if ch == nil && err == nil {
 			err = ErrActorUnavailable
 		}
@@ -277,7 +292,7 @@ func (p *Producer) lifecycle(wire []byte, err error) {
 	}
 }
 
-func (p *Producer) finish(terminal func() ([]byte, error)) {
+func (p *Producer) finish(terminal func() ([]byte, event.Event, error)) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -311,7 +326,7 @@ func (p *Producer) finish(terminal func() ([]byte, error)) {
 	p.sealed = true
 	r := p.c
 	p.mu.Unlock()
-	p.lifecycle(p.enc.ProducerReport(r))
+	p.lifecycle(p.enc.producerReportEv(r))
 }
 
 // settle waits up to settleWait for outstanding acknowledgements.

@@ -234,13 +234,19 @@ func (r *Run) Ingest(wire []byte) Outcome {
 // Send implements Sender for leaves in this process: the event is
 // ingested at once and acknowledged (or rejected) at once.
 func (r *Run) Send(wire []byte) (<-chan error, error) {
+	return r.sendOwn(wire, nil)
+}
+
+// sendOwn is Send for an event an Encoder of this process built, with its
+// decoded form ev (nil: decode wire as Send does).
+func (r *Run) sendOwn(wire []byte, ev event.Event) (<-chan error, error) {
 	if !r.Full() {
 		return nil, ErrActorUnavailable
 	}
 	ch := make(chan error, 1)
 	if r.col == nil {
 		ch <- nil // dropped: nothing reads it
-	} else if o := r.col.Ingest(wire); !o.Accepted {
+	} else if o := r.col.ingestEvent(wire, ev); !o.Accepted {
 		ch <- fmt.Errorf("%w: %s: %v", ErrActorRejected, o.Reason, o.Err)
 	} else {
 		ch <- nil
@@ -273,12 +279,12 @@ func (r *Run) Map(p MapCounters) {
 		r.col.ingestOwn(b, ev)
 	}
 	if p.Failed {
-		if b, err := r.enc.Failed(p.Node, label, "the map failed"); err == nil {
-			r.col.Ingest(b)
+		if b, ev, err := r.enc.failedEv(p.Node, label, "the map failed"); err == nil {
+			r.col.ingestOwn(b, ev)
 		}
 	} else if p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted {
-		if b, err := r.enc.Completed(p.Node, label); err == nil {
-			r.col.Ingest(b)
+		if b, ev, err := r.enc.completedEv(p.Node, label); err == nil {
+			r.col.ingestOwn(b, ev)
 		}
 	}
 }
@@ -429,9 +435,11 @@ func (r *Run) initialize(root *flowgraph.Node) error {
 		class = event.PlanTopologyClassDynamic
 	}
 	var wires [][]byte
+	var evs []event.Event
 	var edges []topology.Edge
 	walkGraph(root, func(id, label string, n *flowgraph.Node) {
 		var b []byte
+		var ev event.Event
 		var err error
 		if n.Kind == flowgraph.KindMap {
 			var mc, mi *int64
@@ -442,26 +450,26 @@ func (r *Run) initialize(root *flowgraph.Node) error {
 					mi = &i
 				}
 			}
-			b, err = r.enc.MapRegistered(id, label, mc, mi)
+			b, ev, err = r.enc.mapRegisteredEv(id, label, mc, mi)
 		} else {
 			path := n.Step.Callable.Name
-			b, err = r.enc.NodeRegistered(id, label, &path, nil, nil)
+			b, ev, err = r.enc.nodeRegisteredEv(id, label, &path, nil, nil)
 		}
 		if err == nil {
-			wires = append(wires, b)
+			wires, evs = append(wires, b), append(evs, ev)
 		}
 	}, func(e topology.Edge) { edges = append(edges, e) }, int(r.col.Profile().TopologyEdges)+1)
-	if batches, err := r.enc.EdgesRegistered(edges); err == nil {
-		wires = append(wires, batches...)
+	if batches, bevs, err := r.enc.edgesRegisteredEv(edges); err == nil {
+		wires, evs = append(wires, batches...), append(evs, bevs...)
 	}
-	init, err := r.enc.Initialized(event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion: 1, Fingerprint: fp,
+	init, iev, err := r.enc.initializedEv(event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion: 1, Fingerprint: fp,
 		DefinitionName: name, DefinitionRevision: rev, TopologyClass: class, NodeCount: r.declared.nodes})
 	if err != nil {
 		return fmt.Errorf("progress: %w", err)
 	}
-	r.col.Ingest(init)
-	for _, w := range wires {
-		r.col.Ingest(w)
+	r.col.ingestEvent(init, iev)
+	for i, w := range wires {
+		r.col.ingestEvent(w, evs[i])
 	}
 	return nil
 }

@@ -102,3 +102,23 @@ func BenchmarkLocalMapProgress(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLocalStepsProgress is the per-run cost of local progress for
+// plain steps: a chain of 8 no-op steps, each an in-process leaf with its
+// own producer (started, preview, completed, report events), by policy.
+func BenchmarkLocalStepsProgress(b *testing.B) {
+	steps := make([]sdk.Flow[int, int], 8)
+	for i := range steps {
+		steps[i] = sdk.Step(Inc)
+	}
+	f := sdk.ChainOf(steps...)
+	for _, pol := range []string{"disabled", "full"} {
+		b.Run(pol, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sdk.Run(b.Context(), f, 0, sdk.WithPlanOptions(sdk.WithReportingPolicy(sdk.ReportingPolicy(pol)))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
