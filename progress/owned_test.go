@@ -38,7 +38,7 @@ func TestBuiltEventIsTheDecodedEvent(t *testing.T) {
 	cases := map[string]built{
 		"initialized": b(e.initializedEv(event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion: 1,
 			Fingerprint: "sha256:" + strings.Repeat("a", 64), DefinitionName: "f", DefinitionRevision: "sha256:" + strings.Repeat("b", 64), TopologyClass: event.PlanTopologyClassStatic, NodeCount: 3})),
-		"node_registered": b(e.nodeRegisteredEv("0.1", long, &path, map[string]json.RawMessage{"env_vars": json.RawMessage(`{"API_TOKEN":"s3cret","X":"1"}`)}, nil)),
+		"node_registered":         b(e.nodeRegisteredEv("0.1", long, &path, map[string]json.RawMessage{"env_vars": json.RawMessage(`{"API_TOKEN":"s3cret","X":"1"}`)}, nil)),
 		"node_registered/no path": b(e.nodeRegisteredEv("0.2", "l", nil, nil, map[string]json.RawMessage{"num_cpus": json.RawMessage("1")})),
 		"map_registered":          b(e.mapRegisteredEv("0.3", "map", &one, &ten)),
 		"map_registered/no limit": b(e.mapRegisteredEv("0.3", "map", nil, nil)),
