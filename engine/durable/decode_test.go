@@ -1,10 +1,14 @@
 package durable
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // Unit tests and fuzzers that need no database (they run under -short).
@@ -125,5 +129,24 @@ func TestTruncate(t *testing.T) {
 	}
 	if got := truncate(string(make([]rune, 100)), 20); len(got) > 20 {
 		t.Fatal(len(got))
+	}
+}
+
+// TestErrTypeName: an attempt's recorded error type names a sentinel (the
+// outermost in the chain) rather than *errors.errorString, and else the
+// innermost typed error, past fmt's wrappers.
+func TestErrTypeName(t *testing.T) {
+	type leafErr struct{ error }
+	for want, err := range map[string]error{
+		"durable.ErrPlanChanged":    fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, fmt.Errorf("x: %w", sdk.ErrRetryPinMismatch)),
+		"sdk.ErrRetryPinMismatch":   fmt.Errorf("run: %w", sdk.ErrRetryPinMismatch),
+		"durable.ErrResultTooLarge": &permanent{fmt.Errorf("%w: 2 MiB", ErrResultTooLarge)},
+		"context.DeadlineExceeded":  fmt.Errorf("step: %w", context.DeadlineExceeded),
+		"*durable.leafErr":          fmt.Errorf("a: %w", fmt.Errorf("b: %w", &leafErr{errors.New("boom")})),
+		"*errors.errorString":       errors.New("plain"),
+	} {
+		if got := errTypeName(err); got != want {
+			t.Errorf("errTypeName(%v) = %s, want %s", err, got, want)
+		}
 	}
 }

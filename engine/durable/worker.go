@@ -887,9 +887,40 @@ func typeNames(e error) []string {
 	return []string{t.Name(), short + "." + t.Name(), pkg + "." + t.Name()}
 }
 
-// errTypeName names the innermost error of err's first chain, skipping
-// the anonymous wrappers of fmt.Errorf and the worker's own.
+// sentinels name the sentinel errors an attempt can end with, so that the
+// recorded error type says which (an errors.New value's type is only
+// *errors.errorString).
+var sentinels = []struct {
+	err  error
+	name string
+}{
+	{ErrResultTooLarge, "durable.ErrResultTooLarge"}, {ErrTimedOut, "durable.ErrTimedOut"},
+	{ErrPlanChanged, "durable.ErrPlanChanged"}, {ErrCancelled, "durable.ErrCancelled"},
+	{ErrJobUnknown, "durable.ErrJobUnknown"}, {ErrUnknownFlow, "durable.ErrUnknownFlow"},
+	{ErrInvalidInput, "durable.ErrInvalidInput"},
+	{sdk.ErrRetryPinMismatch, "sdk.ErrRetryPinMismatch"}, {sdk.ErrStrategyMismatch, "sdk.ErrStrategyMismatch"},
+	{sdk.ErrStrategyRejected, "sdk.ErrStrategyRejected"}, {sdk.ErrRayRequired, "sdk.ErrRayRequired"},
+	{sdk.ErrInvalidDefinition, "sdk.ErrInvalidDefinition"}, {sdk.ErrUnknownFlow, "sdk.ErrUnknownFlow"},
+	{context.Canceled, "context.Canceled"}, {context.DeadlineExceeded, "context.DeadlineExceeded"},
+}
+
+// errTypeName names the first sentinel of sentinels in err's chain (the
+// outermost), else the innermost error of its first chain, skipping the
+// anonymous wrappers of fmt.Errorf and the worker's own.
 func errTypeName(err error) string {
+	sentinel := ""
+	walkErrors(err, func(e error) bool {
+		for _, s := range sentinels {
+			if e == s.err {
+				sentinel = s.name
+				return false
+			}
+		}
+		return true
+	})
+	if sentinel != "" {
+		return sentinel
+	}
 	name := fmt.Sprintf("%T", err)
 	walkErrors(err, func(e error) bool {
 		switch e.(type) {
