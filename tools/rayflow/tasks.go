@@ -228,9 +228,14 @@ func tasksWait(ctx context.Context, e env, c *durable.Client, id string, timeout
 	}
 	t, err := c.Wait(ctx, id)
 	if err != nil {
-		if t != nil {
+		switch {
+		case t != nil && t.State == durable.StateQueued && t.Attempt > 1 && t.RunAfter.After(time.Now()):
+			// a retry waiting out its backoff, not a stuck queue
+			fmt.Fprintf(e.stderr, "rayflow: task %s is still QUEUED: attempt %d of %d (after %s %s) starts at %s: %v\n", id, t.Attempt,
+				t.MaxAttempts, t.ErrorType, truncateText(t.ErrorMessage, 200), t.RunAfter.UTC().Format(time.RFC3339), err)
+		case t != nil:
 			fmt.Fprintf(e.stderr, "rayflow: task %s is still %s: %v\n", id, t.State, err)
-		} else {
+		default:
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 		}
 		return exitError
@@ -241,4 +246,12 @@ func tasksWait(ctx context.Context, e env, c *durable.Client, id string, timeout
 	}
 	fmt.Fprintln(e.stdout, string(t.Result))
 	return exitOK
+}
+
+// truncateText shortens s to at most n bytes of valid UTF-8, marking a cut.
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
