@@ -472,6 +472,9 @@ WHERE id = $1 AND state = 'RUNNING' AND execution_generation = $2`, pk, gen); er
 	return out, nil
 }
 
+// ValidTaskID reports whether s has the form of a task id (a UUID).
+func ValidTaskID(s string) bool { return validUUID(s) }
+
 func validUUID(s string) bool {
 	if len(s) != 36 {
 		return false
