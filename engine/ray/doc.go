@@ -118,8 +118,9 @@
 // run's sink (sdk.WithProgress); the graph (steps, and each bounded map as
 // one aggregate node with its counters) is already registered in it, by the
 // same code as for a local run. Two concurrent runs on one engine share
-// nothing. Under full each run has one collector actor on Ray (its
-// handshake is awaited beside the run, so its start overlaps the first
+// nothing. Under full each run whose plan has a step outside every map
+// has one collector actor on Ray (map items never report, so a plan of
+// maps only gets none and starts no extra worker; its is awaited beside the run, so its start overlaps the first
 // leaves; if it fails, the run goes on without live progress) that only
 // buffers bounded encoded events (over 32 KiB or over its buffer: refused,
 // with counters); every graph semantic is Go. The coordinator drains the

@@ -157,7 +157,7 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
-	rp, err := e.startProgress(ctx, spec.Progress)
+	rp, err := e.startProgress(ctx, spec.Progress, bind.Root)
 	if err != nil {
 		return nil, err
 	}
