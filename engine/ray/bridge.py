@@ -348,53 +348,53 @@ def _request(name, node, bound, boot, kind, arg):
     return b"".join((len(h).to_bytes(4, "big"), h, bound, arg))
 
 
-def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
-    exe, name, node, boot, digest = spec.split("\x00")
-    p = _leaf_proc(exe, digest, node)
-    if prog is None and not trace:
-        # The common case (every map item): one write, blocking reads.
-        try:
-            _write_all(p.stdin.fileno(), _request(name, node, bound, boot, kind, arg))
-            h, secs = _read_reply(p.stdout.fileno())
-        except KeyboardInterrupt:
-            _drop_proc(exe, p)
-            raise
-        except (EOFError, BrokenPipeError, OSError) as e:
-            print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
-            _drop_proc(exe, p)
-            os._exit(1)
-        if h.get("ok"):
-            return b"", secs[0]
-        raise LeafError(h.get("error", {}), secs[0] if secs else b"")
-    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
-    _traced(header, trace)
-    events = None
-    if prog is not None:
-        header["progress"] = prog[1]
-        header["execution"] = _execution()
-        events = _Events(prog[0], p.stdin)
+def _roundtrip(exe, p, node, frame, events=None):
+    """Sends one request frame to the leaf process and reads its reply; with
+    events (a leaf that reports progress) the leaf's events are forwarded
+    to the collector actor meanwhile and reach it before the reply counts.
+    Without events: one write, blocking reads. A leaf process that dies
+    mid-leaf fails this Ray worker, so that Ray treats it as a system
+    failure (retried per max_retries)."""
     try:
-        p.stdin.write(encode_frame(header, [bound or b"", arg]))
-        rd = _LeafReader(p.stdout.fileno(), events.poll if events else None)
+        if events is None:
+            _write_all(p.stdin.fileno(), frame)
+            return _read_reply(p.stdout.fileno())
+        p.stdin.write(frame)
+        rd = _LeafReader(p.stdout.fileno(), events.poll)
         while True:
             (n,) = struct.unpack(">I", rd.read(4))
             h = json.loads(rd.read(n))
             secs = [rd.read(s) for s in h.get("sizes", [])]
-            if events is None or "event" not in h:
+            if "event" not in h:
                 break
             events.push(h["event"], secs[0])
-        if events is not None:
-            # The leaf's events reach the actor before its result counts.
-            events.poll(timeout=2.0)
+        events.poll(timeout=2.0)
+        return h, secs
     except KeyboardInterrupt:
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
     except (EOFError, BrokenPipeError, OSError) as e:
-        # The leaf process died mid-leaf: fail this Ray worker so that Ray
-        # treats it as a system failure (retried per max_retries).
         print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         _drop_proc(exe, p)
         os._exit(1)
+
+
+def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
+    events = None
+    if prog is None and not trace:
+        # The common case (every map item): a header without a dict.
+        frame = _request(name, node, bound, boot, kind, arg)
+    else:
+        header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
+        _traced(header, trace)
+        if prog is not None:
+            header["progress"] = prog[1]
+            header["execution"] = _execution()
+            events = _Events(prog[0], p.stdin)
+        frame = encode_frame(header, [bound or b"", arg])
+    h, secs = _roundtrip(exe, p, node, frame, events)
     if h.get("ok"):
         return b"", secs[0]
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
@@ -409,19 +409,7 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None):
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
     _traced(header, trace)
-    try:
-        p.stdin.write(encode_frame(header, [bound or b""] + inputs))
-        rd = _LeafReader(p.stdout.fileno())
-        (n,) = struct.unpack(">I", rd.read(4))
-        h = json.loads(rd.read(n))
-        secs = [rd.read(s) for s in h.get("sizes", [])]
-    except KeyboardInterrupt:
-        _drop_proc(exe, p)
-        raise
-    except (EOFError, BrokenPipeError, OSError) as e:
-        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
-        _drop_proc(exe, p)
-        os._exit(1)
+    h, secs = _roundtrip(exe, p, node, encode_frame(header, [bound or b""] + inputs))
     if h.get("ok"):
         return (b"",) + tuple(secs)
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
@@ -589,6 +577,14 @@ def _spec(req):
                                              req.get("digest") or "")
 
 
+def _warm_task(exe):
+    """Starts this worker's persistent leaf process (its handshake, without
+    a digest check: each leaf's request is checked against the digest it
+    reports) so that the first leaf finds a running worker and process."""
+    _leaf_proc(exe, "", "warm-up")
+    return b"", b""
+
+
 def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
@@ -616,6 +612,7 @@ class Bridge:
         self.leaf = None
         self.collect = None
         self.concat = None
+        self.warm = None
         self.variants = {}  # option set id (and batch size) -> prepared remote function
         self.optsets = {}  # option set id -> options
         self.actors = {}  # actor handle -> ActorHandle
@@ -655,6 +652,7 @@ class Bridge:
         self.leaf = ray.remote(num_returns=2)(_leaf_task)
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
         self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
+        self.warm = ray.remote(num_returns=2, max_retries=0)(_warm_task)
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -740,6 +738,10 @@ class Bridge:
         self.add(it["h"], refs[0], refs[0])
         for h, ref in zip(batch["ih"], refs[1:]):
             self.add(h, ref, None)
+
+    def op_warm(self, req, _):
+        status, payload = self.warm.remote(req["exe"])
+        self.add(req["h"], payload, status)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
