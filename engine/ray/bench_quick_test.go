@@ -104,10 +104,18 @@ func addCPU(acc, a, b map[string]time.Duration) {
 	}
 }
 
-// cpuByGroup sums the CPU time of every process by role.
+// cpuByGroup sums the CPU time of every process by role. On a private
+// cluster (RAYFLOW_RAY_ADDRESS unset) only its own raylet, GCS and workers
+// count as such; other processes (other users of the machine, a shared
+// head's) are "other".
 func cpuByGroup(native int) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	self, bridge := os.Getpid(), testBridge.PID()
+	type proc struct {
+		comm        string
+		ppid, pgrp  int
+		cpu         time.Duration
+		leafProcess bool
+	}
+	procs := map[int]proc{}
 	exe, _ := os.Executable()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -120,11 +128,19 @@ func cpuByGroup(native int) map[string]time.Duration {
 			continue
 		}
 		i := bytes.LastIndexByte(b, ')')
-		comm := string(b[bytes.IndexByte(b, '(')+1 : i])
 		f := strings.Fields(string(b[i+2:]))
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
-		cpu := time.Duration(ut+st) * 10 * time.Millisecond
+		l, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		procs[pid] = proc{comm: string(b[bytes.IndexByte(b, '(')+1 : i]), ppid: ppid, pgrp: pgrp,
+			cpu: time.Duration(ut+st) * 10 * time.Millisecond, leafProcess: l == exe}
+	}
+	self, bridge := os.Getpid(), testBridge.PID()
+	private := testBridge.private
+	out := map[string]time.Duration{}
+	for pid, p := range procs {
 		g := "other"
 		switch {
 		case pid == self:
@@ -133,18 +149,18 @@ func cpuByGroup(native int) map[string]time.Duration {
 			g = "bridge"
 		case pid == native:
 			g = "native"
-		case strings.HasPrefix(comm, "ray::"):
-			g = "worker"
-		case comm == "raylet":
+		case p.leafProcess && pid != self:
+			g = "leafproc"
+		case private && p.pgrp != bridge && (procs[p.ppid].comm != "raylet" || procs[p.ppid].pgrp != bridge):
+			// not the private cluster's (its workers are the raylet's children)
+		case p.comm == "raylet":
 			g = "raylet"
-		case comm == "gcs_server":
+		case p.comm == "gcs_server":
 			g = "gcs"
-		default:
-			if l, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); l == exe {
-				g = "leafproc"
-			}
+		case strings.HasPrefix(p.comm, "ray::"):
+			g = "worker"
 		}
-		out[g+"/"+strconv.Itoa(pid)+"/"+comm] += cpu
+		out[g+"/"+strconv.Itoa(pid)+"/"+p.comm] += p.cpu
 	}
 	return out
 }
