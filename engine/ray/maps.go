@@ -172,7 +172,7 @@ type mapLoop struct {
 // reportEvery is the least time between two progress reports of a map
 // while items complete; a held-back report is made when the time has passed
 // (a timer), so the reported counts never lag by more than that.
-const reportEvery = 10 * time.Millisecond
+const reportEvery = 25 * time.Millisecond
 
 // run drives the loop: admit takes each admitted item's encoded input,
 // flush (may be nil) runs once the input is exhausted and after admission,
