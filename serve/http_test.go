@@ -44,7 +44,7 @@ func newEnv(t *testing.T, n int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pool, testTokens(t), k, quiet)
+	s, err := New(pool, testTokens(t), k, quiet, WithEnqueueRoutes(testRoutes...))
 	if err != nil {
 		t.Fatal(err)
 	}

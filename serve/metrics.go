@@ -14,7 +14,7 @@ import (
 	"github.com/rayflow/rayflow/engine/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/serve/read"
-	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // Read kinds, the one label of the read latency histogram (bounded).
@@ -121,7 +121,7 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 	}
 	scrape := prometheus.NewRegistry()
 	scrape.MustRegister(counts, db)
-	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape, telemetry.Gatherer()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape, prom.Gatherer()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 // Latencies derived from the database, so that /metrics shows them for
@@ -267,5 +267,5 @@ var openAPI []byte
 func (s *Server) openapi(w http.ResponseWriter, _ *http.Request, _ string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(openAPI)
+	_, _ = w.Write(s.openAPI)
 }

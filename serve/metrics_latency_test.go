@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // TestMetricsLatencies: /metrics derives claim latency, the oldest
@@ -62,7 +62,7 @@ func TestMetricsLatencies(t *testing.T) {
 				}
 			}
 		}
-		for _, err := range telemetry.LintFamilies(list) {
+		for _, err := range prom.LintFamilies(list) {
 			t.Errorf("%s: %v", principal, err)
 		}
 		return out

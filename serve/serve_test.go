@@ -105,7 +105,7 @@ func lazyServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pool, testTokens(t), k, quiet)
+	s, err := New(pool, testTokens(t), k, quiet, WithEnqueueRoutes(testRoutes...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,10 @@ type Server struct {
 	mux     *http.ServeMux
 	graphs  graphCache
 	metrics *metrics
+	// enqueueRoutes are the installed EnqueueRoutes; openAPI documents
+	// them with the core API.
+	enqueueRoutes []EnqueueRoute
+	openAPI       []byte
 }
 
 // Route is one endpoint of the API.
@@ -64,7 +68,7 @@ type Route struct {
 
 // New returns the API on pool, with tokens as principals and allowlist
 // and keys signing cursors. log may be nil (slog.Default()).
-func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger) (*Server, error) {
+func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -73,6 +77,12 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger) 
 		return nil, err
 	}
 	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.openAPI, err = openAPIDocument(openAPI, s.enqueueRoutes); err != nil {
+		return nil, err
+	}
 	for _, rt := range s.Routes() {
 		s.mux.Handle(rt.Method+" "+rt.Pattern, s.wrap(rt))
 	}
@@ -106,7 +116,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
-	}, s.exampleRoutes()...)
+	}, s.routesOfEnqueue()...)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 	"github.com/rayflow/rayflow/telemetry/telemetrytest"
 )
 
@@ -214,7 +215,7 @@ func TestMetricsLint(t *testing.T) {
 	if _, err := sdk.Run(context.Background(), workflow, 4); err != nil {
 		t.Fatal(err)
 	}
-	m := telemetry.M
+	m := prom.M
 	m.RunningTasks.WithLabelValues("default").Add(0)
 	m.ClaimLatency.WithLabelValues("default").Observe(0.01)
 	m.Attempts.WithLabelValues("default", telemetry.OutcomeSucceeded).Add(0)
@@ -222,8 +223,8 @@ func TestMetricsLint(t *testing.T) {
 	m.Retries.WithLabelValues("default").Add(0)
 	m.Swept.WithLabelValues(telemetry.OutcomeLost).Add(0)
 	m.PublicationDuration.WithLabelValues("postgres", telemetry.OutcomeOK).Observe(0.001)
-	m.PublicationBytes.WithLabelValues("postgres").Observe(512)
-	mfs, err := telemetry.Gatherer().Gather()
+	m.PublicationBytes.WithLabelValues("postgres", telemetry.ArtefactTopology).Observe(512)
+	mfs, err := prom.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestMetricsLint(t *testing.T) {
 			t.Errorf("no family %s", name)
 		}
 	}
-	for _, err := range telemetry.LintFamilies(mfs) {
+	for _, err := range prom.LintFamilies(mfs) {
 		t.Error(err)
 	}
 	if v := testutil.ToFloat64(m.MapWindowSlots.WithLabelValues("local")); v != 0 {

@@ -40,26 +40,32 @@ func TestBenchDurable(t *testing.T) {
 	}
 	fmt.Println("| Saturation: workers × concurrency | Progress storage | No-op tasks | Wall s | Tasks/s end to end | Go CPU µs/task | PostgreSQL CPU µs/task |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
+	// progress: "off", "on" (the default full policy) or "terminal" (a
+	// flow materialized with the terminal_only policy: summary only).
 	type satCase struct {
 		workers, n int
-		progress   bool
+		progress   string
 	}
-	cases := []satCase{{1, 5000, false}, {4, 5000, false}, {8, 5000, false}, {1, 5000, true}, {4, 5000, true}, {8, 5000, true}}
-	if v := os.Getenv("RAYFLOW_BENCH_DURABLE_CASES"); v != "" { // e.g. "4:on:3000,8:off:5000" (profiling)
+	cases := []satCase{{1, 5000, "off"}, {4, 5000, "off"}, {8, 5000, "off"}, {1, 5000, "on"}, {4, 5000, "on"}, {8, 5000, "on"},
+		{4, 5000, "terminal"}}
+	if v := os.Getenv("RAYFLOW_BENCH_DURABLE_CASES"); v != "" { // e.g. "4:on:3000,8:off:5000,4:terminal:3000" (profiling)
 		cases = nil
 		for _, f := range strings.Split(v, ",") {
 			var c satCase
-			var on string
-			if _, err := fmt.Sscanf(strings.ReplaceAll(f, ":", " "), "%d %s %d", &c.workers, &on, &c.n); err != nil {
+			if _, err := fmt.Sscanf(strings.ReplaceAll(f, ":", " "), "%d %s %d", &c.workers, &c.progress, &c.n); err != nil {
 				t.Fatalf("RAYFLOW_BENCH_DURABLE_CASES %q: %v", f, err)
 			}
-			c.progress = on == "on"
 			cases = append(cases, c)
 		}
 	}
+	label := map[string]string{"on": "on (default, full policy)", "off": "off", "terminal": "on, terminal_only policy (summary only)"}
 	for _, c := range cases {
-		r := benchSaturation(t, server, c.workers, c.n, c.progress)
-		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f | %.0f | %.0f |\n", c.workers, DefaultConcurrency, map[bool]string{true: "on (default, full policy)", false: "off"}[c.progress],
+		flow := "test.noop"
+		if c.progress == "terminal" {
+			flow = "test.noop.terminal"
+		}
+		r := benchSaturation(t, server, c.workers, c.n, c.progress != "off", flow)
+		fmt.Printf("| %d × %d | %s | %d | %.2f | %.0f | %.0f | %.0f |\n", c.workers, DefaultConcurrency, label[c.progress],
 			c.n, r.wall.Seconds(), float64(c.n)/r.wall.Seconds(), r.goCPU.Seconds()*1e6/float64(c.n), r.pgCPU.Seconds()*1e6/float64(c.n))
 	}
 }
@@ -157,7 +163,7 @@ type saturation struct{ wall, goCPU, pgCPU time.Duration }
 // wall time ends at the last task's finished_at (same host clock), so the
 // completion poll can be coarse; CPU is this process's (the workers) and
 // the run database's server backends' (from /proc; 0 when not readable).
-func benchSaturation(t *testing.T, server string, workers, n int, progress bool) saturation {
+func benchSaturation(t *testing.T, server string, workers, n int, progress bool, flow string) saturation {
 	url := pgtest.NewDatabase(t, server)
 	pool := pgtest.PoolAt(t, url)
 	ctx := t.Context()
@@ -165,7 +171,7 @@ func benchSaturation(t *testing.T, server string, workers, n int, progress bool)
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, queue_deadline_at)
-SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM generate_series(1, $1) i`, n); err != nil {
+SELECT gen_random_uuid(), $2, i::text, now() + interval '1 day' FROM generate_series(1, $1) i`, n, flow); err != nil {
 		t.Fatal(err)
 	}
 	var db string
@@ -175,7 +181,7 @@ SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM ge
 	pg0 := backendCPU(t, pool, db)
 	go0 := processCPU()
 	start := time.Now()
-	_, stop := benchWorkers(t, url, workers, progress)
+	ws, stop := benchWorkers(t, url, workers, progress)
 	defer stop()
 	for {
 		var done int
@@ -188,6 +194,13 @@ SELECT gen_random_uuid(), 'test.noop', i::text, now() + interval '1 day' FROM ge
 		time.Sleep(50 * time.Millisecond)
 	}
 	goCPU := processCPU() - go0
+	if os.Getenv("RAYFLOW_BENCH_DURABLE_GROUPS") != "" {
+		var g, n, cq, cl int64
+		for _, w := range ws {
+			g, n, cq, cl = g+w.stats.groups.Load(), n+w.stats.grouped.Load(), cq+w.stats.claimQueries.Load(), cl+w.stats.claimed.Load()
+		}
+		fmt.Printf("BENCH groups %d (%.1f transitions each), claims %d (%.1f tasks each)\n", g, float64(n)/float64(max(g, 1)), cq, float64(cl)/float64(max(cq, 1)))
+	}
 	pgCPU := backendCPU(t, pool, db) - pg0
 	var last time.Time
 	if err := pool.QueryRow(ctx, `SELECT max(finished_at) FROM rayflow_tasks`).Scan(&last); err != nil {

@@ -22,6 +22,10 @@
 // statement. With the progress store (the default) the run's final
 // progress publication goes in the same batch as its terminal transition:
 // one round trip and one transaction after the claim for a short run.
+// A worker's attempts that end within a millisecond of each other share
+// one statement (group commit, with a short run's first progress
+// publication): it changes only the rows whose own fence matches and
+// reports which; any other attempt of the group is then recorded alone.
 //
 // Failures are retried automatically (at most MaxAttempts, default 3,
 // counting the first) after RetryBackoff·2^(k−2) before attempt k, unless

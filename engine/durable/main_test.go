@@ -160,6 +160,7 @@ var (
 func init() {
 	Register("test.echo", EchoFlow)
 	Register("test.noop", NoopFlow)
+	Register("test.noop.terminal", NoopFlow, sdk.WithReportingPolicy(sdk.ReportingPolicyTerminalOnly))
 	Register("test.sleep", SleepFlow)
 	Register("test.ignorectx", IgnoreCtxFlow)
 	Register("test.fail", FailFlow)

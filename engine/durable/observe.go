@@ -8,18 +8,19 @@ import (
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // The worker's telemetry: every attempt runs in a telemetry.SpanAttempt
 // span (the run's span and its nodes' below it) and counts in the
-// telemetry.M collectors under the worker's queue: claim latency,
+// prom.M collectors under the worker's queue: claim latency,
 // running attempts, attempts by outcome and their duration, retries,
-// swept tasks and the progress publications (latency and summary bytes).
+// swept tasks and the progress publications (latency, and bytes by artefact).
 // WorkerOptions.MetricsAddr serves them.
 
 // observeClaim records the claim latency of the claimed tasks.
 func (w *Worker) observeClaim(got []claimed) {
-	h := telemetry.M.ClaimLatency.WithLabelValues(w.o.Queue)
+	h := prom.M.ClaimLatency.WithLabelValues(w.o.Queue)
 	for _, c := range got {
 		h.Observe(max(c.waited, 0).Seconds())
 	}
@@ -29,7 +30,7 @@ func (w *Worker) observeClaim(got []claimed) {
 // records its outcome (nil: superseded, nothing recorded).
 func (w *Worker) observeAttempt(ctx context.Context, c claimed) (_ context.Context, end func(o *outcome)) {
 	start := time.Now()
-	running := telemetry.M.RunningTasks.WithLabelValues(w.o.Queue)
+	running := prom.M.RunningTasks.WithLabelValues(w.o.Queue)
 	running.Inc()
 	ctx, span := telemetry.StartAttempt(ctx, telemetry.AttemptInfo{TaskID: c.id, TaskPK: c.pk, Flow: c.flow, Queue: w.o.Queue,
 		Attempt: int64(c.attempt), Generation: c.gen, RunID: c.runID})
@@ -43,21 +44,24 @@ func (w *Worker) observeAttempt(ctx context.Context, c claimed) (_ context.Conte
 				err = attemptError{o}
 			}
 			if o.retry {
-				telemetry.M.Retries.WithLabelValues(w.o.Queue).Inc()
+				prom.M.Retries.WithLabelValues(w.o.Queue).Inc()
 			}
 		}
-		telemetry.M.Attempts.WithLabelValues(w.o.Queue, label).Inc()
-		telemetry.M.AttemptDuration.WithLabelValues(w.o.Queue, label).Observe(time.Since(start).Seconds())
+		prom.M.Attempts.WithLabelValues(w.o.Queue, label).Inc()
+		prom.M.AttemptDuration.WithLabelValues(w.o.Queue, label).Observe(time.Since(start).Seconds())
 		telemetry.End(span, err)
 	}
 }
 
 // observeSwept counts a task a sweep recorded.
-func observeSwept(o outcome) { telemetry.M.Swept.WithLabelValues(outcomeLabel(o.state)).Inc() }
+func observeSwept(o outcome) { prom.M.Swept.WithLabelValues(outcomeLabel(o.state)).Inc() }
 
 // observeSink measures sink's publications.
 func observeSink(sink *progressstore.Sink) progress.Sink {
-	return telemetry.ObserveSink("postgres", sink, func(*progress.Publication) int { return len(sink.LastSummary()) })
+	return telemetry.ObserveSink("postgres", sink, func(*progress.Publication) telemetry.PublishedBytes {
+		st := sink.LastStats()
+		return telemetry.PublishedBytes{Summary: st.SummaryBytes, Topology: st.TopologyBytes, Detail: st.DetailBytes}
+	})
 }
 
 func outcomeLabel(s State) string {
@@ -91,7 +95,7 @@ func (w *Worker) serveMetrics() (stop func(), err error) {
 	if w.o.MetricsAddr == "" {
 		return func() {}, nil
 	}
-	addr, stop, err := telemetry.ServeMetrics(w.o.MetricsAddr)
+	addr, stop, err := prom.ServeMetrics(w.o.MetricsAddr)
 	if err != nil {
 		return nil, err
 	}

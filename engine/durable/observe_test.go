@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // freeAddr is a loopback address with a port free a moment ago.
@@ -116,18 +116,22 @@ func TestWorkerMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	// Every accepted publication writes a summary; each attempt's first
+	// one a topology (pages and manifest) and detail rows.
 	if got["rayflow_progress_publication_duration_seconds{outcome=ok,sink=postgres}_count"] < 5 ||
-		got["rayflow_progress_publication_bytes{sink=postgres}_count"] < 5 {
+		got["rayflow_progress_publication_bytes{artefact=summary,sink=postgres}_count"] < 5 ||
+		got["rayflow_progress_publication_bytes{artefact=topology,sink=postgres}_count"] < 5 ||
+		got["rayflow_progress_publication_bytes{artefact=detail,sink=postgres}_count"] < 5 {
 		t.Errorf("publications: %v", got)
 	}
 	if got["go_goroutines{}"] == 0 {
 		t.Errorf("no runtime metrics")
 	}
-	mfs, err := telemetry.Gatherer().Gather()
+	mfs, err := prom.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range telemetry.LintFamilies(mfs) {
+	for _, err := range prom.LintFamilies(mfs) {
 		t.Error(err)
 	}
 	// The listener ends with the worker.

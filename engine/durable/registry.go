@@ -48,14 +48,17 @@ type flowEntry struct {
 	selection func(ray bool, m *sdk.Materialized) (string, error)
 	// run decodes raw, runs the flow with opts and encodes its result.
 	run func(ctx context.Context, raw []byte, attempt int, opts []sdk.RunOption) ([]byte, error)
+	// withAttempt is raw with the attempt set (AttemptInput), re-encoded.
+	withAttempt func(raw []byte, attempt int) ([]byte, error)
 }
 
 // AttemptInput is implemented (on its pointer) by a flow input that wants
 // to know which durable attempt runs it: the worker calls SetAttempt with
 // the attempt number (1, 2, …) after decoding the stored input and before
-// the run starts, on the local and ray runners (a ray_job coordinator
-// decodes the input itself and does not call it). The stored input is not
-// changed. examples/recovery uses it for its attempt-driven failures.
+// the run starts, on the local and ray runners; the ray_job runner sends
+// its job the input with the attempt set (Registry.AttemptInput). The
+// stored input is not changed. examples/recovery uses it for its
+// attempt-driven failures.
 type AttemptInput interface {
 	SetAttempt(attempt int)
 }
@@ -140,6 +143,16 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out], opts
 			return b, nil
 		},
 	}
+	if _, ok := any(new(In)).(AttemptInput); ok {
+		e.withAttempt = func(raw []byte, attempt int) ([]byte, error) {
+			in, err := decodeStrict[In](raw)
+			if err != nil {
+				return nil, err
+			}
+			any(&in).(AttemptInput).SetAttempt(attempt)
+			return json.Marshal(in)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.byName[name]; ok {
@@ -170,6 +183,22 @@ func (r *Registry) pins(ray bool) []planPin {
 		out = append(out, planPin{flow: e.name, fingerprint: m.Fingerprint, selection: sel, plan: m.Canonical})
 	}
 	return out
+}
+
+// AttemptInput returns the stored input raw of the flow registered as
+// name as attempt runs it: decoded, told its attempt and encoded as JSON
+// again when the flow's input implements AttemptInput, raw itself
+// otherwise. A runner that hands the input to another process (the
+// ray_job runner, whose job's coordinator decodes it) sends this.
+func (r *Registry) AttemptInput(name string, raw []byte, attempt int) ([]byte, error) {
+	e, err := r.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if e.withAttempt == nil {
+		return raw, nil
+	}
+	return e.withAttempt(raw, attempt)
 }
 
 // Names lists the registered flow names, sorted.

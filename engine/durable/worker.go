@@ -192,6 +192,8 @@ type Worker struct {
 	tasks sync.WaitGroup  // running attempts
 
 	stored sync.Map // fingerprints whose plan is in rayflow_plans
+
+	group grouper // terminal transitions waiting to be recorded together
 }
 
 // planPins are the registered flows' plans as this worker materializes
@@ -220,7 +222,7 @@ type runningTask struct {
 }
 
 type workerCounters struct {
-	claimQueries, claimed, sweeps, heartbeats, finished, notifications atomic.Int64
+	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped atomic.Int64
 }
 
 // WorkerStats are a worker's counters since it started.
@@ -242,7 +244,7 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
-		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1)}, nil
+		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1), group: grouper{arrived: make(chan struct{}, 1)}}, nil
 }
 
 // ID is the worker's claimed_by name.
@@ -605,6 +607,25 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.StuckTimeout)
 	defer cancel()
 	backoff := 20 * time.Millisecond
+	if r := groupable(f, o); r != nil {
+		res := w.submit(r)
+		if res.err == nil && res.matched {
+			w.stats.finished.Add(1)
+			log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry, "grouped", true)
+			if o.retry {
+				signal(w.wake)
+			}
+			return
+		}
+		if res.err != nil {
+			log.Debug("group transition failed; recording the attempt alone", "err", res.err)
+		}
+		// The fence, the expected summary or the final publication's
+		// condition did not hold (or the group failed): nothing of this
+		// attempt was written; the per-task path decides, without the
+		// final publication (as when its batch fails).
+		o.final = nil
+	}
 	for {
 		n, err := transition(ctx, w.pool, f, o)
 		o.final = nil // tried once: a retry records the outcome alone

@@ -60,6 +60,22 @@ type PublishStats struct {
 	Upserted   int
 	Deleted    int
 	Skipped    bool // the task was CANCELLING: nothing written
+	// Canonical bytes written (a deferred final publication: queued for
+	// the caller's batch) by artefact: the summary, the staged topology
+	// (pages and manifest), the detail rows upserted. For the
+	// rayflow_progress_publication_bytes metric.
+	SummaryBytes, TopologyBytes, DetailBytes int64
+}
+
+// written records the bytes of a publication's artefacts in s.last.
+func (s *Sink) written(sum []byte, staged *Topology, rows []detailRow) {
+	s.last.SummaryBytes, s.last.TopologyBytes, s.last.DetailBytes = int64(len(sum)), 0, 0
+	if staged != nil {
+		s.last.TopologyBytes = staged.EncodedBytes
+	}
+	for _, r := range rows {
+		s.last.DetailBytes += int64(len(r.payload))
+	}
 }
 
 // NewSink returns the sink of one run on pool with limits lim (V1() when
@@ -127,6 +143,7 @@ type FinalWrites struct {
 	rev     int64
 	expect  []byte
 	commit  func()
+	first   *firstPub // a run's first publication (firstSQL), for FinalGroup
 }
 
 // Batch is the batch to append to and send.
@@ -276,6 +293,7 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 	if err != nil {
 		return err
 	}
+	s.written(b, nil, nil)
 	id := p.Identity
 	if p.Final && s.defer_ {
 		batch := &pgx.Batch{}
@@ -461,6 +479,11 @@ SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest fa
 		b.Queue(`DELETE FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = ANY($2::text[])`, runPK, dropped)
 	}
 	s.last.Statements += b.Len()
+	var stagedTopo *Topology
+	if staged {
+		stagedTopo = topo
+	}
+	s.written(sb, stagedTopo, changed)
 	committed := func() {
 		s.last.Publish = time.Since(t2)
 		s.last.Upserted, s.last.Deleted = len(changed), len(dropped)
@@ -571,6 +594,7 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 		topo.NodePages, topo.EdgePages, topo.EncodedBytes, idx,
 		keys, ids, invs, states, evs, truncs, rpay, rdig)
 	s.last.Statements += b.Len()
+	s.written(pl.sb, topo, pl.changed)
 	var runPK int64
 	committed := func() {
 		s.last.Publish = time.Since(t2)
@@ -584,7 +608,7 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			committed() // the run's last publication: runPK is not needed again
-		}}
+		}, first: &firstPub{id: id, pl: pl, topo: topo, expires: expires}}
 		return nil
 	}
 	br := s.pool.SendBatch(ctx, b)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
-	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // Item batching on Ray (sdk's WithItemBatching): up to K items of a map per
@@ -350,7 +350,7 @@ func TestBatchedMapSinks(t *testing.T) {
 func TestBatchedMapWindowMetrics(t *testing.T) {
 	_, frt := newFakeEngine()
 	e := newWithRuntime(frt, exeOf(t))
-	m := telemetry.M
+	m := prom.M
 	slotsG, inFlightG := m.MapWindowSlots.WithLabelValues("ray"), m.MapItemsInFlight.WithLabelValues("ray")
 	slots0, inFlight0 := testutil.ToFloat64(slotsG), testutil.ToFloat64(inFlightG)
 	const window = 2 * bworkK

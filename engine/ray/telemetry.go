@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -67,13 +68,18 @@ func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgr
 }
 
 // telemetryEnv returns env (a job runtime environment) with this
-// process's OTEL_* and RAYFLOW_TRACES_FILE variables added to its
-// env_vars (those env already sets win); env itself is not changed.
+// process's tracing variables (tracing.Forwarded: OTEL_* but not the
+// credential-bearing *_HEADERS, and RAYFLOW_TRACES_FILE) added to its
+// env_vars (those env already sets win); env itself is not changed. In a
+// Ray Job's driver (a rayflow job coordinator) the variables the job's
+// own runtime_env sets are left out: the job's workers inherit them, and
+// Ray refuses a driver runtime_env that sets a key of the job's again.
 func telemetryEnv(env map[string]any) map[string]any {
+	inJob := jobEnvVars()
 	vars := map[string]any{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OTEL_") || k == tracing.TracesFileEnv {
+		if _, dup := inJob[k]; !dup && tracing.Forwarded(k) {
 			vars[k] = v
 		}
 	}
@@ -94,6 +100,25 @@ func telemetryEnv(env map[string]any) map[string]any {
 	}
 	out["env_vars"] = vars
 	return out
+}
+
+// jobEnvVars returns the env_vars of the runtime_env of the Ray Job this
+// process is the entrypoint of (Ray's RAY_JOB_CONFIG_JSON_ENV_VAR), nil
+// outside a job.
+func jobEnvVars() map[string]any {
+	raw := os.Getenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+	if raw == "" {
+		return nil
+	}
+	var cfg struct {
+		RuntimeEnv struct {
+			EnvVars map[string]any `json:"env_vars"`
+		} `json:"runtime_env"`
+	}
+	if json.Unmarshal([]byte(raw), &cfg) != nil {
+		return nil
+	}
+	return cfg.RuntimeEnv.EnvVars
 }
 
 // leafSpan starts a leaf's span in the leaf process, from its request's

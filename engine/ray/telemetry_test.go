@@ -18,20 +18,29 @@ import (
 
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 const leafSpanChild = "RAYFLOW_LEAFSPAN_TEST_CHILD"
 
 // The job runtime environment gets this process's OTEL_* and
-// RAYFLOW_TRACES_FILE variables; the ones it sets win.
+// RAYFLOW_TRACES_FILE variables, but not the OTEL_*_HEADERS credentials;
+// the ones it sets win.
 func TestTelemetryEnv(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "svc")
 	t.Setenv("RAYFLOW_TRACES_FILE", "/tmp/x")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer secret")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-api-key=secret")
 	env := map[string]any{"env_vars": map[string]string{"OTEL_SERVICE_NAME": "mine"}, "pip": []string{"x"}}
 	got := telemetryEnv(env)
 	vars := got["env_vars"].(map[string]any)
 	if vars["OTEL_SERVICE_NAME"] != "mine" || vars["RAYFLOW_TRACES_FILE"] != "/tmp/x" || got["pip"] == nil {
 		t.Fatalf("%v", got)
+	}
+	for k := range vars {
+		if strings.HasSuffix(k, "_HEADERS") {
+			t.Errorf("%s travels to the leaves", k)
+		}
 	}
 	if _, ok := env["env_vars"].(map[string]string)["RAYFLOW_TRACES_FILE"]; ok {
 		t.Fatal("the caller's map was changed")
@@ -44,7 +53,7 @@ func TestTelemetryEnv(t *testing.T) {
 func TestRayMetrics(t *testing.T) {
 	needRay(t)
 	t.Parallel()
-	m := telemetry.M
+	m := prom.M
 	sub0 := testutil.ToFloat64(m.LeavesSubmitted.WithLabelValues("ray"))
 	ok0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeSucceeded))
 	fail0 := testutil.ToFloat64(m.LeavesFinished.WithLabelValues("ray", telemetry.OutcomeFailed))

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -160,7 +161,14 @@ type Job struct {
 	// NoProgress tells the coordinator to publish nothing, even with a
 	// database URL of the cluster's own.
 	NoProgress bool
+	// TraceParent is a W3C traceparent (telemetry.Inject of the
+	// submitter's span): the coordinator's run span becomes its child. It
+	// travels as TRACEPARENT in the entrypoint (not secret).
+	TraceParent string
 }
+
+// traceParent matches a W3C traceparent (version 00 and its successors).
+var traceParent = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
 // Redacted replaces a database URL in job requests' errors.
 const Redacted = "[REDACTED]"
@@ -168,7 +176,10 @@ const Redacted = "[REDACTED]"
 // request is the Jobs API request of j.
 func request(j Job) (*utiltypes.RayJobRequest, error) {
 	env := j.Env
-	if j.Identity != nil || j.Reporting != "" || j.NoProgress {
+	if j.TraceParent != "" && !traceParent.MatchString(j.TraceParent) {
+		return nil, fmt.Errorf("rayflow: ray job: TraceParent %.80q is not a W3C traceparent", j.TraceParent)
+	}
+	if j.Identity != nil || j.Reporting != "" || j.NoProgress || j.TraceParent != "" {
 		env = maps.Clone(j.Env)
 		if env == nil {
 			env = map[string]string{}
@@ -184,6 +195,9 @@ func request(j Job) (*utiltypes.RayJobRequest, error) {
 		}
 		if j.NoProgress {
 			env[coordinator.NoProgressEnv] = "1"
+		}
+		if j.TraceParent != "" {
+			env[coordinator.TraceParentEnv] = j.TraceParent
 		}
 	}
 	if _, ok := env[coordinator.DatabaseURLEnv]; ok {

@@ -1,7 +1,6 @@
 package rayjob_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,29 +23,12 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 	"github.com/rayflow/rayflow/sdk"
 )
 
 // The worker side of the durable tests knows the flow the jobs run.
 func init() { durable.Register("fanout", workflow.Workflow) }
-
-// syncBuffer is a log sink written by the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // policyRunner submits every attempt under one reporting policy (the
 // durable registry materializes every flow under full).
@@ -67,7 +48,7 @@ type durableEnv struct {
 	url  string
 	pool *pgxpool.Pool
 	c    *durable.Client
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	jc   *rayjob.Client
 }
 
@@ -76,18 +57,24 @@ type durableEnv struct {
 // plan's own), and on queue "local" an in-process worker.
 func newDurable(t *testing.T, policy sdk.ReportingPolicy, hb time.Duration) *durableEnv {
 	t.Helper()
+	return newDurableApp(t, appBinary, policy, hb)
+}
+
+// newDurableApp is newDurable with the jobs running exe.
+func newDurableApp(t *testing.T, exe string, policy sdk.ReportingPolicy, hb time.Duration) *durableEnv {
+	t.Helper()
 	jc := newClient(t)
 	url := pgtest.URL(t)
 	pool := pgtest.PoolAt(t, url)
 	if _, err := durable.Migrate(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	r, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: appBinary, Python: python, DatabaseURL: url,
+	r, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: python, DatabaseURL: url,
 		Env: map[string]string{sdk.EnvBuildRevision: testBuildRevision}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &durableEnv{url: url, pool: pool, c: durable.NewClient(pool, nil), log: &syncBuffer{}, jc: jc}
+	e := &durableEnv{url: url, pool: pool, c: durable.NewClient(pool, nil), log: &syncbuf.Buffer{}, jc: jc}
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, o := range []durable.WorkerOptions{
 		{Queue: "rayjob", Jobs: policyRunner{r, policy}, RayAddress: dashboard, JobPollInterval: 250 * time.Millisecond},

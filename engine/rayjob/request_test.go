@@ -97,3 +97,29 @@ func TestRedact(t *testing.T) {
 		t.Error("an error without the secret was replaced")
 	}
 }
+
+// A job's traceparent travels as TRACEPARENT in the entrypoint; anything
+// but a W3C traceparent is refused (it would reach the shell).
+func TestRequestTraceParent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct {
+		tp, want string
+		ok       bool
+	}{
+		{"", "", true},
+		{tp, coordinator.TraceParentEnv + "=" + tp + " ", true},
+		{tp + "; rm -rf /", "", false},
+		{"00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", "", false}, // a trace id one digit short
+	} {
+		req, err := request(Job{Executable: "/app", Flow: "fanout", Input: json.RawMessage(`3`), TraceParent: tc.tp})
+		if (err == nil) != tc.ok {
+			t.Fatalf("%q: error %v, want ok %v", tc.tp, err, tc.ok)
+		}
+		if err != nil {
+			continue
+		}
+		if tc.want != "" && !strings.Contains(req.Entrypoint, tc.want) || tc.want == "" && strings.Contains(req.Entrypoint, coordinator.TraceParentEnv) {
+			t.Errorf("%q: entrypoint %q", tc.tp, req.Entrypoint)
+		}
+	}
+}

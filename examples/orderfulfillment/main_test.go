@@ -6,37 +6,19 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	var errb syncBuffer // the Ray engine copies its processes' stderr into it concurrently
+	var errb syncbuf.Buffer // the Ray engine copies its processes' stderr into it concurrently
 	code := run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // checkRun checks a successful run's output: the result and the counts.

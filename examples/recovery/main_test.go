@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/rayflow/rayflow/examples/recovery/workflow"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
 const wantLog = "attempt 1: FAILED at build_order_batch: rayflow: step 0.1.g0.0 (" + ofPath + ".BuildOrderBatch): orderfulfillment: build_order_batch failed (deterministic failure of attempt 1)\n" +
@@ -28,27 +28,9 @@ const wantResult = `{"order_id":"order-1","items":1,"reserved_units":1,"recommen
 func runCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out bytes.Buffer
-	var errb syncBuffer // the Ray engine copies its processes' stderr into it concurrently
+	var errb syncbuf.Buffer // the Ray engine copies its processes' stderr into it concurrently
 	code := run(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestThreeAttempts(t *testing.T) {

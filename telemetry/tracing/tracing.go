@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
@@ -26,6 +27,17 @@ import (
 // span per line, the stdouttrace encoding), in addition to the exporters
 // of OTEL_TRACES_EXPORTER. Every process of a run may name the same file.
 const TracesFileEnv = "RAYFLOW_TRACES_FILE"
+
+// Forwarded reports whether the environment variable key travels from a
+// process that sets tracing up to the Ray processes it starts (leaves, a
+// Ray Job's coordinator), so that their spans reach the same exporter:
+// OTEL_* and TracesFileEnv, but not OTEL_*_HEADERS, which usually hold a
+// collector's credentials, and a Ray runtime environment is readable by
+// anyone who can list the cluster's tasks or jobs. A collector that needs
+// headers gets them from the cluster's own environment.
+func Forwarded(key string) bool {
+	return (strings.HasPrefix(key, "OTEL_") && !strings.HasSuffix(key, "_HEADERS")) || key == TracesFileEnv
+}
 
 // ErrUnsupportedExporter is wrapped by Setup's error for an exporter or
 // protocol this build cannot export with.
@@ -43,9 +55,12 @@ var setup struct {
 // these is set:
 //
 //   - OTEL_TRACES_EXPORTER: a comma-separated list of otlp, console
-//     (JSON spans on stdout) and none; otlp exports over OTLP/HTTP
-//     (http/protobuf, the OTEL_EXPORTER_OTLP_* variables: endpoint,
-//     headers, timeout, …). Unset, it is otlp when
+//     (JSON spans on stdout) and none; otlp exports over OTLP with the
+//     protocol of OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+//     OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf (the default) or grpc
+//     (http/json is refused), and the other OTEL_EXPORTER_OTLP_* variables
+//     (endpoint, headers, timeout, …; a grpc endpoint
+//     http://host:4317 is plaintext, https:// TLS). Unset, it is otlp when
 //     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
 //     set.
 //   - RAYFLOW_TRACES_FILE: spans are appended, synchronously, to this
@@ -87,10 +102,16 @@ func Setup(ctx context.Context) (shutdown func(context.Context) error, err error
 			if proto == "" {
 				proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 			}
-			if proto != "" && proto != "http/protobuf" {
-				return fail(fmt.Errorf("%w: OTLP protocol %q (this build exports http/protobuf)", ErrUnsupportedExporter, proto))
+			var exp sdktrace.SpanExporter
+			var err error
+			switch proto {
+			case "", "http/protobuf":
+				exp, err = otlptracehttp.New(ctx)
+			case "grpc":
+				exp, err = otlptracegrpc.New(ctx)
+			default:
+				return fail(fmt.Errorf("%w: OTLP protocol %q (http/protobuf or grpc)", ErrUnsupportedExporter, proto))
 			}
-			exp, err := otlptracehttp.New(ctx)
 			if err != nil {
 				return fail(fmt.Errorf("telemetry: OTLP exporter: %w", err))
 			}

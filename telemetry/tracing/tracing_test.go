@@ -61,6 +61,8 @@ func child(t *testing.T, env ...string) string {
 	return string(out)
 }
 
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
 func TestSetup(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "spans.jsonl")
@@ -75,7 +77,9 @@ func TestSetup(t *testing.T) {
 		{"disabled", []string{"OTEL_SDK_DISABLED=true", tracing.TracesFileEnv + "=" + file}, "TRACING-OFF", false},
 		{"console", []string{"OTEL_TRACES_EXPORTER=console"}, `"Name":"rayflow.run"`, false},
 		{"unknown exporter", []string{"OTEL_TRACES_EXPORTER=zipkin"}, "SETUP-ERROR", false},
-		{"grpc refused", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "SETUP-ERROR", false},
+		{"http/json refused", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, "SETUP-ERROR", false},
+		{"unknown traces protocol refused", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=thrift"}, "SETUP-ERROR", false},
 		{"file", []string{tracing.TracesFileEnv + "=" + file}, "TRACING-ON", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,5 +107,18 @@ func TestSetup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestForwarded(t *testing.T) {
+	for key, want := range map[string]bool{
+		"OTEL_SERVICE_NAME": true, "OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_EXPORTER_OTLP_PROTOCOL": true,
+		"OTEL_TRACES_EXPORTER": true, tracing.TracesFileEnv: true,
+		"OTEL_EXPORTER_OTLP_HEADERS": false, "OTEL_EXPORTER_OTLP_TRACES_HEADERS": false,
+		"RAYFLOW_DATABASE_URL": false, "PATH": false, "otel_service_name": false,
+	} {
+		if got := tracing.Forwarded(key); got != want {
+			t.Errorf("Forwarded(%q) = %v, want %v", key, got, want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/showcase"
 )
 
 func init() {
@@ -31,7 +32,8 @@ either a random key is made and cursors do not survive a restart.
 Routes: GET /livez, /readyz; GET /api/tasks, /api/tasks/{id}; POST
 /api/tasks/{id}/cancel, /retry; GET /api/workflows/{id}[/topology/nodes|
 /topology/edges|/nodes|/node-detail?node_id=]; GET /metrics,
-/api/openapi.json. Browser pages (sign in at /login; an HttpOnly cookie):
+/api/openapi.json; POST /api/examples/{orderfulfillment|recovery|complex|fanout}
+(enqueue an example). Browser pages (sign in at /login; an HttpOnly cookie):
 GET /tasks/{id} and its live graph page /tasks/{id}/graph.`
 
 func cmdServe(ctx context.Context, e env, args []string) int {
@@ -92,7 +94,7 @@ curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/workflows/$id/t
 		return code
 	}
 	defer pool.Close()
-	api, err := serve.New(pool, tokens, ring, log)
+	api, err := serve.New(pool, tokens, ring, log, serve.WithEnqueueRoutes(showcase.Routes()...))
 	if err != nil {
 		errorLine(e, "%v", err)
 		return exitError

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -63,7 +63,7 @@ func TestServeRuns(t *testing.T) {
 	ln.Close()
 	t.Setenv("RAYFLOW_SERVE_TOKENS", "ops secret-token-0123456789 *")
 	ctx, cancel := context.WithCancel(context.Background())
-	var errb syncBuffer
+	var errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--addr", addr, "--database-url", url}, env{stdin: strings.NewReader(""), stdout: &errb, stderr: &errb})
@@ -109,22 +109,4 @@ func TestServeRuns(t *testing.T) {
 	if strings.Contains(errb.String(), "secret-token") {
 		t.Error("the token was logged")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

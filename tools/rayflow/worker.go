@@ -12,8 +12,8 @@ import (
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/engine/rayjob"
 	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
-	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/serve/showcase"
 )
 
 // Sleep is the built-in "sleep" flow: it waits ms milliseconds, or until
@@ -31,8 +31,9 @@ func Sleep(ctx context.Context, ms int) (int, error) {
 var SleepFlow = sdk.Step(Sleep)
 
 func init() {
-	// The flows `rayflow worker` runs and `rayflow tasks enqueue` accepts.
-	durable.Register("fanout", workflow.Workflow)
+	// The flows `rayflow worker` runs and `rayflow tasks enqueue` accepts
+	// (and `rayflow serve`'s enqueue routes create): the examples and sleep.
+	showcase.Register()
 	durable.Register("sleep", SleepFlow)
 	// A Ray worker process started by `rayflow worker --runner ray` runs
 	// this binary as a leaf; it never reaches main.
@@ -47,7 +48,7 @@ func cmdWorker(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "worker", "worker [flags]\n\n"+
 		"Claims tasks from the durable queue and runs them until SIGINT/SIGTERM, then drains.\n"+
 		"Flows this binary runs: "+strings.Join(durable.DefaultRegistry.Names(), ", ")+" (the examples are\n"+
-		"registered by package serve). Durations use Go syntax (15s, 5m).",
+		"registered by package serve/showcase). Durations use Go syntax (15s, 5m).",
 		`rayflow worker --database-url $(cat .pg-local/url)
 rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.0.1:6390
 rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* variables export traces

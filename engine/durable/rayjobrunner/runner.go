@@ -6,18 +6,36 @@
 //
 // The runner is a durable.AttemptSubmitter: each job gets its attempt's
 // run identity and the pinned plan's reporting policy in its entrypoint,
+// its input with the attempt number set when the flow's input implements
+// durable.AttemptInput (examples/recovery),
 // and Options.DatabaseURL in its runtime_env (never in the entrypoint or
 // the metadata), so that its coordinator publishes the run's progress to
 // the worker's database fenced by the attempt, like in-process attempts.
+//
+// Traces: each job's entrypoint carries the W3C traceparent of the
+// attempt's span (TRACEPARENT), and its runtime_env env_vars carry the
+// worker's tracing configuration (its OTEL_* variables, except the
+// OTEL_EXPORTER_OTLP_*HEADERS ones, which usually hold credentials, and
+// RAYFLOW_TRACES_FILE), so the job's coordinator exports where the
+// worker does and its run span is a child of the attempt span: one trace
+// from the attempt down to the leaves on the Ray workers. On a cluster
+// whose nodes reach the worker's OTLP endpoint (a collector's address
+// valid from everywhere, not 127.0.0.1), that is all there is to set up;
+// otherwise set Options.NoTelemetryEnv and give the cluster's nodes their
+// own OTEL_* variables (headers included), which the jobs then use.
 package rayjobrunner
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/tracing"
 )
 
 // Options configure a Runner.
@@ -39,6 +57,15 @@ type Options struct {
 	// API exposes). Empty: the jobs use the cluster's own
 	// RAYFLOW_DATABASE_URL, if any, and otherwise do not publish.
 	DatabaseURL string
+	// NoTelemetryEnv does not forward the worker's OTEL_* and
+	// RAYFLOW_TRACES_FILE variables to the jobs (the cluster's own
+	// environment configures their tracing). The attempt's traceparent
+	// travels either way.
+	NoTelemetryEnv bool
+	// Registry is the worker's registry (default durable.DefaultRegistry):
+	// a flow whose input implements durable.AttemptInput gets the input
+	// with its attempt number set (Registry.AttemptInput), as in process.
+	Registry *durable.Registry
 }
 
 // Runner is a durable.JobRunner on one cluster's Jobs API.
@@ -69,7 +96,11 @@ func (r *Runner) Submit(ctx context.Context, id, flow string, input []byte) erro
 // SubmitAttempt submits the attempt's job with its run identity, its
 // plan's reporting policy and, when a.Progress, the database URL.
 func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error {
-	j := r.job(a.SubmissionID, a.Flow, a.Input)
+	input, err := r.attemptInput(a)
+	if err != nil {
+		return err
+	}
+	j := r.job(a.SubmissionID, a.Flow, input)
 	id := a.Identity
 	j.Identity, j.Reporting = &id, a.ReportingPolicy
 	if a.Progress {
@@ -80,6 +111,22 @@ func (r *Runner) SubmitAttempt(ctx context.Context, a durable.JobAttempt) error 
 	return r.submit(ctx, j)
 }
 
+// attemptInput is a's input as its attempt runs it (durable.AttemptInput).
+func (r *Runner) attemptInput(a durable.JobAttempt) ([]byte, error) {
+	reg := r.o.Registry
+	if reg == nil {
+		reg = durable.DefaultRegistry
+	}
+	in, err := reg.AttemptInput(a.Flow, a.Input, int(a.Identity.AttemptNumber))
+	switch {
+	case errors.Is(err, durable.ErrUnknownFlow):
+		return a.Input, nil // not this registry's: the job decodes it as stored
+	case err != nil:
+		return nil, durable.Permanent(fmt.Errorf("rayjobrunner: the input of attempt %d: %w", a.Identity.AttemptNumber, err))
+	}
+	return in, nil
+}
+
 // job is the rayjob.Job of an attempt (without identity and database).
 func (r *Runner) job(id, flow string, input []byte) rayjob.Job {
 	return rayjob.Job{SubmissionID: id, Executable: r.o.Executable, Flow: flow, Input: input,
@@ -88,6 +135,12 @@ func (r *Runner) job(id, flow string, input []byte) rayjob.Job {
 }
 
 func (r *Runner) submit(ctx context.Context, j rayjob.Job) error {
+	j.TraceParent = telemetry.Inject(ctx)
+	if !r.o.NoTelemetryEnv {
+		if vars := telemetryEnv(); len(vars) > 0 {
+			j.RuntimeEnv = map[string]any{"env_vars": vars}
+		}
+	}
 	if len(j.Input) > rayjob.MaxInputBytes {
 		return durable.Permanent(fmt.Errorf("rayjobrunner: the input is %d bytes, Ray Job mode carries at most %d", len(j.Input), rayjob.MaxInputBytes))
 	}
@@ -96,6 +149,19 @@ func (r *Runner) submit(ctx context.Context, j rayjob.Job) error {
 		return nil
 	}
 	return err
+}
+
+// telemetryEnv returns this process's tracing variables that a job
+// inherits: OTEL_* but the header ones, and RAYFLOW_TRACES_FILE.
+func telemetryEnv() map[string]any {
+	vars := map[string]any{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if tracing.Forwarded(k) {
+			vars[k] = v
+		}
+	}
+	return vars
 }
 
 // Status maps the job's status; an ended job's outcome comes from its

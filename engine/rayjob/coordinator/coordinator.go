@@ -48,6 +48,18 @@
 // environment (and from the job config Ray hands the run's workers)
 // before the engine starts, and never printed.
 //
+// # Traces
+//
+// The coordinator process sets tracing up from its environment
+// (tracing.Setup: the OTEL_* variables and RAYFLOW_TRACES_FILE, which
+// engine/durable/rayjobrunner forwards from the worker in the job's
+// runtime_env env_vars, or the cluster's own) and flushes it before it
+// exits. When the entrypoint carries TRACEPARENT (a W3C traceparent: the
+// durable attempt's span, rayjob.Job.TraceParent) the run's span is its
+// child, so a ray_job attempt is one trace: the worker's attempt span →
+// the coordinator's run, node and item spans → the leaves' spans on the
+// Ray workers (the engine forwards the variables to the leaf processes).
+//
 // # The result channel
 //
 // The coordinator prints exactly one result record, as the last line of
@@ -78,6 +90,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -85,6 +98,8 @@ import (
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/telemetry"
+	"github.com/rayflow/rayflow/telemetry/tracing"
 )
 
 // The entrypoint's environment.
@@ -102,6 +117,10 @@ const (
 	// DatabaseURLEnv is the progress database (a secret: runtime_env
 	// env_vars or the cluster's environment, never the entrypoint).
 	DatabaseURLEnv = "RAYFLOW_DATABASE_URL"
+	// TraceParentEnv is the W3C traceparent of the span the run's span is
+	// a child of (the OpenTelemetry convention for a context passed in the
+	// environment; not secret).
+	TraceParentEnv = "TRACEPARENT"
 )
 
 // EncodeRun encodes a run identity for RunEnv.
@@ -172,8 +191,17 @@ func ServeIfRequested() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	shutdown, err := tracing.Setup(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rayflow coordinator: tracing:", err)
+	}
 	code := Serve(ctx, Config{}, os.Stdout, os.Stderr)
 	stop()
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := shutdown(fctx); err != nil {
+		fmt.Fprintln(os.Stderr, "rayflow coordinator: flushing spans:", err)
+	}
+	cancel()
 	os.Exit(code)
 }
 
@@ -195,6 +223,9 @@ type Config struct {
 	// NoProgress publishes nothing, whatever DatabaseURL says; default
 	// $RAYFLOW_RAYJOB_NO_PROGRESS = "1".
 	NoProgress bool
+	// TraceParent is the W3C traceparent the run's span is a child of;
+	// default $TRACEPARENT (a malformed one is ignored).
+	TraceParent string
 }
 
 // Serve runs one flow on the Ray engine, writes its result record to
@@ -234,7 +265,11 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 	if c.NoProgress || os.Getenv(NoProgressEnv) == "1" {
 		c.NoProgress, c.DatabaseURL = true, ""
 	}
-	for _, k := range []string{ModeEnv, FlowEnv, InputEnv, RunEnv, ReportingEnv, NoProgressEnv, DatabaseURLEnv} {
+	if c.TraceParent == "" {
+		c.TraceParent = os.Getenv(TraceParentEnv)
+	}
+	ctx = telemetry.Extract(ctx, c.TraceParent)
+	for _, k := range []string{ModeEnv, FlowEnv, InputEnv, RunEnv, ReportingEnv, NoProgressEnv, DatabaseURLEnv, TraceParentEnv} {
 		_ = os.Unsetenv(k)
 	}
 	scrubJobConfig()

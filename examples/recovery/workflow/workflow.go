@@ -12,8 +12,8 @@
 //     its result's recovery field names attempt 3.
 //
 // The durable worker tells the input its attempt (Request implements
-// durable.AttemptInput; the local and ray runners do, a ray_job
-// coordinator does not, so there every attempt fails like attempt 1); the
+// durable.AttemptInput; on the ray_job runner each attempt's job receives
+// the input with its attempt set); the
 // caller cannot choose the failure stage, so the sequence is
 // deterministic. Every attempt publishes its own progress, so
 // the graph page shows all three (its attempt switcher). The steps are pure:

@@ -1,4 +1,4 @@
-package telemetry_test
+package prom_test
 
 import (
 	"strings"
@@ -6,8 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rayflow/rayflow/telemetry"
-	"github.com/rayflow/rayflow/telemetry/telemetrytest"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // The lint flags what it must (each case one problem) and passes bounded
@@ -27,8 +26,8 @@ func TestLintFamiliesFlags(t *testing.T) {
 		{"digest value", []string{"queue"}, [][]string{{"sha256:abc"}}, "looks unbounded"},
 		{"numeric value", []string{"queue"}, [][]string{{"12345"}}, "looks unbounded"},
 		{"long value", []string{"queue"}, [][]string{{strings.Repeat("ab-", 22)}}, "looks unbounded"},
-		{"at the cap", []string{"queue"}, seq(telemetry.MaxLabelValues), ""},
-		{"over the cap", []string{"queue"}, seq(telemetry.MaxLabelValues + 1), "more than 64"},
+		{"at the cap", []string{"queue"}, seq(prom.MaxLabelValues), ""},
+		{"over the cap", []string{"queue"}, seq(prom.MaxLabelValues + 1), "more than 64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -42,7 +41,7 @@ func TestLintFamiliesFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			errs := telemetry.LintFamilies(mfs)
+			errs := prom.LintFamilies(mfs)
 			switch {
 			case tc.want == "" && len(errs) > 0:
 				t.Fatalf("problems: %v", errs)
@@ -55,7 +54,7 @@ func TestLintFamiliesFlags(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "rayflow_things", Help: "Things."}))
 	mfs, _ := reg.Gather()
-	if errs := telemetry.LintFamilies(mfs); len(errs) == 0 {
+	if errs := prom.LintFamilies(mfs); len(errs) == 0 {
 		t.Errorf("a counter without _total passed the lint")
 	}
 }
@@ -66,21 +65,4 @@ func seq(n int) [][]string {
 		out[i] = []string{"q" + string(rune('a'+i/26)) + string(rune('a'+i%26))}
 	}
 	return out
-}
-
-// Connected fails for a span whose chain stops before the root.
-func TestConnectedFails(t *testing.T) {
-	t.Parallel()
-	spans := []telemetrytest.Span{
-		{Name: telemetry.SpanAttempt, TraceID: "t", SpanID: "a"},
-		{Name: telemetry.SpanRun, TraceID: "t", SpanID: "r", Parent: "a"},
-		{Name: telemetry.SpanLeaf, TraceID: "t", SpanID: "l1", Parent: "r"},
-		{Name: telemetry.SpanLeaf, TraceID: "t", SpanID: "l2", Parent: "missing"},
-	}
-	if _, err := telemetrytest.Connected(spans[:3], telemetry.SpanAttempt, telemetry.SpanLeaf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := telemetrytest.Connected(spans, telemetry.SpanAttempt, telemetry.SpanLeaf); err == nil {
-		t.Fatal("a leaf with a missing parent passed")
-	}
 }

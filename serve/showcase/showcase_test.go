@@ -1,4 +1,4 @@
-package serve
+package showcase_test
 
 import (
 	"context"
@@ -13,30 +13,55 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rayflow/rayflow/engine/durable"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
+	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/showcase"
 )
 
-// enqueueServer is a server on a migrated database (nil pool under
-// -short: a server whose database is unreachable, so any write would be a
-// 500, never a 400).
-func enqueueServer(t *testing.T) (*Server, func() int64) {
+func init() { showcase.Register() }
+
+var tokensOf = map[string]string{"admin": "admin-token-0123456789", "ops": "ops-token-0123456789abcd"}
+
+// server is the API with the showcase's routes, on pool; its tokens are
+// tokensOf's, admin allowed every flow and ops the full-policy complex
+// workflow only.
+func server(t *testing.T, pool *pgxpool.Pool) *serve.Server {
 	t.Helper()
-	if testing.Short() {
-		return lazyServer(t), func() int64 { return 0 }
+	tk, err := serve.ParseTokens(strings.NewReader("admin " + tokensOf["admin"] + " *\nops " + tokensOf["ops"] + " complex\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pool := fixture.NewDB(t)
 	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pool, testTokens(t), k, quiet)
+	s, err := serve.New(pool, tk, k, slog.New(slog.DiscardHandler), serve.WithEnqueueRoutes(showcase.Routes()...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, func() int64 {
+	return s
+}
+
+// enqueueServer is a server on a migrated database (under -short: a
+// server whose database is unreachable, so any write would be a 500, never
+// a 400), its pool, and a count of its tasks.
+func enqueueServer(t *testing.T) (*serve.Server, *pgxpool.Pool, func() int64) {
+	t.Helper()
+	if testing.Short() {
+		pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		return server(t, pool), pool, func() int64 { return 0 }
+	}
+	pool := fixture.NewDB(t)
+	return server(t, pool), pool, func() int64 {
 		var n int64
 		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -45,7 +70,7 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 	}
 }
 
-func post(t *testing.T, s *Server, principal, target, body string) (int, map[string]any) {
+func post(t *testing.T, s *serve.Server, principal, target, body string) (int, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest("POST", target, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+tokensOf[principal])
@@ -62,7 +87,7 @@ func post(t *testing.T, s *Server, principal, target, body string) (int, map[str
 // naming the parameter, every bound is accepted at its edge and refused
 // one over, and nothing is written.
 func TestEnqueueInvalidInput(t *testing.T) {
-	s, count := enqueueServer(t)
+	s, _, count := enqueueServer(t)
 	before := count()
 	for _, c := range []struct{ target, field, body string }{
 		{"/api/examples/orderfulfillment?item_count=0", "item_count", ""},
@@ -124,7 +149,8 @@ func TestEnqueueCreatesTask(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	s, _ := enqueueServer(t)
+	s, pool, _ := enqueueServer(t)
+	client := durable.NewClient(pool, nil)
 	for _, c := range []struct {
 		target, flow, input string
 		attempts            int
@@ -142,7 +168,7 @@ func TestEnqueueCreatesTask(t *testing.T) {
 		if code != http.StatusCreated || body["flow"] != c.flow || body["graph_url"] != "/tasks/"+id+"/graph" || body["max_attempts"] != float64(c.attempts) {
 			t.Fatalf("POST %s: %d %v", c.target, code, body)
 		}
-		task, err := s.client.Get(t.Context(), id)
+		task, err := client.Get(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,29 +177,19 @@ func TestEnqueueCreatesTask(t *testing.T) {
 		}
 	}
 	// a principal allowed the full-policy flow only cannot pick another policy
-	tk, err := ParseTokens(strings.NewReader("ops ops-token-0123456789abcd complex\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokensOf["ops"] = "ops-token-0123456789abcd"
-	t.Cleanup(func() { delete(tokensOf, "ops") })
-	s2, err := New(s.pool, tk, s.keys, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, body := post(t, s2, "ops", "/api/examples/complex", ""); code != http.StatusCreated {
+	if code, body := post(t, s, "ops", "/api/examples/complex", ""); code != http.StatusCreated {
 		t.Errorf("complex as ops: %d %v", code, body)
 	}
-	if code, body := post(t, s2, "ops", "/api/examples/complex?reporting_policy=disabled", ""); code != http.StatusForbidden || body["code"] != "ACCESS_DENIED" {
+	if code, body := post(t, s, "ops", "/api/examples/complex?reporting_policy=disabled", ""); code != http.StatusForbidden || body["code"] != "ACCESS_DENIED" {
 		t.Errorf("complex_disabled as ops: %d %v", code, body)
 	}
 }
 
-// runWorker runs a durable worker (local engine, no retry backoff) on the
-// server's database until the test ends.
-func runWorker(t *testing.T, s *Server) {
+// runWorker runs a durable worker (local engine, no retry backoff) on
+// pool until the test ends.
+func runWorker(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	w, err := durable.NewWorker(s.pool, durable.WorkerOptions{NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
+	w, err := durable.NewWorker(pool, durable.WorkerOptions{NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
 		PollMaxInterval: 100 * time.Millisecond, Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +200,7 @@ func runWorker(t *testing.T, s *Server) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func getJSON(t *testing.T, s *Server, target string, out any) int {
+func getJSON(t *testing.T, s *serve.Server, target string, out any) int {
 	t.Helper()
 	req := httptest.NewRequest("GET", target, nil)
 	req.Header.Set("Authorization", "Bearer "+tokensOf["admin"])
@@ -196,11 +212,11 @@ func getJSON(t *testing.T, s *Server, target string, out any) int {
 	return w.Code
 }
 
-func waitTask(t *testing.T, s *Server, id string) *durable.Task {
+func waitTask(t *testing.T, pool *pgxpool.Pool, id string) *durable.Task {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	task, err := s.client.Wait(ctx, id)
+	task, err := durable.NewClient(pool, nil).Wait(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +224,7 @@ func waitTask(t *testing.T, s *Server, id string) *durable.Task {
 }
 
 // topologyOf walks the topology pages of an attempt through the API.
-func topologyOf(t *testing.T, s *Server, id string, attempt int) (nodes []string, edges [][2]string) {
+func topologyOf(t *testing.T, s *serve.Server, id string, attempt int) (nodes []string, edges [][2]string) {
 	t.Helper()
 	for _, kind := range []string{"nodes", "edges"} {
 		cursor := ""
@@ -245,7 +261,7 @@ func topologyOf(t *testing.T, s *Server, id string, attempt int) (nodes []string
 }
 
 // nodeState is one node's state in an attempt, through node-detail.
-func nodeState(t *testing.T, s *Server, id string, attempt int, node string) string {
+func nodeState(t *testing.T, s *serve.Server, id string, attempt int, node string) string {
 	t.Helper()
 	var out struct {
 		Found bool `json:"found"`
@@ -270,13 +286,13 @@ func TestShowcasesThroughTheAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	s, _ := enqueueServer(t)
-	runWorker(t, s)
+	s, pool, _ := enqueueServer(t)
+	runWorker(t, pool)
 	_, order := post(t, s, "admin", "/api/examples/orderfulfillment?item_count=3&work_seconds=0.001", "")
 	_, rec := post(t, s, "admin", "/api/examples/recovery?item_count=1&work_seconds=0.001", "")
 	orderID, recID := order["task_id"].(string), rec["task_id"].(string)
 
-	if task := waitTask(t, s, orderID); task.State != durable.StateSucceeded {
+	if task := waitTask(t, pool, orderID); task.State != durable.StateSucceeded {
 		t.Fatalf("order fulfillment: %s %s", task.State, task.ErrorMessage)
 	}
 	nodes, edges := topologyOf(t, s, orderID, 1)
@@ -288,11 +304,11 @@ func TestShowcasesThroughTheAPI(t *testing.T) {
 		t.Fatalf("seed counts %d/%d", sn, se)
 	}
 
-	task := waitTask(t, s, recID)
+	task := waitTask(t, pool, recID)
 	if task.State != durable.StateSucceeded || task.Attempt != 3 {
 		t.Fatalf("recovery: %s at attempt %d: %s", task.State, task.Attempt, task.ErrorMessage)
 	}
-	var status TaskStatus
+	var status serve.TaskStatus
 	if code := getJSON(t, s, "/api/tasks/"+recID, &status); code != 200 {
 		t.Fatalf("status: %d", code)
 	}
@@ -333,6 +349,46 @@ func TestShowcasesThroughTheAPI(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		if !regexp.MustCompile(`href="/tasks/` + recID + `/graph\?attempt_number=` + fmt.Sprint(n) + `"`).MatchString(page) {
 			t.Errorf("graph page (%d) lacks the link to attempt %d", w.Code, n)
+		}
+	}
+}
+
+// TestRoutesDocumentedAndRegistered: every route's flow (and every flow
+// of Flows) is registered, and /api/openapi.json documents every route
+// with its parameters.
+func TestRoutesDocumentedAndRegistered(t *testing.T) {
+	s, _, _ := enqueueServer(t)
+	registered := durable.DefaultRegistry.Names()
+	for _, f := range showcase.Flows() {
+		if !slices.Contains(registered, f) {
+			t.Errorf("flow %s is not registered", f)
+		}
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/api/openapi.json", nil))
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name string `json:"name"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range showcase.Routes() {
+		if !slices.Contains(showcase.Flows(), rt.Flow) {
+			t.Errorf("%s creates %s, not in Flows", rt.Path, rt.Flow)
+		}
+		ps := doc.Paths[rt.Path]["post"].Parameters
+		if len(ps) != len(rt.Params) {
+			t.Errorf("%s: %d documented parameters, %d accepted", rt.Path, len(ps), len(rt.Params))
+			continue
+		}
+		for i, p := range rt.Params {
+			if ps[i].Name != p.Name {
+				t.Errorf("%s: parameter %d documented as %s, accepted as %s", rt.Path, i, ps[i].Name, p.Name)
+			}
 		}
 	}
 }

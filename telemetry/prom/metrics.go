@@ -1,15 +1,30 @@
-package telemetry
+// Package prom is rayflow's Prometheus metrics: the collectors (M, in
+// Registry), their HTTP handler and listener, the lint for unbounded
+// labels (LintFamilies) and the telemetry.Recorder that records the
+// engines' and progress sinks' metrics into M.
+//
+// Importing the package installs that recorder (telemetry.SetRecorder),
+// so a process that serves these metrics (a durable worker, rayflow
+// serve, an application mounting Handler) counts its leaves, map windows
+// and publications; a program that links only the SDK links no Prometheus
+// client and records nothing.
+package prom
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rayflow/rayflow/telemetry"
 )
 
 // Metrics are rayflow's Prometheus collectors, registered in Registry.
@@ -41,8 +56,8 @@ type Metrics struct {
 	MapItemsInFlight *prometheus.GaugeVec
 	MapWindowSlots   *prometheus.GaugeVec
 	// Publication latency and size of the progress publications of this
-	// process's runs (the progress sink's Publish), by outcome (ok, error)
-	// and sink.
+	// process's runs (the progress sink's Publish), by sink and outcome
+	// (ok, error) or artefact (summary, topology, detail).
 	PublicationDuration *prometheus.HistogramVec
 	PublicationBytes    *prometheus.HistogramVec
 }
@@ -53,17 +68,7 @@ var (
 	M = newMetrics()
 )
 
-// Outcomes of attempts and leaves (label values).
-const (
-	OutcomeSucceeded  = "succeeded"
-	OutcomeFailed     = "failed"
-	OutcomeCancelled  = "cancelled"
-	OutcomeLost       = "lost"
-	OutcomeExpired    = "expired"
-	OutcomeSuperseded = "superseded"
-	OutcomeOK         = "ok"
-	OutcomeError      = "error"
-)
+func init() { telemetry.SetRecorder(Recorder()) }
 
 func newMetrics() *Metrics {
 	durations := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
@@ -93,8 +98,9 @@ func newMetrics() *Metrics {
 			Help:    "Latency of progress publications (a sink's Publish), by sink and outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}, []string{"sink", "outcome"}),
 		PublicationBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rayflow_progress_publication_bytes",
-			Help:    "Canonical bytes of the summary record of each accepted progress publication, by sink.",
-			Buckets: prometheus.ExponentialBuckets(256, 2, 7)}, []string{"sink"}),
+			Help: "Canonical bytes each accepted progress publication wrote, by sink and artefact (summary: the summary record; " +
+				"topology: the pages and manifest of a new topology; detail: the node detail rows written).",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 9)}, []string{"sink", "artefact"}),
 	}
 	registry.MustRegister(m.RunningTasks, m.ClaimLatency, m.Attempts, m.AttemptDuration, m.Retries, m.Swept,
 		m.LeavesSubmitted, m.LeavesFinished, m.MapItemsInFlight, m.MapWindowSlots, m.PublicationDuration, m.PublicationBytes)
@@ -141,65 +147,73 @@ func ServeMetrics(addr string) (bound net.Addr, stop func(), err error) {
 	}, nil
 }
 
-// MapWindow tracks one running bounded map's window in MapWindowSlots
-// and MapItemsInFlight. A zero or unbounded window (≤ 0) tracks nothing.
-type MapWindow struct {
-	inFlight prometheus.Gauge
-	slots    prometheus.Gauge
-	size     float64
+// Recorder returns the telemetry.Recorder that records into M (the one
+// this package installs).
+func Recorder() telemetry.Recorder { return rec }
+
+var rec = &recorder{}
+
+// recorder resolves each engine's series once (a lookup by label values
+// costs more than the count), in a copy-on-write map: engines are few.
+type recorder struct {
+	engines atomic.Pointer[map[string]*engineSeries]
+	mu      sync.Mutex // serializes adding an engine
 }
 
-// OpenMapWindow adds a map's window of size slots for engine.
-func OpenMapWindow(engine string, size int) *MapWindow {
-	if size <= 0 || size > 1<<30 {
-		return &MapWindow{}
-	}
-	w := &MapWindow{inFlight: M.MapItemsInFlight.WithLabelValues(engine), slots: M.MapWindowSlots.WithLabelValues(engine), size: float64(size)}
-	w.slots.Add(w.size)
-	return w
-}
-
-// ItemStarted and ItemDone move one item in and out of the window.
-func (w *MapWindow) ItemStarted() {
-	if w.inFlight != nil {
-		w.inFlight.Inc()
-	}
-}
-
-// ItemDone is ItemStarted's end.
-func (w *MapWindow) ItemDone() {
-	if w.inFlight != nil {
-		w.inFlight.Dec()
-	}
-}
-
-// Close removes the window's slots.
-func (w *MapWindow) Close() {
-	if w.slots != nil {
-		w.slots.Sub(w.size)
-	}
-}
-
-// LeafCounters are one engine's leaf counters.
-type LeafCounters struct {
+type engineSeries struct {
 	submitted, succeeded, failed prometheus.Counter
+	slots, inFlight              prometheus.Gauge
 }
 
-// Leaves returns engine's leaf counters (resolve them once: a counter
-// lookup by label costs more than the count).
-func Leaves(engine string) *LeafCounters {
-	return &LeafCounters{submitted: M.LeavesSubmitted.WithLabelValues(engine),
-		succeeded: M.LeavesFinished.WithLabelValues(engine, OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(engine, OutcomeFailed)}
-}
-
-// Submitted counts a leaf call submitted.
-func (l *LeafCounters) Submitted() { l.submitted.Inc() }
-
-// Finished counts a leaf call's end (err nil: succeeded).
-func (l *LeafCounters) Finished(err error) {
-	if err != nil {
-		l.failed.Inc()
-	} else {
-		l.succeeded.Inc()
+func (r *recorder) engine(e string) *engineSeries {
+	if m := r.engines.Load(); m != nil {
+		if s, ok := (*m)[e]; ok {
+			return s
+		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.engines.Load()
+	if old != nil {
+		if s, ok := (*old)[e]; ok {
+			return s
+		}
+	}
+	s := &engineSeries{submitted: M.LeavesSubmitted.WithLabelValues(e),
+		succeeded: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeSucceeded), failed: M.LeavesFinished.WithLabelValues(e, telemetry.OutcomeFailed),
+		slots: M.MapWindowSlots.WithLabelValues(e), inFlight: M.MapItemsInFlight.WithLabelValues(e)}
+	m := map[string]*engineSeries{e: s}
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	r.engines.Store(&m)
+	return s
+}
+
+func (r *recorder) LeafSubmitted(engine string) { r.engine(engine).submitted.Inc() }
+
+func (r *recorder) LeafFinished(engine, outcome string) {
+	s := r.engine(engine)
+	switch outcome {
+	case telemetry.OutcomeSucceeded:
+		s.succeeded.Inc()
+	case telemetry.OutcomeFailed:
+		s.failed.Inc()
+	default:
+		M.LeavesFinished.WithLabelValues(engine, outcome).Inc()
+	}
+}
+
+func (r *recorder) MapWindowSlots(engine string, delta float64) { r.engine(engine).slots.Add(delta) }
+
+func (r *recorder) MapItemsInFlight(engine string, delta float64) {
+	r.engine(engine).inFlight.Add(delta)
+}
+
+func (r *recorder) Publication(sink, outcome string, d time.Duration) {
+	M.PublicationDuration.WithLabelValues(sink, outcome).Observe(d.Seconds())
+}
+
+func (r *recorder) PublicationBytes(sink, artefact string, n int) {
+	M.PublicationBytes.WithLabelValues(sink, artefact).Observe(float64(n))
 }
