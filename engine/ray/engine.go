@@ -88,11 +88,17 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.Python = DefaultPython()
 	}
 	exe := o.Executable
+	digested := make(chan struct{})
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("rayflow: ray: the leaf binary: %w", err)
 		}
+		// The leaf processes run this binary: its digest, cached while
+		// the bridge starts, spares each of them hashing it.
+		go func() { _, _ = selfDigest(); close(digested) }()
+	} else {
+		close(digested)
 	}
 	b, err := startBridge(ctx, bridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
 		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: telemetryEnv(o.RuntimeEnv)})
@@ -102,6 +108,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	e := newWithRuntime(b, exe)
 	e.closeTimeout = o.CloseTimeout
 	if o.WarmTimeout >= 0 {
+		<-digested
 		e.warm(ctx, b, cmp.Or(o.WarmTimeout, 10*time.Second))
 	}
 	return e, nil

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
@@ -42,7 +41,7 @@ func ServeLeafIfRequested() {
 	}
 	in, out := os.Stdin, protocolStdout()
 	flush := leafTracing()
-	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, buildid.Self)
+	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, selfDigest)
 	flush()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rayflow leaf:", err)
