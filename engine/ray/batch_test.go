@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
 // Item batching on Ray (sdk's WithItemBatching): up to K items of a map per
@@ -337,5 +340,45 @@ func TestBatchedMapSinks(t *testing.T) {
 	wn, lerr := sdk.Run(ctx, buffer, in)
 	if err != nil || lerr != nil || n != wn {
 		t.Fatalf("buffer: ray %d (%v), local %d (%v)", n, err, wn, lerr)
+	}
+}
+
+// A batched map records its window in the same gauges as a plain one: its
+// slots while it runs, and a running batch's items in flight (items, not
+// tasks), never more than the window; both return to where they were. Not
+// parallel: the gauges are the process's.
+func TestBatchedMapWindowMetrics(t *testing.T) {
+	_, frt := newFakeEngine()
+	e := newWithRuntime(frt, exeOf(t))
+	m := prom.M
+	slotsG, inFlightG := m.MapWindowSlots.WithLabelValues("ray"), m.MapItemsInFlight.WithLabelValues("ray")
+	slots0, inFlight0 := testutil.ToFloat64(slotsG), testutil.ToFloat64(inFlightG)
+	const window = 2 * bworkK
+	var peakSlots, peakInFlight float64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			peakSlots = max(peakSlots, testutil.ToFloat64(slotsG)-slots0)
+			peakInFlight = max(peakInFlight, testutil.ToFloat64(inFlightG)-inFlight0)
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	f := bworkFlow(sdk.Limits{MaxConcurrency: window, MaxItems: 100})
+	got, err := Run(context.Background(), e, f, JobsSpec{N: 4 * bworkK, FailAt: -1, Template: Job{SleepMS: 100}}, noProgress)
+	close(stop)
+	<-sampled
+	if err != nil || len(got) != 4*bworkK {
+		t.Fatalf("%v, %d results", err, len(got))
+	}
+	if peakSlots != window || peakInFlight < bworkK || peakInFlight > window {
+		t.Fatalf("window slots peaked at %v (want %d), items in flight at %v (want %d..%d)", peakSlots, window, peakInFlight, bworkK, window)
+	}
+	if s, f := testutil.ToFloat64(slotsG)-slots0, testutil.ToFloat64(inFlightG)-inFlight0; s != 0 || f != 0 {
+		t.Fatalf("after the map: %v window slots and %v items in flight left", s, f)
 	}
 }

@@ -817,6 +817,13 @@ func (b *rayBridge) SubmitBatch(ctx context.Context, t leafTask) (objHandle, []o
 	return h, items, nil
 }
 
+// Warm submits a task that starts a worker's leaf process of exe
+// (pipelined; await the handle).
+func (b *rayBridge) Warm(ctx context.Context, exe string) (objHandle, error) {
+	h := b.newHandle()
+	return h, b.send(map[string]any{"op": "warm", "id": 0, "h": h, "exe": exe})
+}
+
 // Collect submits an ordered JSON-array collector task.
 func (b *rayBridge) Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error) {
 	var sections [][]byte

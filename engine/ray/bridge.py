@@ -16,6 +16,10 @@ import traceback
 
 PROTOCOL = 3
 
+# A task still pending this long after its cancellation is cancelled again
+# (op_cancel).
+RECANCEL_AFTER = 2.0
+
 # The protocol stream is a private duplicate of fd 1; fd 1 itself goes to
 # stderr so that nothing printed by Ray or by libraries corrupts a frame.
 _OUT = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -82,6 +86,10 @@ class LeafProcessError(Exception):
 
 # The leaf-process protocol version this worker speaks (PROTOCOL.md).
 LEAF_PROTOCOL = 3
+
+# A task still pending this long after its cancellation is cancelled again
+# (op_cancel).
+RECANCEL_AFTER = 2.0
 
 
 def _pdeathsig():
@@ -290,38 +298,111 @@ def _traced(header, trace):
             log("task id", type(e).__name__, e)
 
 
-def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
-    exe, name, node, boot, digest = spec.split("\x00")
-    p = _leaf_proc(exe, digest, node)
-    header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
-    _traced(header, trace)
-    events = None
-    if prog is not None:
-        header["progress"] = prog[1]
-        header["execution"] = _execution()
-        events = _Events(prog[0], p.stdin)
+def _read_reply(fd):
+    """Reads one reply frame from the leaf process with blocking reads (the
+    whole frame usually arrives in one): (header, sections). A force
+    cancellation kills the worker, and the leaf process with it, so nothing
+    needs to interrupt the read."""
+    buf = os.read(fd, 1 << 16)
+    if len(buf) < 4:
+        buf = _read_more(fd, buf, 4)
+    n = int.from_bytes(buf[:4], "big")
+    if len(buf) < 4 + n:
+        buf = _read_more(fd, buf, 4 + n)
+    h = json.loads(buf[4:4 + n])
+    sizes = h.get("sizes") or ()
+    end = 4 + n + sum(sizes)
+    if len(buf) < end:
+        buf = _read_more(fd, buf, end)
+    secs, off = [], 4 + n
+    for size in sizes:
+        secs.append(buf[off:off + size])
+        off += size
+    return h, secs
+
+
+def _write_all(fd, data):
+    n = os.write(fd, data)
+    if n < len(data):
+        view = memoryview(data)
+        while n < len(data):
+            n += os.write(fd, view[n:])
+
+
+def _read_more(fd, buf, n):
+    parts, have = [buf], len(buf)
+    while have < n:
+        chunk = os.read(fd, max(1 << 16, n - have))
+        if not chunk:
+            raise EOFError("leaf process closed its output")
+        parts.append(chunk)
+        have += len(chunk)
+    return b"".join(parts)
+
+
+_HEADERS = {}  # (name, bound, bootstrap, kind) -> the request header's JSON prefix
+
+
+def _request(name, node, bound, boot, kind, arg):
+    """A plain leaf request frame (no progress, no trace), its header
+    written without a dict per leaf."""
+    key = (name, bound is not None, boot, kind)
+    pre = _HEADERS.get(key)
+    if pre is None:
+        pre = _HEADERS[key] = '{"name":%s,"bound":%s,"bootstrap":%s,"kind":%s,"node":' % (
+            json.dumps(name), "true" if bound is not None else "false", "true" if boot == "1" else "false", json.dumps(kind))
+    bound = bound or b""
+    h = ('%s%s,"sizes":[%d,%d]}' % (pre, json.dumps(node), len(bound), len(arg))).encode()
+    return b"".join((len(h).to_bytes(4, "big"), h, bound, arg))
+
+
+def _roundtrip(exe, p, node, frame, events=None):
+    """Sends one request frame to the leaf process and reads its reply; with
+    events (a leaf that reports progress) the leaf's events are forwarded
+    to the collector actor meanwhile and reach it before the reply counts.
+    Without events: one write, blocking reads. A leaf process that dies
+    mid-leaf fails this Ray worker, so that Ray treats it as a system
+    failure (retried per max_retries)."""
     try:
-        p.stdin.write(encode_frame(header, [bound or b"", arg]))
-        rd = _LeafReader(p.stdout.fileno(), events.poll if events else None)
+        if events is None:
+            _write_all(p.stdin.fileno(), frame)
+            return _read_reply(p.stdout.fileno())
+        p.stdin.write(frame)
+        rd = _LeafReader(p.stdout.fileno(), events.poll)
         while True:
             (n,) = struct.unpack(">I", rd.read(4))
             h = json.loads(rd.read(n))
             secs = [rd.read(s) for s in h.get("sizes", [])]
-            if events is None or "event" not in h:
+            if "event" not in h:
                 break
             events.push(h["event"], secs[0])
-        if events is not None:
-            # The leaf's events reach the actor before its result counts.
-            events.poll(timeout=2.0)
+        events.poll(timeout=2.0)
+        return h, secs
     except KeyboardInterrupt:
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
     except (EOFError, BrokenPipeError, OSError) as e:
-        # The leaf process died mid-leaf: fail this Ray worker so that Ray
-        # treats it as a system failure (retried per max_retries).
         print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         _drop_proc(exe, p)
         os._exit(1)
+
+
+def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
+    exe, name, node, boot, digest = spec.split("\x00")
+    p = _leaf_proc(exe, digest, node)
+    events = None
+    if prog is None and not trace:
+        # The common case (every map item): a header without a dict.
+        frame = _request(name, node, bound, boot, kind, arg)
+    else:
+        header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
+        _traced(header, trace)
+        if prog is not None:
+            header["progress"] = prog[1]
+            header["execution"] = _execution()
+            events = _Events(prog[0], p.stdin)
+        frame = encode_frame(header, [bound or b"", arg])
+    h, secs = _roundtrip(exe, p, node, frame, events)
     if h.get("ok"):
         return b"", secs[0]
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
@@ -336,19 +417,7 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None):
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
     _traced(header, trace)
-    try:
-        p.stdin.write(encode_frame(header, [bound or b""] + inputs))
-        rd = _LeafReader(p.stdout.fileno())
-        (n,) = struct.unpack(">I", rd.read(4))
-        h = json.loads(rd.read(n))
-        secs = [rd.read(s) for s in h.get("sizes", [])]
-    except KeyboardInterrupt:
-        _drop_proc(exe, p)
-        raise
-    except (EOFError, BrokenPipeError, OSError) as e:
-        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
-        _drop_proc(exe, p)
-        os._exit(1)
+    h, secs = _roundtrip(exe, p, node, encode_frame(header, [bound or b""] + inputs))
     if h.get("ok"):
         return (b"",) + tuple(secs)
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
@@ -516,6 +585,36 @@ def _spec(req):
                                              req.get("digest") or "")
 
 
+def _warm_task(exe):
+    """Starts this worker's persistent leaf process (its handshake, without
+    a digest check: each leaf's request is checked against the digest it
+    reports) so that the first leaf finds a running worker and process."""
+    _leaf_proc(exe, "", "warm-up")
+    return b"", b""
+
+
+def _join_local(args):
+    """Joins the values into a JSON array in the bridge when every one is
+    already in this process: inline bytes, or a finished task's small
+    result, which Ray keeps in the owner's (this driver's) memory store. A
+    chunk of a plain map's results is usually all of that: joining it here
+    costs a fraction of a collector task (no argument inlining, no
+    deserialization in a worker, and no extra worker process started beside
+    the running leaves). Anything else (a value in the object store, a
+    pending or failed task, no core worker API) returns None: the caller
+    submits a collector task."""
+    try:
+        cw = ray._private.worker.global_worker.core_worker
+        refs = [a for a in args if isinstance(a, ray.ObjectRef)]
+        if not all(cw.object_exists(r, memory_store_only=True) for r in refs):
+            return None
+        got = iter(ray.get(refs, timeout=0) if refs else ())
+        vals = [bytes(next(got)) if isinstance(a, ray.ObjectRef) else bytes(a) for a in args]
+    except Exception:
+        return None
+    return b"[" + b",".join(vals) + b"]"
+
+
 def _collect_json(*items):
     return b"", b"[" + b",".join(items) + b"]"
 
@@ -538,11 +637,12 @@ class Bridge:
     def __init__(self):
         self.table = {}
         # Status refs already cancelled (op_cancel), dropped on release.
-        self.cancelled = set()
+        self.cancelled = {}  # ref -> when it was last cancelled
         self.started_local = False
         self.leaf = None
         self.collect = None
         self.concat = None
+        self.warm = None
         self.variants = {}  # option set id (and batch size) -> prepared remote function
         self.optsets = {}  # option set id -> options
         self.actors = {}  # actor handle -> ActorHandle
@@ -582,6 +682,7 @@ class Bridge:
         self.leaf = ray.remote(num_returns=2)(_leaf_task)
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
         self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
+        self.warm = ray.remote(num_returns=2, max_retries=0)(_warm_task)
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -668,8 +769,19 @@ class Bridge:
         for h, ref in zip(batch["ih"], refs[1:]):
             self.add(h, ref, None)
 
+    def op_warm(self, req, _):
+        status, payload = self.warm.remote(req["exe"])
+        self.add(req["h"], payload, status)
+
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
+        if not req.get("concat"):
+            data = _join_local(args)
+            if data is not None:
+                # Joined here: the handle is ready at once.
+                self.table[req["h"]] = (ray.put(data), None)
+                send({"id": 0, "event": "ready", "ready": [{"h": req["h"], "ok": True}]})
+                return
         status, payload = (self.concat if req.get("concat") else self.collect).remote(*args)
         self.add(req["h"], payload, status)
 
@@ -731,23 +843,27 @@ class Bridge:
         # reliably, so pending tasks are force-cancelled: Ray kills the
         # worker, and the leaf process dies with it (PDEATHSIG, stdin EOF).
         #
-        # Each task is cancelled at most once, and not recursively (leaf and
-        # collect tasks submit no child tasks): Ray 2.60's core worker can
-        # abort the whole driver ("Check failed: it != submissible_tasks_.end()
-        # Tried to complete task that was not pending") when a cancellation
-        # races the task's completion, so the bridge gives that race as few
-        # chances as it can.
+        # A task is cancelled not recursively (leaf and collect tasks submit
+        # no child tasks), and again only when it is still pending
+        # RECANCEL_AFTER seconds after its last cancellation: Ray 2.60's core
+        # worker can abort the whole driver ("Check failed: it !=
+        # submissible_tasks_.end() Tried to complete task that was not
+        # pending") when a cancellation races the task's completion, so the
+        # bridge gives that race as few chances as it can; but Ray can also
+        # lose a cancellation that races the task's dispatch to a worker
+        # (the task then runs to its end), which only a later one mends.
+        now = time.monotonic()
         refs = []
         for h in req["handles"]:
             ent = self.table.get(h)
-            if ent is None or ent[1] is None or ent[0] in self.cancelled:
+            if ent is None or ent[1] is None or now - self.cancelled.get(ent[0], -RECANCEL_AFTER) < RECANCEL_AFTER:
                 continue
             refs.append(ent[0])
         if not refs:
             return {}, []
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
         for ref in pending:
-            self.cancelled.add(ref)
+            self.cancelled[ref] = now
             try:
                 ray.cancel(ref, force=True, recursive=False)
             except Exception as e:
@@ -760,7 +876,7 @@ class Bridge:
                 ent = self.table.pop(h, None)
                 if ent is not None:
                     self.watched.pop(ent[0], None)
-                    self.cancelled.discard(ent[0])
+                    self.cancelled.pop(ent[0], None)
         return {}, []
 
     def op_wait(self, req, _):

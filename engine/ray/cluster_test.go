@@ -12,10 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
 // freePort returns a TCP port that was free a moment ago.
@@ -68,7 +69,7 @@ func tryStartHead(t *testing.T) (*privateHead, string) {
 	for _, flag := range []string{"--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port"} {
 		args = append(args, flag+"="+strconv.Itoa(freePort(t)))
 	}
-	var log syncBuffer
+	var log syncbuf.Buffer
 	cmd := exec.Command(rayBin, args...)
 	cmd.Env = append(os.Environ(), "RAY_USAGE_STATS_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = &log, &log
@@ -112,23 +113,6 @@ func (h *privateHead) kill() {
 	for _, pid := range procsMentioning(h.dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // procsMentioning lists the processes whose command line contains s.
@@ -354,7 +338,7 @@ func TestCloseWithDeadHead(t *testing.T) {
 func TestCloseDuringRunPrivateCluster(t *testing.T) {
 	needRay(t)
 	ctx := context.Background()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	e, err := New(ctx, Options{Address: "local", NumCPUs: 1, ObjectStoreMemory: 100 << 20, Stderr: &log, CloseTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +396,7 @@ func TestCloseDuringRunConnectedCluster(t *testing.T) {
 	needRay(t)
 	head := startPrivateHead(t)
 	ctx := context.Background()
-	var log syncBuffer
+	var log syncbuf.Buffer
 	e, err := New(ctx, Options{Address: head.addr, Stderr: &log, CloseTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

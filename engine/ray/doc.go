@@ -25,7 +25,9 @@
 //
 // Values stay in Ray's object store: a leaf's result is passed to the
 // next task as a top-level argument, group results and a map's ordered
-// results are joined into a JSON array by a Ray task without decoding,
+// results are joined into a JSON array without decoding (by a Ray task, or
+// by the bridge when they are finished small results, which Ray already
+// keeps in the driver's memory),
 // and the coordinator fetches bytes only for the final result and for a
 // map's input list, which it must split. Bounded maps keep their
 // admission window in the coordinator and learn about completions from
@@ -34,7 +36,9 @@
 // in-flight items recursively, waits up to CancelTimeout and returns the
 // original error, as the local engine does. A map's results are joined a
 // chunk of 1,024 items at a time, so the coordinator's memory does not grow
-// with the number of items; leaf submissions are batched into frames.
+// with the number of items; leaf submissions are batched into frames. New
+// warms one worker and its leaf process (Options.WarmTimeout), so that a
+// run's first leaf does not wait for them.
 //
 // Item batching (sdk's WithItemBatching(k)): one Ray task runs up to k
 // items of the map, one after another, in its leaf process; each item keeps
@@ -118,8 +122,9 @@
 // run's sink (sdk.WithProgress); the graph (steps, and each bounded map as
 // one aggregate node with its counters) is already registered in it, by the
 // same code as for a local run. Two concurrent runs on one engine share
-// nothing. Under full each run has one collector actor on Ray (its
-// handshake is awaited beside the run, so its start overlaps the first
+// nothing. Under full each run whose plan has a step outside every map
+// has one collector actor on Ray (map items never report, so a plan of
+// maps only gets none and starts no extra worker; its is awaited beside the run, so its start overlaps the first
 // leaves; if it fails, the run goes on without live progress) that only
 // buffers bounded encoded events (over 32 KiB or over its buffer: refused,
 // with counters); every graph semantic is Go. The coordinator drains the

@@ -1,6 +1,7 @@
 package ray
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,12 @@ type Options struct {
 	// CloseTimeout bounds Close: runs in flight are cancelled and the
 	// bridge ended within it (default 1 s).
 	CloseTimeout time.Duration
+	// WarmTimeout bounds the warm-up in New: one Ray worker and its leaf
+	// process are started, so that a Run's first leaf does not wait for
+	// them (default 10 s; negative: no warm-up). The warm-up is best
+	// effort: a failure (or the timeout) only leaves the first leaf to
+	// start them, and to report what is wrong.
+	WarmTimeout time.Duration
 }
 
 // mapProgress is one aggregate progress report of a bounded map.
@@ -81,11 +88,17 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		o.Python = DefaultPython()
 	}
 	exe := o.Executable
+	digested := make(chan struct{})
 	if exe == "" {
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("rayflow: ray: the leaf binary: %w", err)
 		}
+		// The leaf processes run this binary: its digest, cached while
+		// the bridge starts, spares each of them hashing it.
+		go func() { _, _ = selfDigest(); close(digested) }()
+	} else {
+		close(digested)
 	}
 	b, err := startBridge(ctx, bridgeOptions{Python: o.Python, Stderr: o.Stderr, Address: o.Address,
 		NumCPUs: o.NumCPUs, ObjectStoreMemory: o.ObjectStoreMemory, ConnectTimeout: o.ConnectTimeout, RuntimeEnv: telemetryEnv(o.RuntimeEnv)})
@@ -94,7 +107,30 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e := newWithRuntime(b, exe)
 	e.closeTimeout = o.CloseTimeout
+	if o.WarmTimeout >= 0 {
+		<-digested
+		e.warm(ctx, b, cmp.Or(o.WarmTimeout, 10*time.Second))
+	}
 	return e, nil
+}
+
+// warm starts a worker and its leaf process and waits for them (at most
+// timeout; best effort).
+func (e *Engine) warm(ctx context.Context, b *rayBridge, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	h, err := b.Warm(ctx, e.exe)
+	if err != nil {
+		debugf("warm-up: %v", err)
+		return
+	}
+	defer b.Release([]objHandle{h})
+	r, err := b.Await(ctx, h)
+	if err == nil && r.Err != nil {
+		err = r.Err.toError(e.codec, "warm-up", r.Value)
+	}
+	debugf("warm-up in %v: %v", time.Since(start), err)
 }
 
 // newWithRuntime makes an engine over any rayRuntime (the tests' fake).
@@ -157,7 +193,7 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
-	rp, err := e.startProgress(ctx, spec.Progress)
+	rp, err := e.startProgress(ctx, spec.Progress, bind.Root)
 	if err != nil {
 		return nil, err
 	}

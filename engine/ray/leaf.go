@@ -3,7 +3,7 @@ package ray
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
@@ -40,9 +39,9 @@ func ServeLeafIfRequested() {
 	if os.Getenv(leafEnv) != "1" {
 		return
 	}
-	in, out := os.Stdin, protocolStdout()
+	in, out := pollableStdin(), protocolStdout()
 	flush := leafTracing()
-	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, buildid.Self)
+	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, selfDigest)
 	flush()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rayflow leaf:", err)
@@ -90,6 +89,21 @@ type leafProgress struct {
 type leafWriter struct {
 	mu sync.Mutex
 	w  *bufio.Writer
+}
+
+// writeOK writes a successful leaf's reply, {"ok":true} and its result,
+// without building a header map.
+func (w *leafWriter) writeOK(res []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var hdr [48]byte
+	h := append(strconv.AppendInt(append(hdr[:0], `{"ok":true,"sizes":[`...), int64(len(res)), 10), "]}"...)
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(h)))
+	w.w.Write(n[:])
+	w.w.Write(h)
+	w.w.Write(res)
+	return w.w.Flush()
 }
 
 func (w *leafWriter) write(h map[string]any, sections ...[]byte) error {
@@ -192,8 +206,11 @@ func handshake(r *bufio.Reader, w *leafWriter, own func() (string, error)) error
 }
 
 // serveLeaves answers the handshake, then runs leaf requests one at a
-// time until in ends. Progress acknowledgements arrive on in while a leaf
-// runs.
+// time until in ends. The loop reads every frame itself: a leaf without a
+// progress producer (every map item, every leaf under terminal_only or
+// disabled) runs inline, with no goroutine hop per request; a leaf with a
+// producer runs in its own goroutine while the loop reads its
+// acknowledgements (the worker sends nothing else until the leaf's reply).
 func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Codec, own func() (string, error)) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := &leafWriter{w: bufio.NewWriterSize(out, 64<<10)}
@@ -201,63 +218,77 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		return err
 	}
 	sender := &pipeSender{w: w, acks: map[int64]chan error{}}
-	reqs := make(chan *frame)
-	var rerr error
-	go func() {
-		defer close(reqs)
-		for {
-			f, err := readFrame(r)
-			if err != nil {
-				if err != io.EOF { // EOF: the worker closed our input
-					rerr = err
-				}
-				return
-			}
-			var h struct {
-				Ack    *int64 `json:"ack"`
-				OK     bool   `json:"ok"`
-				Reason string `json:"reason"`
-			}
-			if err := json.Unmarshal(f.raw, &h); err != nil {
-				rerr = fmt.Errorf("leaf request: %w", err)
-				return
-			}
-			if h.Ack != nil {
-				sender.resolve(*h.Ack, h.OK, h.Reason)
-				continue
-			}
-			reqs <- f
+	var running chan error // the reply error of the leaf running in its goroutine
+	wait := func() error {
+		if running == nil {
+			return nil
 		}
-	}()
-	for f := range reqs {
-		var req leafRequest
+		err := <-running
+		running = nil
+		return err
+	}
+	for {
+		f, err := readFrame(r)
+		if err != nil {
+			werr := wait()
+			if err == io.EOF { // the worker closed our input
+				return werr
+			}
+			return err
+		}
+		var req struct {
+			leafRequest
+			Ack    *int64 `json:"ack"`
+			OK     bool   `json:"ok"`
+			Reason string `json:"reason"`
+		}
 		if err := f.decode(&req); err != nil {
+			_ = wait()
 			return fmt.Errorf("leaf request: %w", err)
+		}
+		if req.Ack != nil {
+			sender.resolve(*req.Ack, req.OK, req.Reason)
+			continue
+		}
+		if err := wait(); err != nil { // the previous leaf's reply is written
+			return err
 		}
 		var bound []byte
 		if req.Bound {
 			bound = f.section(0)
 		}
-		lctx, endSpan := leafSpan(ctx, req)
 		if req.Kind == "batch" {
-			failed, err := runBatch(lctx, codec, w, req, bound, f.sections)
+			lctx, endSpan := leafSpan(ctx, req.leafRequest)
+			failed, err := runBatch(lctx, codec, w, req.leafRequest, bound, f.sections)
 			endSpan(failed) // the batch's span fails with its failing item
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		var prod *progress.Producer
-		if req.Progress != nil && req.Kind == "" {
-			if enc, err := progress.NewEncoder(req.Progress.Identity, nil, nil); err == nil {
-				prod, _ = progress.NewProducer(progress.ProducerConfig{Encoder: enc, NodeID: req.Node, Label: req.Progress.Label,
-					Sender: sender, SettleWait: 500 * time.Millisecond})
+		if req.Progress == nil || req.Kind != "" {
+			if err := serveLeaf(ctx, codec, w, req.leafRequest, nil, bound, f.section(1)); err != nil {
+				return err
 			}
+			continue
 		}
-		preview := ""
-		if prod != nil {
-			preview = req.Progress.Preview
+		var prod *progress.Producer
+		if enc, err := progress.NewEncoder(req.Progress.Identity, nil, nil); err == nil {
+			prod, _ = progress.NewProducer(progress.ProducerConfig{Encoder: enc, NodeID: req.Node, Label: req.Progress.Label,
+				Sender: sender, SettleWait: 500 * time.Millisecond})
 		}
+		running = make(chan error, 1)
+		go func(req leafRequest, in []byte) { running <- serveLeaf(ctx, codec, w, req, prod, bound, in) }(req.leafRequest, f.section(1))
+	}
+}
+
+// serveLeaf runs one leaf request (reporting through prod when it is not
+// nil) and writes its reply.
+func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, prod *progress.Producer, bound, in []byte) error {
+	lctx, endSpan := leafSpan(ctx, req)
+	preview := ""
+	if prod != nil {
+		preview = req.Progress.Preview
 		exec := detail.NodeExecution{AssignedResources: map[string]float64{}}
 		if req.Execution != nil {
 			exec = *req.Execution
@@ -266,27 +297,22 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		if preview != "" {
 			prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewPending})
 		}
-		res, info, value := runLeaf(progress.Context(lctx, prod), codec, req, bound, f.section(1))
-		endSpan(info)
-		var err error
-		if info == nil {
-			if preview != "" {
-				prod.OutputPreview(buildPreview(codec, preview, res))
-			}
-			prod.Complete()
-			err = w.write(map[string]any{"ok": true}, res)
-		} else {
-			if preview != "" {
-				prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewUnavailable})
-			}
-			prod.Fail(info.Message)
-			err = w.write(map[string]any{"ok": false, "error": info}, value)
-		}
-		if err != nil {
-			return err
-		}
+		lctx = progress.Context(lctx, prod)
 	}
-	return rerr
+	res, info, value := runLeaf(lctx, codec, req, bound, in)
+	endSpan(info)
+	if info == nil {
+		if preview != "" {
+			prod.OutputPreview(buildPreview(codec, preview, res))
+		}
+		prod.Complete()
+		return w.writeOK(res)
+	}
+	if preview != "" {
+		prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewUnavailable})
+	}
+	prod.Fail(info.Message)
+	return w.write(map[string]any{"ok": false, "error": info}, value)
 }
 
 // buildPreview runs the step's registered projector on its successful

@@ -18,6 +18,7 @@ type itemDone struct {
 	sc    *scope
 	err   error
 	items []objHandle // a batch (starting at index): each item's result
+	n     int         // a batch: its items (items is nil when it failed)
 }
 
 // items returns the map's input as encoded items. An in-process input (the
@@ -92,116 +93,210 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	if err != nil {
 		return value{}, err
 	}
-
+	l := &mapLoop{r: r, id: id, window: window, maxItems: maxItems, cancelTimeout: cancelTimeout, sk: sk, sc: sc,
+		done: make(chan itemDone), inflight: map[int]*scope{}, mw: telemetry.OpenMapWindow(engineName, window)}
+	defer l.mw.Close()
 	body := n.Children[0]
 	if k := m.BatchSize(window); k > 1 && body.Kind == flowgraph.KindStep {
-		return r.mapBatched(ctx, body.Step, id, k, window, maxItems, cancelTimeout, seq, sk, sc)
+		return r.mapBatched(ctx, l, body.Step, k, seq)
 	}
-	mw := telemetry.OpenMapWindow(engineName, window)
-	defer mw.Close()
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	done := make(chan itemDone)
-	inflight := map[int]*scope{}
-	var (
-		results   chunkCollector // without a sink
-		admitted  int
-		completed int
-		running   int // item goroutines not yet returned
-		open      int // items holding a window slot (a fold frees it when the item is incorporated)
-		failure   error
-	)
+	// One goroutine per item: the body may be any subtree (a chain, a
+	// group, a nested map), submitted and awaited in the item's span.
+	admit := func(b []byte) {
+		isc := &scope{rt: r.e.rt, retain: true}
+		idx := l.started
+		l.inflight[idx] = isc
+		l.started++
+		l.running++
+		l.inFlight++
+		go func() {
+			v, err := r.item(ictx, l.mw, body, id, idx, value{raw: b}, isc)
+			l.done <- itemDone{index: idx, h: v.h, sc: isc, err: err}
+		}()
+	}
+	finished := func(d itemDone) {
+		l.inFlight--
+		if d.err == nil && l.sk != nil {
+			if d.err = l.itemDone(ctx, d.index, d.h); d.err == nil {
+				d.sc.releaseAll() // the actor holds the item now
+				return
+			}
+		}
+		if d.err != nil {
+			l.failure = d.err
+			l.inflight[d.index] = d.sc // still to be cancelled and released
+			return
+		}
+		d.sc.releaseExcept(d.h) // the result moves to the map's scope
+		l.failure = l.itemDone(ctx, d.index, d.h)
+	}
+	return l.run(ctx, cancel, seq, admit, nil, finished)
+}
+
+// mapLoop is the admission loop that plain and batched maps share: it
+// pulls items while fewer than window items are open (admitted and not yet
+// done, or retained by a fold), counts MaxItems, awaits completions,
+// collects results in input order (or hands them to the sink), reports
+// the map's progress and window metrics, and on the first failure stops
+// admission and cancels what is in flight within CancelTimeout.
+type mapLoop struct {
+	r             *runner
+	id            string
+	window        int
+	maxItems      int
+	cancelTimeout time.Duration
+	sk            *sink  // a result buffer or fold, nil for a plain map
+	sc            *scope // the map's scope (collected results)
+	mw            *telemetry.MapWindow
+
+	done     chan itemDone
+	inflight map[int]*scope // by first item index: what abort cancels
+	results  chunkCollector // without a sink
+
+	admitted  int  // items pulled and counted (window, MaxItems)
+	started   int  // items submitted (batched: their batch was)
+	inFlight  int  // submitted items whose task has not returned
+	completed int  // items done (collected, or added to the sink)
+	running   int  // goroutines (items, or batches) not yet returned
+	open      int  // items holding a window slot (a fold frees it when the item is incorporated)
+	exhausted bool // the input ended
+	failure   error
+
+	lastReport time.Time
+	reportDue  bool        // a report was held back (reportEvery)
+	timer      *time.Timer // makes a held-back report
+}
+
+// reportEvery is the least time between two progress reports of a map
+// while items complete; a held-back report is made when the time has passed
+// (a timer), so the reported counts never lag by more than that.
+const reportEvery = 25 * time.Millisecond
+
+// run drives the loop: admit takes each admitted item's encoded input,
+// flush (may be nil) runs once the input is exhausted and after admission,
+// finished handles what the done channel returns (setting l.failure on a
+// failure).
+func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq iter.Seq2[[]byte, error],
+	admit func([]byte), flush func(), finished func(itemDone)) (value, error) {
+	l.timer = time.NewTimer(time.Hour)
+	l.timer.Stop()
+	defer l.timer.Stop()
 	pull, stop := iter.Pull2(seq)
 	defer stop()
-	exhausted := false
 	for {
-		for failure == nil && !exhausted && open < window {
+		for l.failure == nil && !l.exhausted && l.open < l.window {
 			b, perr, ok := pull()
 			if !ok {
-				exhausted = true
+				l.exhausted = true
 				break
 			}
 			if perr != nil {
-				failure = perr
+				l.failure = perr
 				break
 			}
-			if maxItems > 0 && admitted == maxItems {
-				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
+			if l.maxItems > 0 && l.admitted == l.maxItems {
+				l.failure = &flowgraph.MaxItemsError{Node: l.id, MaxItems: l.maxItems, Items: l.maxItems + 1}
 				break
 			}
-			isc := &scope{rt: r.e.rt, retain: true}
-			idx := admitted
-			inflight[idx] = isc
-			admitted++
-			running++
-			open++
-			go func() {
-				v, err := r.item(ictx, mw, body, id, idx, value{raw: b}, isc)
-				done <- itemDone{index: idx, h: v.h, sc: isc, err: err}
-			}()
+			l.admitted++
+			l.open++
+			admit(b)
 		}
-		if failure != nil || running == 0 {
+		if l.failure == nil && l.exhausted && flush != nil {
+			flush()
+		}
+		if l.failure != nil || l.running == 0 {
 			break
 		}
 		var d itemDone
 		select {
-		case d = <-done:
-		case <-ctx.Done():
-			failure = context.Cause(ctx)
-			continue
-		}
-		running--
-		delete(inflight, d.index)
-		if d.err == nil && sk != nil {
-			var freed int
-			if freed, d.err = sk.add(ctx, d.index, d.h); d.err == nil {
-				d.sc.releaseAll() // the actor holds the item now
-				open -= freed
-				completed++
-				r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
-				continue
+		case d = <-l.done:
+		case <-l.timer.C:
+			if l.reportDue {
+				l.reportNow()
 			}
-		}
-		if d.err != nil {
-			failure = d.err
-			d.sc.mu.Lock()
-			inflight[d.index] = d.sc // still to be cancelled and released
-			d.sc.mu.Unlock()
+			continue
+		case <-ctx.Done():
+			l.failure = context.Cause(ctx)
 			continue
 		}
-		open--
-		d.sc.releaseExcept(d.h)
-		sc.add(d.h)
-		if err := results.add(ctx, r.e.rt, sc, d.index, d.h); err != nil {
-			failure = err
-			continue
+		l.running--
+		delete(l.inflight, d.index)
+		finished(d)
+		if l.failure == nil {
+			l.report()
 		}
-		completed++
-		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
 	}
-	if failure != nil {
-		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
-		if sk != nil {
-			sk.kill() // discards the retained state
+	r := l.r
+	if l.failure != nil {
+		r.abort(ctx, cancel, l.failure, l.done, l.running, l.inflight, l.cancelTimeout)
+		if l.sk != nil {
+			l.sk.kill() // discards the retained state
 		}
-		r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
-		return value{}, failure
+		r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, Exhausted: l.exhausted, Failed: true})
+		return value{}, l.failure
 	}
-	r.report(mapProgress{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
-	if sk != nil {
-		h, err := sk.finalize(ctx, admitted)
+	r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, Exhausted: true})
+	if l.sk != nil {
+		h, err := l.sk.finalize(ctx, l.started)
 		if err != nil {
-			sk.kill()
+			l.sk.kill()
 			return value{}, err
 		}
-		sc.add(h)
+		l.sc.add(h)
 		return value{h: h}, nil
 	}
-	h, err := results.finish(ctx, r.e.rt, sc, admitted)
+	h, err := l.results.finish(ctx, r.e.rt, l.sc, l.started)
 	if err != nil {
 		return value{}, err
 	}
 	return value{h: h}, nil
+}
+
+// report reports the map's counters, at most once per reportEvery: a
+// report within reportEvery of the last one is held back and made by the
+// loop's timer.
+func (l *mapLoop) report() {
+	if l.reportDue {
+		return // the timer will report
+	}
+	if time.Since(l.lastReport) < reportEvery {
+		l.reportDue = true
+		l.timer.Reset(reportEvery)
+		return
+	}
+	l.reportNow()
+}
+
+func (l *mapLoop) reportNow() {
+	l.reportDue = false
+	l.lastReport = time.Now()
+	l.r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, InFlight: l.inFlight,
+		Exhausted: l.exhausted && l.started == l.admitted})
+}
+
+// itemDone hands item index's result h to the sink (which may free
+// several window slots: a fold frees a slot when its item is incorporated)
+// or to the result collector (the handle moves to the map's scope), and
+// counts the item as completed.
+func (l *mapLoop) itemDone(ctx context.Context, index int, h objHandle) error {
+	if l.sk != nil {
+		freed, err := l.sk.add(ctx, index, h)
+		if err != nil {
+			return err
+		}
+		l.open -= freed
+	} else {
+		l.open--
+		l.sc.add(h)
+		if err := l.results.add(ctx, l.r.e.rt, l.sc, index, h); err != nil {
+			return err
+		}
+	}
+	l.completed++
+	return nil
 }
 
 // collectChunk is how many item results one collector task joins.
@@ -295,9 +390,10 @@ func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n
 // fewer than window items are open (forming, running, or retained by a
 // fold), a batch starts when it holds k items or the input ends, and each
 // item keeps its own result, its own error (the leaf names the failing
-// item's node) and its own progress count.
-func (r *runner) mapBatched(ctx context.Context, s *flowgraph.Step, id string, k, window, maxItems int, cancelTimeout time.Duration,
-	seq iter.Seq2[[]byte, error], sk *sink, sc *scope) (value, error) {
+// item's node) and its own progress count. The window metrics count a
+// batch's items in flight from its start to its task's end.
+func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, k int, seq iter.Seq2[[]byte, error]) (value, error) {
+	id := l.id
 	ictx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var bound []byte
@@ -312,27 +408,18 @@ func (r *runner) mapBatched(ctx context.Context, s *flowgraph.Step, id string, k
 	if err != nil {
 		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
 	}
-	done := make(chan itemDone)
-	inflight := map[int]*scope{}
-	var (
-		results   chunkCollector
-		forming   [][]byte
-		admitted  int // items pulled and not dropped
-		started   int // items whose batch started
-		completed int
-		running   int // batch goroutines not yet returned
-		runItems  int // items of those batches
-		open      int
-		failure   error
-	)
+	var forming [][]byte
 	start := func() {
-		base, items := started, forming
+		base, items := l.started, forming
 		forming = nil
-		started += len(items)
-		runItems += len(items)
+		l.started += len(items)
+		l.inFlight += len(items)
+		for range items {
+			l.mw.ItemStarted()
+		}
 		isc := &scope{rt: r.e.rt, retain: true}
-		inflight[base] = isc
-		running++
+		l.inflight[base] = isc
+		l.running++
 		go func() {
 			t := leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
 				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base, Trace: telemetry.Inject(ictx)}
@@ -344,106 +431,47 @@ func (r *runner) mapBatched(ctx context.Context, s *flowgraph.Step, id string, k
 				}
 				err = r.await(ictx, h, flowgraph.ItemID(id, base))
 			}
-			done <- itemDone{index: base, h: h, sc: isc, err: err, items: hs}
+			l.done <- itemDone{index: base, h: h, sc: isc, err: err, items: hs, n: len(items)}
 		}()
-		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, InFlight: runItems})
+		l.report()
 	}
-	pull, stop := iter.Pull2(seq)
-	defer stop()
-	exhausted := false
-	for {
-		for failure == nil && !exhausted && open < window {
-			b, perr, ok := pull()
-			if !ok {
-				exhausted = true
-				break
-			}
-			if perr != nil {
-				failure = perr
-				break
-			}
-			if maxItems > 0 && admitted == maxItems {
-				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
-				break
-			}
-			admitted++
-			open++
-			forming = append(forming, b)
-			if len(forming) == k {
-				start()
-			}
-		}
-		if failure == nil && exhausted && len(forming) > 0 {
+	admit := func(b []byte) {
+		forming = append(forming, b)
+		if len(forming) == k {
 			start()
 		}
-		if failure != nil || running == 0 {
-			break
+	}
+	flush := func() {
+		if len(forming) > 0 {
+			start()
 		}
-		var d itemDone
-		select {
-		case d = <-done:
-		case <-ctx.Done():
-			failure = context.Cause(ctx)
-			continue
+	}
+	finished := func(d itemDone) {
+		l.inFlight -= d.n
+		for range d.n {
+			l.mw.ItemDone()
 		}
-		running--
-		runItems -= len(d.items)
-		delete(inflight, d.index)
 		if d.err != nil {
-			failure = d.err
-			inflight[d.index] = d.sc // still to be cancelled and released
-			continue
+			l.failure = d.err
+			l.inflight[d.index] = d.sc // still to be cancelled and released
+			return
 		}
 		// The batch's status handle goes; each item's result handle moves
-		// to the collector's scope or to the sink.
+		// to the map's scope or to the sink.
 		r.e.rt.Release([]objHandle{d.h})
 		for j, ih := range d.items {
-			idx := d.index + j
-			if sk != nil {
-				freed, err := sk.add(ctx, idx, ih)
+			err := l.itemDone(ctx, d.index+j, ih)
+			if l.sk != nil {
 				r.e.rt.Release([]objHandle{ih}) // the actor holds the item now
-				if err != nil {
-					failure = err
-					r.e.rt.Release(d.items[j+1:])
-					break
-				}
-				open -= freed
-			} else {
-				open--
-				sc.add(ih)
-				if err := results.add(ctx, r.e.rt, sc, idx, ih); err != nil {
-					failure = err
-					r.e.rt.Release(d.items[j+1:])
-					break
-				}
 			}
-			completed++
+			if err != nil {
+				l.failure = err
+				r.e.rt.Release(d.items[j+1:])
+				return
+			}
 		}
-		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, InFlight: runItems, Exhausted: exhausted && len(forming) == 0})
 	}
-	if failure != nil {
-		r.abort(ctx, cancel, failure, done, running, inflight, cancelTimeout)
-		if sk != nil {
-			sk.kill()
-		}
-		r.report(mapProgress{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true})
-		return value{}, failure
-	}
-	r.report(mapProgress{Node: id, Admitted: started, Completed: completed, Exhausted: true})
-	if sk != nil {
-		h, err := sk.finalize(ctx, started)
-		if err != nil {
-			sk.kill()
-			return value{}, err
-		}
-		sc.add(h)
-		return value{h: h}, nil
-	}
-	h, err := results.finish(ctx, r.e.rt, sc, started)
-	if err != nil {
-		return value{}, err
-	}
-	return value{h: h}, nil
+	return l.run(ctx, cancel, seq, admit, flush, finished)
 }
 
 func (r *runner) report(p mapProgress) { r.rp.mapProgress(p) }

@@ -2,8 +2,13 @@
 
 package ray
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func bridgeProcAttr() *syscall.SysProcAttr { return nil }
 
 func killGroup(int) {}
+
+func pollableStdin() *os.File { return os.Stdin }

@@ -47,10 +47,13 @@ type runProgress struct {
 }
 
 // startProgress prepares the Ray side of the run's progress: under full it
-// creates the collector actor (its handshake is awaited by the drain loop).
-func (e *Engine) startProgress(ctx context.Context, run *progress.Run) (*runProgress, error) {
+// creates the collector actor (its handshake is awaited by the drain loop)
+// when some leaf of the plan can report to it, that is a step outside every
+// map (map items never report: leafSpec); a plan of maps only gets none,
+// which spares a worker process per run.
+func (e *Engine) startProgress(ctx context.Context, run *progress.Run, root *flowgraph.Node) (*runProgress, error) {
 	rp := &runProgress{e: e, run: run}
-	if !run.Full() {
+	if !run.Full() || !stepOutsideMaps(root) {
 		return rp, nil
 	}
 	actor, ready, err := e.rt.CreateActor(ctx, actorSpec{Kind: "progress", Options: map[string]any{"num_cpus": 0},
@@ -67,9 +70,25 @@ func (e *Engine) startProgress(ctx context.Context, run *progress.Run) (*runProg
 	return rp, nil
 }
 
+// stepOutsideMaps reports whether n has a step that is not inside a map.
+func stepOutsideMaps(n *flowgraph.Node) bool {
+	switch n.Kind {
+	case flowgraph.KindStep:
+		return true
+	case flowgraph.KindMap:
+		return false
+	}
+	for _, c := range n.Children {
+		if stepOutsideMaps(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // leafSpec is what a leaf at node id needs to report (nil: it does not).
 func (rp *runProgress) leafSpec(id string, s *flowgraph.Step, mapItem bool) *leafProgressEvent {
-	if rp == nil || !rp.run.Full() || mapItem || !rp.run.IsNode(id) {
+	if rp == nil || rp.stop == nil || mapItem || !rp.run.IsNode(id) {
 		return nil
 	}
 	lp := &leafProgressEvent{Actor: rp.actor, Identity: rp.run.Identity(), Label: rp.run.Label(id)}

@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,44 @@ func TestProgressPolicies(t *testing.T) {
 		if s := pub.Summary; s.ReportingPolicy != pol || s.State != "SUCCEEDED" || s.RunIdentity != pub.Identity {
 			t.Fatalf("%s: terminal summary %+v", pol, s)
 		}
+	}
+}
+
+// Under full reporting a plan of maps only gets no collector actor (its
+// items never report, so the actor would only cost a worker process per
+// run); a plan with a step outside its maps gets one. The fake runtime
+// records every actor created (and refuses it, which fails the run).
+func TestProgressActorOnlyWhenAStepCanReport(t *testing.T) {
+	mapOnly := sdk.Map(sdk.Step(ReportItem)).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10})
+	for _, c := range []struct {
+		name   string
+		run    func(e *Engine) error
+		actors int
+	}{
+		{"map only", func(e *Engine) error {
+			_, err := Run(context.Background(), e, mapOnly, []int{1, 2, 3}, pol(""))
+			return err
+		}, 0},
+		{"step then map", func(e *Engine) error { _, err := Run(context.Background(), e, progressFlow, 3, pol("")); return err }, 1},
+		{"step then map, terminal_only", func(e *Engine) error {
+			_, err := Run(context.Background(), e, progressFlow, 3, pol(common.ReportingPolicyTerminalOnly))
+			return err
+		}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, rt := newFakeEngine()
+			if err := c.run(e); err != nil && (c.actors == 0 || !strings.Contains(err.Error(), "no actors")) {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, a := range rt.actors {
+				if a.Kind == "progress" {
+					n++
+				}
+			}
+			if n != c.actors {
+				t.Fatalf("%d collector actors created, want %d", n, c.actors)
+			}
+		})
 	}
 }
