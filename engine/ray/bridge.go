@@ -1089,10 +1089,28 @@ func (b *rayBridge) CloseWithin(timeout time.Duration) error {
 
 // kill ends the bridge's process group (the bridge and a private
 // cluster's processes) and reaps the bridge.
+//
+// Ray makes each worker the leader of a process group of its own, so the
+// bridge's group does not hold a private cluster's workers; they exit when
+// their raylet dies, but one the raylet started just before (seen in CI)
+// can outlive it. So a private cluster's process tree is listed before the
+// group is killed and killed with it, and so is any process still naming
+// the cluster's session directory.
 func (b *rayBridge) kill() {
+	b.mu.Lock()
+	private, session := b.private, b.SessionDir
+	b.mu.Unlock()
 	if b.cmd.Process != nil {
+		var tree []int
+		if private {
+			tree = processTree(b.cmd.Process.Pid)
+		}
 		killGroup(b.cmd.Process.Pid)
 		_ = b.cmd.Process.Kill()
+		killAll(tree)
+	}
+	if private {
+		killMentioning(session)
 	}
 	_ = b.stdin.Close()
 	<-b.exited

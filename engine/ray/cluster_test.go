@@ -217,7 +217,12 @@ func cmdlines(pids []int) string {
 	var b strings.Builder
 	for _, p := range pids {
 		c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
-		fmt.Fprintf(&b, "%d %s\n", p, bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat") // state, parent, group, session
+		if i := bytes.LastIndexByte(st, ')'); i >= 0 {
+			st = st[i+1:]
+		}
+		f := strings.Fields(string(st))
+		fmt.Fprintf(&b, "%d %v %s\n", p, f[:min(len(f), 4)], bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
 	}
 	return b.String()
 }

@@ -163,16 +163,7 @@ type mapLoop struct {
 	open      int  // items holding a window slot (a fold frees it when the item is incorporated)
 	exhausted bool // the input ended
 	failure   error
-
-	lastReport time.Time
-	reportDue  bool        // a report was held back (reportEvery)
-	timer      *time.Timer // makes a held-back report
 }
-
-// reportEvery is the least time between two progress reports of a map
-// while items complete; a held-back report is made when the time has passed
-// (a timer), so the reported counts never lag by more than that.
-const reportEvery = 25 * time.Millisecond
 
 // run drives the loop: admit takes each admitted item's encoded input,
 // flush (may be nil) runs once the input is exhausted and after admission,
@@ -180,9 +171,6 @@ const reportEvery = 25 * time.Millisecond
 // failure).
 func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq iter.Seq2[[]byte, error],
 	admit func([]byte), flush func(), finished func(itemDone)) (value, error) {
-	l.timer = time.NewTimer(time.Hour)
-	l.timer.Stop()
-	defer l.timer.Stop()
 	pull, stop := iter.Pull2(seq)
 	defer stop()
 	for {
@@ -213,11 +201,6 @@ func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq i
 		var d itemDone
 		select {
 		case d = <-l.done:
-		case <-l.timer.C:
-			if l.reportDue {
-				l.reportNow()
-			}
-			continue
 		case <-ctx.Done():
 			l.failure = context.Cause(ctx)
 			continue
@@ -255,24 +238,11 @@ func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq i
 	return value{h: h}, nil
 }
 
-// report reports the map's counters, at most once per reportEvery: a
-// report within reportEvery of the last one is held back and made by the
-// loop's timer.
+// report reports the map's counters after each finished item (or batch),
+// as the local engine does: a local run predicts a Ray run's progress
+// events, and a time-based throttle would make their number depend on
+// timing (TestComplexProgressMatchesLocal).
 func (l *mapLoop) report() {
-	if l.reportDue {
-		return // the timer will report
-	}
-	if time.Since(l.lastReport) < reportEvery {
-		l.reportDue = true
-		l.timer.Reset(reportEvery)
-		return
-	}
-	l.reportNow()
-}
-
-func (l *mapLoop) reportNow() {
-	l.reportDue = false
-	l.lastReport = time.Now()
 	l.r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, InFlight: l.inFlight,
 		Exhausted: l.exhausted && l.started == l.admitted})
 }

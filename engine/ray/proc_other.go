@@ -11,4 +11,10 @@ func bridgeProcAttr() *syscall.SysProcAttr { return nil }
 
 func killGroup(int) {}
 
+func killMentioning(string) {}
+
+func processTree(int) []int { return nil }
+
+func killAll([]int) {}
+
 func pollableStdin() *os.File { return os.Stdin }
