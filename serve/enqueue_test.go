@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -82,15 +81,9 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 
 func post(t *testing.T, s *Server, principal, target, body string) (int, map[string]any) {
 	t.Helper()
-	req := httptest.NewRequest("POST", target, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokensOf[principal])
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, req)
 	var out map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		t.Fatalf("POST %s: %d %q: %v", target, w.Code, w.Body, err)
-	}
-	return w.Code, out
+	code := fixture.DoJSON(t, s, "POST", target, tokensOf[principal], body, &out)
+	return code, out
 }
 
 // TestEnqueueInvalidInput: every kind of bad input is a 400

@@ -72,15 +72,9 @@ func enqueueServer(t *testing.T) (*serve.Server, *pgxpool.Pool, func() int64) {
 
 func post(t *testing.T, s *serve.Server, principal, target, body string) (int, map[string]any) {
 	t.Helper()
-	req := httptest.NewRequest("POST", target, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+tokensOf[principal])
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, req)
 	var out map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		t.Fatalf("POST %s: %d %q: %v", target, w.Code, w.Body, err)
-	}
-	return w.Code, out
+	code := fixture.DoJSON(t, s, "POST", target, tokensOf[principal], body, &out)
+	return code, out
 }
 
 // TestEnqueueInvalidInput: every kind of bad input is a 400 INVALID_ARGUMENT
@@ -202,14 +196,7 @@ func runWorker(t *testing.T, pool *pgxpool.Pool) {
 
 func getJSON(t *testing.T, s *serve.Server, target string, out any) int {
 	t.Helper()
-	req := httptest.NewRequest("GET", target, nil)
-	req.Header.Set("Authorization", "Bearer "+tokensOf["admin"])
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, req)
-	if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
-		t.Fatalf("GET %s: %d %q: %v", target, w.Code, w.Body, err)
-	}
-	return w.Code
+	return fixture.DoJSON(t, s, "GET", target, tokensOf["admin"], "", out)
 }
 
 func waitTask(t *testing.T, pool *pgxpool.Pool, id string) *durable.Task {
