@@ -13,7 +13,6 @@ import (
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
-	"github.com/rayflow/rayflow/serve/read"
 )
 
 // echoIn is the input of the test flows serve_echo and serve_echo_alt.
@@ -62,14 +61,7 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 		return lazyServer(t), func() int64 { return 0 }
 	}
 	pool := fixture.NewDB(t)
-	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(pool, testTokens(t), k, quiet, WithEnqueueRoutes(testRoutes...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testServer(t, pool)
 	return s, func() int64 {
 		var n int64
 		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil {

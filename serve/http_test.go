@@ -16,7 +16,6 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
-	"github.com/rayflow/rayflow/serve/read"
 )
 
 type env struct {
@@ -40,14 +39,7 @@ func newEnv(t *testing.T, n int) *env {
 		}
 	}
 	c.Publish(t, pool, c.Pub(true, false))
-	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(pool, testTokens(t), k, quiet, WithEnqueueRoutes(testRoutes...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testServer(t, pool)
 	s.Reads().Now = func() time.Time { return fixture.T0.Add(time.Hour) }
 	return &env{s: s, pool: pool, taskID: taskID, c: c}
 }

@@ -94,13 +94,10 @@ func TestHTTPStatus(t *testing.T) {
 
 // lazyServer is a server on a pool that never connects: enough for what
 // is decided before the database (authentication, probes' shape).
-func lazyServer(t *testing.T) *Server {
+// testServer is the API on pool with the test tokens, a fixed cursor key
+// and testRoutes.
+func testServer(t *testing.T, pool *pgxpool.Pool) *Server {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +107,16 @@ func lazyServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func lazyServer(t *testing.T) *Server {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return testServer(t, pool)
 }
 
 func path(p string) string {

@@ -40,72 +40,24 @@ func killAll(pids []int) {
 	}
 }
 
-// killMentioning SIGKILLs this user's processes whose command line holds
-// s (a private cluster's session directory, which its processes name until
-// a worker retitles itself "ray::…").
-func killMentioning(s string) {
-	if s == "" {
-		return
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		if c, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(c, []byte(s)) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+// proc is one process as /proc shows it.
+type proc struct {
+	pid, ppid, pgrp int
+	state           string // R, S, D, Z (zombie), X…
+	cmdline         []byte // NUL-separated
 }
 
-// processTree lists the processes below pid (children, their children…),
-// from /proc.
-func processTree(pid int) []int {
+// procs lists this machine's processes from /proc (none where there is
+// no /proc). withCmdline also reads each command line.
+func procs(withCmdline bool) []proc {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	children := map[int][]int{}
+	var out []proc
 	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) >= 2 {
-				if pp, err := strconv.Atoi(f[1]); err == nil {
-					children[pp] = append(children[pp], p)
-				}
-			}
-		}
-	}
-	var out []int
-	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
-		out = append(out, queue[0])
-		queue = append(queue, children[queue[0]]...)
-	}
-	return out
-}
-
-// liveInGroup reports whether a process of group pgid other than a
-// zombie exists, from /proc (false where there is none: the first signal
-// then has to do).
-func liveInGroup(pgid int) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -118,7 +70,54 @@ func liveInGroup(pgid int) bool {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		if len(f) < 3 {
+			continue
+		}
+		p := proc{pid: pid, state: f[0]}
+		p.ppid, _ = strconv.Atoi(f[1])
+		p.pgrp, _ = strconv.Atoi(f[2])
+		if withCmdline {
+			p.cmdline, _ = os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// killMentioning SIGKILLs this user's processes whose command line holds
+// s (a private cluster's session directory, which its processes name until
+// a worker retitles itself "ray::…").
+func killMentioning(s string) {
+	if s == "" {
+		return
+	}
+	self := os.Getpid()
+	for _, p := range procs(true) {
+		if p.pid != self && bytes.Contains(p.cmdline, []byte(s)) {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// processTree lists the processes below pid (children, their children…).
+func processTree(pid int) []int {
+	children := map[int][]int{}
+	for _, p := range procs(false) {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// liveInGroup reports whether a process of group pgid other than a
+// zombie exists (false without /proc: the first signal then has to do).
+func liveInGroup(pgid int) bool {
+	for _, p := range procs(false) {
+		if p.pgrp == pgid && p.state != "Z" && p.state != "X" {
 			return true
 		}
 	}
