@@ -1025,8 +1025,9 @@ type actorState struct {
 	State string `json:"state"`
 }
 
-// ListActors lists the cluster's actors of a class through Ray's state
-// API (ray.util.state.list_actors; the cluster needs its dashboard).
+// ListActors lists the actors of a class that this driver's job created,
+// through Ray's state API (ray.util.state.list_actors; the cluster needs
+// its dashboard).
 func (b *rayBridge) ListActors(ctx context.Context, class string) ([]actorState, error) {
 	f, err := b.call(ctx, map[string]any{"op": "list_actors", "class_name": class})
 	if err != nil {

@@ -892,7 +892,10 @@ class Bridge:
         # Ray's state API (needs a cluster with its dashboard).
         from ray.util.state import list_actors
 
-        acts = list_actors(filters=[("class_name", "=", req["class_name"])], limit=10000, timeout=5,
+        # This driver's job only: other drivers on a shared cluster (tests
+        # of other packages) create actors of the same class meanwhile.
+        job = ray.get_runtime_context().get_job_id()
+        acts = list_actors(filters=[("class_name", "=", req["class_name"]), ("job_id", "=", job)], limit=10000, timeout=5,
                            raise_on_missing_output=False)
         return {"actors": [{"id": a.actor_id, "state": a.state} for a in acts]}, []
 

@@ -57,7 +57,8 @@ func runPolicy[In, Out any](ctx context.Context, f sdk.Flow[In, Out], in In, p c
 	return out, last, err
 }
 
-// progressActors counts the cluster's collector actors (Ray's state API).
+// progressActors counts this process's collector actors (Ray's state
+// API; other packages' tests share the cluster).
 func progressActors(t *testing.T) (all, alive int) {
 	t.Helper()
 	acts, err := testBridge.ListActors(context.Background(), "_ProgressActor")
