@@ -50,7 +50,11 @@ func TestBenchRayQuick(t *testing.T) {
 	natPID := nd.cmd.Process.Pid
 	var rf, nat []time.Duration
 	rfCPU, natCPU := map[string]time.Duration{}, map[string]time.Duration{}
-	for range rounds {
+	// RAYFLOW_BENCH_QUICK_SEQ=1 runs every rayflow round, then every
+	// native one: each side keeps its warm workers (no worker restarts
+	// between rounds), which shows the steady per-leaf cost.
+	seq := os.Getenv("RAYFLOW_BENCH_QUICK_SEQ") == "1"
+	rayflowRound := func() {
 		c0 := cpuByGroup(natPID)
 		start := time.Now()
 		out, err := Run(ctx, testEngine, f, in)
@@ -59,10 +63,23 @@ func TestBenchRayQuick(t *testing.T) {
 			t.Fatal(err)
 		}
 		addCPU(rfCPU, c0, cpuByGroup(natPID))
-		c0 = cpuByGroup(natPID)
+	}
+	nativeRound := func() {
+		c0 := cpuByGroup(natPID)
 		d, _ := nd.round(t, n, window)
 		nat = append(nat, d)
 		addCPU(natCPU, c0, cpuByGroup(natPID))
+	}
+	for range rounds {
+		rayflowRound()
+		if !seq {
+			nativeRound()
+		}
+	}
+	if seq {
+		for range rounds {
+			nativeRound()
+		}
 	}
 	best := func(ds []time.Duration) float64 { return float64(n) / slices.Min(ds).Seconds() }
 	fmt.Printf("quick %d leaves, window %d, load %s: rayflow %.0f/s native %.0f/s ratio %.2f (rounds rayflow %v native %v)\n",

@@ -292,9 +292,9 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, &SetupError{Problem: fmt.Sprintf("starting %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
 	}
-	b.stdin, b.w = stdin, bufio.NewWriterSize(stdin, 64<<10)
+	b.stdin, b.w = stdin, bufio.NewWriterSize(rawPipe(stdin), 64<<10)
 	go func() { _ = cmd.Wait(); close(b.exited) }()
-	r := bufio.NewReaderSize(stdout, 256<<10)
+	r := bufio.NewReaderSize(rawPipe(stdout), 256<<10)
 
 	// Handshake, before anything is submitted.
 	helloCh := make(chan error, 1)
@@ -498,6 +498,16 @@ func (b *rayBridge) checkHello(python string) error {
 
 // PID is the bridge process id.
 func (b *rayBridge) PID() int { return b.cmd.Process.Pid }
+
+// rawPipe wraps one of the bridge's pipes in rawIO (the coordinator idles
+// between the bridge's frames, as a leaf process does between requests);
+// anything else is returned as it is.
+func rawPipe(p any) io.ReadWriter {
+	if f, ok := p.(pipeFile); ok {
+		return rawIO(f)
+	}
+	return p.(io.ReadWriter)
+}
 
 func (b *rayBridge) readLoop(r io.Reader) {
 	var err error
@@ -1040,17 +1050,23 @@ func (b *rayBridge) ListActors(ctx context.Context, class string) ([]actorState,
 	return r.Actors, err
 }
 
-// Stats reports the bridge's table size (tests).
-func (b *rayBridge) Stats(ctx context.Context) (handles int, err error) {
+// bridgeStats are the bridge's counters (tests).
+type bridgeStats struct {
+	Handles int `json:"handles"` // entries in its ref table
+	// DirectSubmits counts leaf tasks submitted straight through the core
+	// worker (bridge.py's _Prepared), not through .remote().
+	DirectSubmits int `json:"direct_submits"`
+}
+
+// Stats reports the bridge's counters (tests).
+func (b *rayBridge) Stats(ctx context.Context) (bridgeStats, error) {
+	var s bridgeStats
 	f, err := b.call(ctx, map[string]any{"op": "stats"})
 	if err != nil {
-		return 0, err
-	}
-	var s struct {
-		Handles int `json:"handles"`
+		return s, err
 	}
 	err = f.decode(&s)
-	return s.Handles, err
+	return s, err
 }
 
 // Close shuts the bridge down within 30 s (CloseWithin).

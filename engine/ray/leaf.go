@@ -39,7 +39,7 @@ func ServeLeafIfRequested() {
 	if os.Getenv(leafEnv) != "1" {
 		return
 	}
-	in, out := pollableStdin(), protocolStdout()
+	in, out := rawIO(pollableStdin()), rawIO(protocolStdout())
 	flush := leafTracing()
 	err := serveLeaves(context.Background(), in, out, sdk.DefaultCodec, selfDigest)
 	flush()

@@ -171,8 +171,8 @@ func TestMapFailureCancels(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 300*time.Millisecond+10*time.Second {
 		t.Fatalf("with CancelTimeout 30s the failed map returned after %v: its leaves were not cancelled", elapsed)
 	}
-	if n, err := testBridge.Stats(ctx); err != nil || n != 0 {
-		t.Fatalf("the bridge still holds %d handles (%v)", n, err)
+	if st, err := testBridge.Stats(ctx); err != nil || st.Handles != 0 {
+		t.Fatalf("the bridge still holds %d handles (%v)", st.Handles, err)
 	}
 }
 

@@ -16,5 +16,7 @@ func protocolStdout() *os.File {
 		syscall.Close(fd)
 		return os.Stdout
 	}
+	// Non-blocking, so that the runtime's poller waits for room (rawIO).
+	_ = syscall.SetNonblock(fd, true)
 	return os.NewFile(uintptr(fd), "rayflow-leaf-protocol")
 }
