@@ -776,12 +776,15 @@ func (b *rayBridge) Put(ctx context.Context, data []byte) (objHandle, error) {
 	return h, b.send(map[string]any{"op": "put", "id": 0, "h": h}, data)
 }
 
-func argSpec(a taskArg, sections *[][]byte) map[string]any {
+// argSpec is a task argument on the wire (argWire, not a map per
+// argument: a chunk's collect request has 1,024 of them).
+func argSpec(a taskArg, sections *[][]byte) argWire {
 	if a.Handle != 0 {
-		return map[string]any{"h": a.Handle}
+		return argWire{H: a.Handle}
 	}
 	*sections = append(*sections, a.Bytes)
-	return map[string]any{"s": len(*sections) - 1}
+	s := len(*sections) - 1
+	return argWire{S: &s}
 }
 
 // Submit submits one leaf (pipelined: no reply is awaited; submissions
@@ -837,7 +840,7 @@ func (b *rayBridge) Warm(ctx context.Context, exe string) (objHandle, error) {
 // Collect submits an ordered JSON-array collector task.
 func (b *rayBridge) Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error) {
 	var sections [][]byte
-	specs := make([]map[string]any, len(args))
+	specs := make([]argWire, len(args))
 	for i, a := range args {
 		specs[i] = argSpec(a, &sections)
 	}
