@@ -292,9 +292,9 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, &SetupError{Problem: fmt.Sprintf("starting %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
 	}
-	b.stdin, b.w = stdin, bufio.NewWriterSize(rawPipe(stdin), 64<<10)
+	b.stdin, b.w = stdin, bufio.NewWriterSize(rawWriter(stdin), 64<<10)
 	go func() { _ = cmd.Wait(); close(b.exited) }()
-	r := bufio.NewReaderSize(rawPipe(stdout), 256<<10)
+	r := bufio.NewReaderSize(rawReader(stdout), 256<<10)
 
 	// Handshake, before anything is submitted.
 	helloCh := make(chan error, 1)
@@ -499,14 +499,21 @@ func (b *rayBridge) checkHello(python string) error {
 // PID is the bridge process id.
 func (b *rayBridge) PID() int { return b.cmd.Process.Pid }
 
-// rawPipe wraps one of the bridge's pipes in rawIO (the coordinator idles
-// between the bridge's frames, as a leaf process does between requests);
-// anything else is returned as it is.
-func rawPipe(p any) io.ReadWriter {
-	if f, ok := p.(pipeFile); ok {
+// rawReader and rawWriter wrap the bridge's pipes in rawIO (the
+// coordinator idles between the bridge's frames, as a leaf process does
+// between requests); anything else is returned as it is.
+func rawReader(r io.Reader) io.Reader {
+	if f, ok := r.(pipeFile); ok {
 		return rawIO(f)
 	}
-	return p.(io.ReadWriter)
+	return r
+}
+
+func rawWriter(w io.Writer) io.Writer {
+	if f, ok := w.(pipeFile); ok {
+		return rawIO(f)
+	}
+	return w
 }
 
 func (b *rayBridge) readLoop(r io.Reader) {
