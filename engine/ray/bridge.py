@@ -93,16 +93,6 @@ class LeafProcessError(Exception):
 # The leaf-process protocol version this worker speaks (PROTOCOL.md).
 LEAF_PROTOCOL = 3
 
-def _pdeathsig():
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except Exception:
-        pass
-
-
 def _start_error(node, reason, message, want="", got=""):
     return LeafProcessError({"kind": "leaf_start", "node": node, "reason": reason, "message": message,
                              "want": want, "got": got})
@@ -119,14 +109,17 @@ def _leaf_proc(exe, digest, node):
     if ent is not None and ent[0].poll() is not None:
         ent = None
     if ent is None:
-        env = dict(os.environ, RAYFLOW_LEAF="1")
+        # The leaf process sets its own parent-death signal (deathsig_linux.go)
+        # and exits if its parent is not RAYFLOW_LEAF_PARENT: without a
+        # preexec hook, Python spawns it with vfork, not a fork of this
+        # worker's address space (~1 instead of ~11 ms of CPU).
+        env = dict(os.environ, RAYFLOW_LEAF="1", RAYFLOW_LEAF_PARENT=str(os.getpid()))
         if os.path.exists(exe) and not os.access(exe, os.X_OK):
             # A runtime_env working_dir upload does not keep file modes.
             os.chmod(exe, os.stat(exe).st_mode | 0o111)
         try:
             p = subprocess.Popen(
-                [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                preexec_fn=_pdeathsig, bufsize=0)
+                [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
         except OSError as e:
             raise _start_error(node, "start", "starting the leaf process %s: %s" % (exe, e))
         try:

@@ -22,8 +22,12 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// leafEnv is the environment variable that starts a binary in leaf mode.
-const leafEnv = "RAYFLOW_LEAF"
+// leafEnv is the environment variable that starts a binary in leaf mode;
+// leafParentEnv holds the process id of the Ray worker that started it.
+const (
+	leafEnv       = "RAYFLOW_LEAF"
+	leafParentEnv = "RAYFLOW_LEAF_PARENT"
+)
 
 // ServeLeafIfRequested turns this process into a Ray leaf process when it
 // was started as one (RAYFLOW_LEAF=1) and never returns in that case;

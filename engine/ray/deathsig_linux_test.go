@@ -1,0 +1,91 @@
+package ray
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLeafParentDeathSignal: a leaf process dies with the process that
+// started it, though it was started without a preexec hook and its input
+// stays open (the parent-death signal it sets itself); one whose parent is
+// not RAYFLOW_LEAF_PARENT (the parent died before the signal was set)
+// exits at once.
+func TestLeafParentDeathSignal(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, hold, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	// The shell starts the leaf with the pipe as its input (fd 3: a
+	// background job's fd 0 is /dev/null; the pipe is kept open by this
+	// test), writes its pid to a file and is then killed.
+	pidFile := filepath.Join(t.TempDir(), "leaf.pid")
+	sh := exec.Command("sh", "-c", `RAYFLOW_LEAF_PARENT=$$ "$0" <&3 3<&- & echo $! > "$1"; exec sleep 60 3<&-`, exe, pidFile)
+	sh.Env = append(os.Environ(), leafEnv+"=1")
+	sh.ExtraFiles = []*os.File{in}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	var leaf int
+	for deadline := time.Now().Add(10 * time.Second); leaf == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not start the leaf")
+		}
+		b, _ := os.ReadFile(pidFile)
+		if bytes.HasSuffix(b, []byte("\n")) {
+			leaf, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the leaf is past its init and waits for its handshake
+	if !running(leaf) {
+		t.Fatalf("the leaf process %d is not running before its parent is killed", leaf)
+	}
+	if err := sh.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = sh.Wait()
+	for deadline := time.Now().Add(5 * time.Second); running(leaf); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(leaf, syscall.SIGKILL)
+			t.Fatalf("the leaf process %d outlived its parent by 5 s", leaf)
+		}
+	}
+
+	stray := exec.Command(exe)
+	stray.Env = append(os.Environ(), leafEnv+"=1", fmt.Sprintf("%s=%d", leafParentEnv, os.Getpid()+1<<22))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	stray.Stdin = r
+	start := time.Now()
+	err = stray.Run()
+	r.Close()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("a leaf whose parent is not RAYFLOW_LEAF_PARENT: %v after %v; want exit status 1 at once", err, time.Since(start))
+	}
+}
+
+// running reports whether pid is a live process (not gone, not a zombie).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
