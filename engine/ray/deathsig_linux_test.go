@@ -50,18 +50,16 @@ func TestLeafParentDeathSignal(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // the leaf is past its init and waits for its handshake
-	if !running(leaf) {
+	if !alive(leaf) {
 		t.Fatalf("the leaf process %d is not running before its parent is killed", leaf)
 	}
 	if err := sh.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = sh.Wait()
-	for deadline := time.Now().Add(5 * time.Second); running(leaf); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(leaf, syscall.SIGKILL)
-			t.Fatalf("the leaf process %d outlived its parent by 5 s", leaf)
-		}
+	if left := waitGone([]int{leaf}, 5*time.Second); len(left) > 0 {
+		_ = syscall.Kill(leaf, syscall.SIGKILL)
+		t.Fatalf("the leaf process %d outlived its parent by 5 s", leaf)
 	}
 
 	stray := exec.Command(exe)
@@ -78,14 +76,4 @@ func TestLeafParentDeathSignal(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("a leaf whose parent is not RAYFLOW_LEAF_PARENT: %v after %v; want exit status 1 at once", err, time.Since(start))
 	}
-}
-
-// running reports whether pid is a live process (not gone, not a zombie).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] != "Z"
 }
