@@ -282,11 +282,6 @@ def _leaf_task(head, *rest):
     return _call_leaf(spec, bound, arg, "", prog, trace)
 
 
-# The bridge's prepared leaf functions capture their submission arguments
-# through Ray's invocation decorator hook (_Prepared).
-_leaf_task.__ray_invocation_decorator__ = lambda invocation: _capturing_invocation(invocation)
-
-
 def _traced(header, trace):
     """Adds the trace context and this Ray task's id to a leaf header."""
     if trace:
@@ -664,6 +659,11 @@ def _capturing_invocation(invocation):
     cells = list(invocation.__closure__)
     cells[i] = types.CellType(stand_in)
     return types.FunctionType(code, invocation.__globals__, invocation.__name__, invocation.__defaults__, tuple(cells))
+
+
+# The bridge's prepared leaf functions capture their submission arguments
+# through Ray's invocation decorator hook (_Prepared).
+_leaf_task.__ray_invocation_decorator__ = _capturing_invocation
 
 
 def _flat(args):
