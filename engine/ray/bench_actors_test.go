@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"testing"
@@ -52,11 +53,15 @@ type heapSampler struct {
 	count int
 }
 
+// heapAfterGC forces a GC and returns the heap it marked live
+// (/gc/heap/live:bytes). MemStats.HeapAlloc read after runtime.GC also
+// counts what the run's goroutines allocated since the GC ended, which
+// varies with the sample's timing rather than with what is retained.
 func heapAfterGC() uint64 {
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func sampleHeap(period time.Duration) *heapSampler {

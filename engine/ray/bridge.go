@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,6 +194,10 @@ type rayBridge struct {
 	pending []leafSubmit
 	kick    chan struct{}
 	optIDs  map[string]int // option set key -> id (under wmu)
+	// Scratch for the hand-written collect and release frames (under
+	// wmu): their size is bounded by a chunk, so reusing it keeps their
+	// transient buffers out of the heap per chunk.
+	hdrBuf, frameBuf []byte
 	// Handles are chosen here, so creating ops are pipelined (no reply).
 	nextHandle int64
 	live       map[objHandle]bool            // created and not released
@@ -630,6 +635,25 @@ func (b *rayBridge) send(req map[string]any, sections ...[]byte) error {
 	return b.writeErr(err)
 }
 
+// sendHeader is send for a hand-written header: build appends the JSON
+// header to its argument, leaving the object open for the "sizes".
+func (b *rayBridge) sendHeader(build func([]byte) []byte, sections ...[]byte) error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	err := b.writeSubmitsLocked()
+	if err == nil {
+		b.hdrBuf = appendSizes(build(b.hdrBuf[:0]), sections)
+		err = writeFrameHeader(b.w, b.frameBuf, b.hdrBuf, sections)
+	}
+	if err == nil {
+		err = b.w.Flush()
+	}
+	return b.writeErr(err)
+}
+
 func (b *rayBridge) writeErr(err error) error {
 	if err == nil {
 		return nil
@@ -846,17 +870,39 @@ func (b *rayBridge) Warm(ctx context.Context, exe string) (objHandle, error) {
 
 // Collect submits an ordered JSON-array collector task.
 func (b *rayBridge) Collect(ctx context.Context, args []taskArg, concat bool) (objHandle, error) {
-	var sections [][]byte
-	specs := make([]argWire, len(args))
-	for i, a := range args {
-		specs[i] = argSpec(a, &sections)
-	}
 	h := b.newHandle()
-	req := map[string]any{"op": "collect", "id": 0, "h": h, "args": specs}
-	if concat {
-		req["concat"] = true
+	var sections [][]byte
+	for _, a := range args {
+		if a.Handle == 0 {
+			sections = append(sections, a.Bytes)
+		}
 	}
-	return h, b.send(req, sections...)
+	// Written by hand: a chunk's 1,024 arguments as maps or structs through
+	// encoding/json were the coordinator's largest transient.
+	return h, b.sendHeader(func(buf []byte) []byte {
+		buf = append(buf, `{"op":"collect","id":0,"h":`...)
+		buf = strconv.AppendInt(buf, int64(h), 10)
+		if concat {
+			buf = append(buf, `,"concat":true`...)
+		}
+		buf = append(buf, `,"args":[`...)
+		s := 0
+		for i, a := range args {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if a.Handle != 0 {
+				buf = append(buf, `{"h":`...)
+				buf = strconv.AppendInt(buf, int64(a.Handle), 10)
+			} else {
+				buf = append(buf, `{"s":`...)
+				buf = strconv.AppendInt(buf, int64(s), 10)
+				s++
+			}
+			buf = append(buf, '}')
+		}
+		return append(buf, ']')
+	}, sections...)
 }
 
 type readyItem struct {
@@ -998,7 +1044,16 @@ func (b *rayBridge) Release(hs []objHandle) {
 		delete(b.leaves, h)
 	}
 	b.mu.Unlock()
-	_ = b.send(map[string]any{"op": "release", "id": 0, "handles": hs})
+	_ = b.sendHeader(func(buf []byte) []byte {
+		buf = append(buf, `{"op":"release","id":0,"handles":[`...)
+		for i, h := range hs {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendInt(buf, int64(h), 10)
+		}
+		return append(buf, ']')
+	})
 }
 
 // CreateActor creates an actor (pipelined) and submits its handshake.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -316,19 +317,17 @@ func (s *scope) release(h objHandle) {
 }
 
 // releaseMany drops hs now (one message) unless the scope retains its
-// handles.
+// handles. It sorts hs in place: the scope's handles are filtered by a
+// binary search in it, without a set the size of a chunk.
 func (s *scope) releaseMany(hs []objHandle) {
 	if s.retain || len(hs) == 0 {
 		return
 	}
-	drop := make(map[objHandle]bool, len(hs))
-	for _, h := range hs {
-		drop[h] = true
-	}
+	slices.Sort(hs)
 	s.mu.Lock()
 	kept := s.handles[:0]
 	for _, h := range s.handles {
-		if !drop[h] {
+		if _, found := slices.BinarySearch(hs, h); !found {
 			kept = append(kept, h)
 		}
 	}

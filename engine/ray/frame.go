@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // maxHeaderBytes bounds a frame header; payloads travel in sections.
@@ -27,8 +28,27 @@ func writeFrame(w io.Writer, header map[string]any, sections ...[]byte) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 4, 4+len(h))
-	binary.BigEndian.PutUint32(buf, uint32(len(h)))
+	return writeFrameHeader(w, make([]byte, 0, 4+len(h)), h, sections)
+}
+
+// appendSizes closes a hand-written JSON header (an object left open)
+// with the sections' "sizes".
+func appendSizes(hdr []byte, sections [][]byte) []byte {
+	hdr = append(hdr, `,"sizes":[`...)
+	for i, s := range sections {
+		if i > 0 {
+			hdr = append(hdr, ',')
+		}
+		hdr = strconv.AppendInt(hdr, int64(len(s)), 10)
+	}
+	return append(hdr, "]}"...)
+}
+
+// writeFrameHeader writes a frame whose JSON header h is complete (sizes
+// included); buf is scratch space for the length prefix and small
+// sections, reused by callers that keep it.
+func writeFrameHeader(w io.Writer, buf, h []byte, sections [][]byte) error {
+	buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(h)))
 	buf = append(buf, h...)
 	// Small payloads go in the same write; large ones are written in place.
 	total := 0
@@ -39,14 +59,14 @@ func writeFrame(w io.Writer, header map[string]any, sections ...[]byte) error {
 		for _, s := range sections {
 			buf = append(buf, s...)
 		}
-		_, err = w.Write(buf)
+		_, err := w.Write(buf)
 		return err
 	}
-	if _, err = w.Write(buf); err != nil {
+	if _, err := w.Write(buf); err != nil {
 		return err
 	}
 	for _, s := range sections {
-		if _, err = w.Write(s); err != nil {
+		if _, err := w.Write(s); err != nil {
 			return err
 		}
 	}

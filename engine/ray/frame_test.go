@@ -1,10 +1,14 @@
 package ray
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -155,4 +159,67 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHandWrittenFrames checks the collect and release frames, whose
+// headers are written without encoding/json: they must decode to what the
+// bridge reads (PROTOCOL.md), sections in argument order.
+func TestHandWrittenFrames(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	b := &rayBridge{w: bufio.NewWriter(&out), live: map[objHandle]bool{}}
+	args := []taskArg{{Handle: 7}, {Bytes: []byte("one")}, {Handle: 9}, {Bytes: []byte{}}}
+	h, err := b.Collect(context.Background(), args, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release([]objHandle{3, 4, 5})
+	b.Release([]objHandle{6})
+
+	type arg struct {
+		H *int64 `json:"h"`
+		S *int   `json:"s"`
+	}
+	var collect struct {
+		Op     string `json:"op"`
+		ID     int    `json:"id"`
+		H      int64  `json:"h"`
+		Concat bool   `json:"concat"`
+		Args   []arg  `json:"args"`
+	}
+	f, err := readFrame(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(f.raw, &collect); err != nil {
+		t.Fatalf("collect header %s: %v", f.raw, err)
+	}
+	if collect.Op != "collect" || collect.ID != 0 || collect.H != int64(h) || !collect.Concat || len(collect.Args) != 4 {
+		t.Fatalf("collect header %s", f.raw)
+	}
+	for i, a := range args {
+		got := collect.Args[i]
+		switch {
+		case a.Handle != 0 && (got.H == nil || *got.H != int64(a.Handle) || got.S != nil):
+			t.Fatalf("arg %d: %s", i, f.raw)
+		case a.Handle == 0 && (got.S == nil || got.H != nil || !bytes.Equal(f.section(*got.S), a.Bytes)):
+			t.Fatalf("arg %d: %s", i, f.raw)
+		}
+	}
+	for _, want := range [][]int64{{3, 4, 5}, {6}} {
+		var release struct {
+			Op      string  `json:"op"`
+			Handles []int64 `json:"handles"`
+		}
+		f, err := readFrame(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(f.raw, &release); err != nil || release.Op != "release" || !slices.Equal(release.Handles, want) {
+			t.Fatalf("release header %s (%v), want handles %v", f.raw, err, want)
+		}
+	}
+	if out.Len() != 0 {
+		t.Fatalf("%d bytes left", out.Len())
+	}
 }

@@ -280,6 +280,9 @@ const collectChunk = 1024
 type chunkCollector struct {
 	open   map[int]*resultChunk // chunks still missing items, by chunk index
 	chunks []objHandle          // collected chunks, by chunk index (0: not yet)
+	// free is the last collected chunk, cleared for the next one (rt.Collect
+	// and Release copy what they need).
+	free *resultChunk
 }
 
 type resultChunk struct {
@@ -296,7 +299,10 @@ func (c *chunkCollector) add(ctx context.Context, rt rayRuntime, sc *scope, inde
 	}
 	ch := c.open[ci]
 	if ch == nil {
-		ch = &resultChunk{hs: make([]objHandle, collectChunk)}
+		ch, c.free = c.free, nil
+		if ch == nil {
+			ch = &resultChunk{hs: make([]objHandle, collectChunk)}
+		}
 		c.open[ci] = ch
 	}
 	ch.hs[index%collectChunk] = h
@@ -304,7 +310,13 @@ func (c *chunkCollector) add(ctx context.Context, rt rayRuntime, sc *scope, inde
 	if ch.done < collectChunk {
 		return nil
 	}
-	return c.collect(ctx, rt, sc, ci, ch.hs)
+	if err := c.collect(ctx, rt, sc, ci, ch.hs); err != nil {
+		return err
+	}
+	clear(ch.hs)
+	ch.done = 0
+	c.free = ch
+	return nil
 }
 
 func (c *chunkCollector) collect(ctx context.Context, rt rayRuntime, sc *scope, ci int, hs []objHandle) error {
