@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -194,10 +195,10 @@ type rayBridge struct {
 	pending []leafSubmit
 	kick    chan struct{}
 	optIDs  map[string]int // option set key -> id (under wmu)
-	// Scratch for the hand-written collect and release frames (under
-	// wmu): their size is bounded by a chunk, so reusing it keeps their
-	// transient buffers out of the heap per chunk.
-	hdrBuf, frameBuf []byte
+	// hdrBuf is the hand-written collect and release headers' scratch
+	// (under wmu): bounded by a chunk's, reused so that a chunk leaves no
+	// transient buffer in the heap.
+	hdrBuf []byte
 	// Handles are chosen here, so creating ops are pipelined (no reply).
 	nextHandle int64
 	live       map[objHandle]bool            // created and not released
@@ -646,7 +647,18 @@ func (b *rayBridge) sendHeader(build func([]byte) []byte, sections ...[]byte) er
 	err := b.writeSubmitsLocked()
 	if err == nil {
 		b.hdrBuf = appendSizes(build(b.hdrBuf[:0]), sections)
-		err = writeFrameHeader(b.w, b.frameBuf, b.hdrBuf, sections)
+		// b.w buffers: the frame's parts are written as they are.
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(b.hdrBuf)))
+		_, err = b.w.Write(n[:])
+		if err == nil {
+			_, err = b.w.Write(b.hdrBuf)
+		}
+		for _, s := range sections {
+			if err == nil {
+				_, err = b.w.Write(s)
+			}
+		}
 	}
 	if err == nil {
 		err = b.w.Flush()

@@ -28,7 +28,30 @@ func writeFrame(w io.Writer, header map[string]any, sections ...[]byte) error {
 	if err != nil {
 		return err
 	}
-	return writeFrameHeader(w, make([]byte, 0, 4+len(h)), h, sections)
+	buf := make([]byte, 4, 4+len(h))
+	binary.BigEndian.PutUint32(buf, uint32(len(h)))
+	buf = append(buf, h...)
+	// Small payloads go in the same write; large ones are written in place.
+	total := 0
+	for _, s := range sections {
+		total += len(s)
+	}
+	if total <= 64<<10 {
+		for _, s := range sections {
+			buf = append(buf, s...)
+		}
+		_, err = w.Write(buf)
+		return err
+	}
+	if _, err = w.Write(buf); err != nil {
+		return err
+	}
+	for _, s := range sections {
+		if _, err = w.Write(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendSizes closes a hand-written JSON header (an object left open)
@@ -42,35 +65,6 @@ func appendSizes(hdr []byte, sections [][]byte) []byte {
 		hdr = strconv.AppendInt(hdr, int64(len(s)), 10)
 	}
 	return append(hdr, "]}"...)
-}
-
-// writeFrameHeader writes a frame whose JSON header h is complete (sizes
-// included); buf is scratch space for the length prefix and small
-// sections, reused by callers that keep it.
-func writeFrameHeader(w io.Writer, buf, h []byte, sections [][]byte) error {
-	buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(h)))
-	buf = append(buf, h...)
-	// Small payloads go in the same write; large ones are written in place.
-	total := 0
-	for _, s := range sections {
-		total += len(s)
-	}
-	if total <= 64<<10 {
-		for _, s := range sections {
-			buf = append(buf, s...)
-		}
-		_, err := w.Write(buf)
-		return err
-	}
-	if _, err := w.Write(buf); err != nil {
-		return err
-	}
-	for _, s := range sections {
-		if _, err := w.Write(s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // frame is a decoded frame.
