@@ -621,36 +621,18 @@ func (b *rayBridge) call(ctx context.Context, req map[string]any, sections ...[]
 }
 
 func (b *rayBridge) send(req map[string]any, sections ...[]byte) error {
-	if err := b.Err(); err != nil {
-		return err
-	}
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	err := b.writeSubmitsLocked()
-	if err == nil {
-		err = writeFrame(b.w, req, sections...)
-	}
-	if err == nil {
-		err = b.w.Flush()
-	}
-	return b.writeErr(err)
+	return b.sendWith(func() error { return writeFrame(b.w, req, sections...) })
 }
 
 // sendHeader is send for a hand-written header: build appends the JSON
 // header to its argument, leaving the object open for the "sizes".
 func (b *rayBridge) sendHeader(build func([]byte) []byte, sections ...[]byte) error {
-	if err := b.Err(); err != nil {
-		return err
-	}
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	err := b.writeSubmitsLocked()
-	if err == nil {
+	return b.sendWith(func() error {
 		b.hdrBuf = appendSizes(build(b.hdrBuf[:0]), sections)
 		// b.w buffers: the frame's parts are written as they are.
 		var n [4]byte
 		binary.BigEndian.PutUint32(n[:], uint32(len(b.hdrBuf)))
-		_, err = b.w.Write(n[:])
+		_, err := b.w.Write(n[:])
 		if err == nil {
 			_, err = b.w.Write(b.hdrBuf)
 		}
@@ -659,6 +641,21 @@ func (b *rayBridge) sendHeader(build func([]byte) []byte, sections ...[]byte) er
 				_, err = b.w.Write(s)
 			}
 		}
+		return err
+	})
+}
+
+// sendWith writes one frame (write, under wmu) after every queued
+// submission, so that the bridge sees ops in call order, and flushes.
+func (b *rayBridge) sendWith(write func() error) error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	err := b.writeSubmitsLocked()
+	if err == nil {
+		err = write()
 	}
 	if err == nil {
 		err = b.w.Flush()
