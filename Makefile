@@ -150,7 +150,7 @@ ray-down: ## stop the Ray head that ray-up started (only that one)
 	for i in $$(seq 40); do kill -0 -- -$$pg 2>/dev/null || break; sleep 0.25; done; \
 	kill -KILL -- -$$pg 2>/dev/null; rm -rf $(RAY_STATE); echo "ray-down: stopped process group $$pg"
 
-bench-ray: ## one table: rayflow vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap)
+bench-ray: ## one table: rayflow (leaf processes, and a leaf library) vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap)
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v -timeout 60m
 
 bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time

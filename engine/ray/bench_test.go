@@ -106,9 +106,9 @@ type benchRow struct {
 
 // TestBenchRay is make bench-ray (RAYFLOW_BENCH=1): one table from one run
 // on one head, rayflow against a native Python Ray driver running the same
-// windowed ray.wait loop, rounds interleaved (rayflow, native, rayflow,
-// ...), best of 3: unbatched no-op maps of 2,000 and 20,000 leaves with
-// windows 64 and 256; item batching K = 16 and 64 against native
+// windowed ray.wait loop, rounds interleaved (rayflow, rayflow with its
+// leaves in a leaf library, native, rayflow, ...), best of 3: unbatched
+// no-op maps of 2,000 and 20,000 leaves with windows 64 and 256; item batching K = 16 and 64 against native
 // unbatched; the time from Run to the first leaf starting on a running
 // head; the coordinator's heap after GC at 2,000 and 20,000 leaves.
 func TestBenchRay(t *testing.T) {
@@ -127,17 +127,30 @@ func TestBenchRay(t *testing.T) {
 	best := func(ds []time.Duration) time.Duration { return slices.Min(ds) }
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 
-	// Warm the workers and their leaf processes.
-	if _, err := Run(ctx, testEngine, benchFlows[64], in[:200]); err != nil {
+	// The same unbatched maps with leaves in the workers' own processes
+	// (Options.LeafLibrary: this test binary built as the library), whose
+	// plans need a build revision.
+	t.Setenv(sdk.EnvBuildRevision, "bench-ray")
+	libEngine, err := New(ctx, Options{Address: testAddress, Stderr: io.Discard, LeafLibrary: buildLeafLibrary(t)})
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer libEngine.Close()
+	libBridge := libEngine.bridgeRuntime().(*rayBridge)
+
+	// Warm the workers and their leaf processes.
+	for _, e := range []*Engine{testEngine, libEngine} {
+		if _, err := Run(ctx, e, benchFlows[64], in[:200]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	nd := startNative(t)
 	defer nd.close()
 
-	rayflowRound := func(f sdk.Flow[[]int, []int], n int) (time.Duration, time.Duration, time.Duration) {
-		b0, c0 := procCPU(testBridge.PID()), selfCPU()
+	roundOn := func(e *Engine, b *rayBridge, f sdk.Flow[[]int, []int], n int) (time.Duration, time.Duration, time.Duration) {
+		b0, c0 := procCPU(b.PID()), selfCPU()
 		start := time.Now()
-		out, err := Run(ctx, testEngine, f, in[:n])
+		out, err := Run(ctx, e, f, in[:n])
 		d := time.Since(start)
 		if err != nil {
 			t.Fatal(err)
@@ -145,26 +158,33 @@ func TestBenchRay(t *testing.T) {
 		if len(out) != n || out[n-1] != n-1 {
 			t.Fatalf("wrong result")
 		}
-		return d, procCPU(testBridge.PID()) - b0, selfCPU() - c0
+		return d, procCPU(b.PID()) - b0, selfCPU() - c0
+	}
+	rayflowRound := func(f sdk.Flow[[]int, []int], n int) (time.Duration, time.Duration, time.Duration) {
+		return roundOn(testEngine, testBridge, f, n)
 	}
 	var cpuLine string
 	nativeBest := map[[2]int]time.Duration{}
 	for _, c := range []struct{ n, window int }{{2000, 64}, {2000, 256}, {20000, 64}, {20000, 256}} {
-		var rf, nat []time.Duration
+		var rf, rfLib, nat []time.Duration
 		var bridgeCPU, coordCPU, natCPU time.Duration
 		for range rounds {
 			d, b, co := rayflowRound(benchFlows[c.window], c.n)
 			rf = append(rf, d)
 			bridgeCPU, coordCPU = bridgeCPU+b, coordCPU+co
+			d, _, _ = roundOn(libEngine, libBridge, benchFlows[c.window], c.n)
+			rfLib = append(rfLib, d)
 			nd2, ncpu := nd.round(t, c.n, c.window)
 			nat = append(nat, nd2)
 			natCPU += ncpu
 		}
 		nativeBest[[2]int{c.n, c.window}] = best(nat)
 		r, nt := rate(c.n, best(rf)), rate(c.n, best(nat))
+		rl := rate(c.n, best(rfLib))
 		rows = append(rows, benchRow{fmt.Sprintf("unbatched %d leaves, window %d", c.n, c.window),
-			fmt.Sprintf("%6.0f leaves/s", r), fmt.Sprintf("%6.0f leaves/s", nt), fmt.Sprintf("%.2f", r/nt), ">= 1.0"})
-		t.Logf("%d/%d rounds: rayflow %v, native %v", c.n, c.window, rf, nat)
+			fmt.Sprintf("%6.0f leaves/s", r), fmt.Sprintf("%6.0f leaves/s", nt), fmt.Sprintf("%.2f", r/nt), ">= 1.0"},
+			benchRow{"  the same, leaf library (in process)", fmt.Sprintf("%6.0f leaves/s", rl), fmt.Sprintf("%6.0f leaves/s", nt), fmt.Sprintf("%.2f", rl/nt), ">= 1.0"})
+		t.Logf("%d/%d rounds: rayflow %v, leaf library %v, native %v", c.n, c.window, rf, rfLib, nat)
 		if c.n == 2000 && c.window == 64 {
 			per := time.Duration(rounds * c.n)
 			cpuLine = fmt.Sprintf("CPU per leaf (2,000, window 64): bridge %v + coordinator %v; native driver %v",

@@ -46,12 +46,16 @@ type taskArg struct {
 
 // leafTask is one leaf submission.
 type leafTask struct {
-	Exe      string         // the leaf binary
-	Callable string         // registered step name
-	Node     string         // runtime node id, for errors
-	Bound    []byte         // encoded bound value, nil when none
-	Arg      taskArg        // the input
-	Options  map[string]any // Ray task options
+	Exe string // the leaf binary
+	Lib string // the leaf library (Options.LeafLibrary), "" for none
+	// LibRevision is the VCS revision the leaf library must carry ("" for
+	// no check: the plan's revision comes from the environment).
+	LibRevision string
+	Callable    string         // registered step name
+	Node        string         // runtime node id, for errors
+	Bound       []byte         // encoded bound value, nil when none
+	Arg         taskArg        // the input
+	Options     map[string]any // Ray task options
 	// OptionsKey identifies Options (equal keys: equal options; "" lets the
 	// bridge derive it). The runner computes it once per step.
 	OptionsKey string
@@ -686,6 +690,8 @@ type leafSubmit struct {
 type submitWire struct {
 	H         objHandle      `json:"h"`
 	Exe       string         `json:"exe"`
+	Lib       string         `json:"lib,omitempty"`
+	LibRev    string         `json:"lib_rev,omitempty"`
 	Name      string         `json:"name"`
 	Node      string         `json:"node"`
 	Digest    string         `json:"digest"`
@@ -754,7 +760,7 @@ func (b *rayBridge) writeSubmitsLocked() error {
 	var sections [][]byte
 	for i, q := range batch {
 		t := q.t
-		w := submitWire{H: q.h, Exe: t.Exe, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace}
+		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace}
 		if len(t.Options) > 0 {
 			key := t.OptionsKey
 			if key == "" {

@@ -350,6 +350,55 @@ def _request(name, node, bound, boot, kind, arg):
     return b"".join((len(h).to_bytes(4, "big"), h, bound, arg))
 
 
+def _lib_call(path, want, node, frame):
+    """Runs one leaf request frame in this worker's process through the
+    leaf library at path (loaded once per worker): (header, sections). A
+    library whose VCS revision is not want (when set) is refused, as a leaf
+    process whose digest is not the plan's."""
+    import ctypes
+
+    libs = sys.__dict__.setdefault("_rayflow_leaf_libs", {})
+    ent = libs.get(path)
+    if ent is None:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise _start_error(node, "start", "loading the leaf library %s: %s" % (path, e))
+        lib.rayflow_leaf_call.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                                          ctypes.POINTER(ctypes.c_size_t)]
+        lib.rayflow_leaf_call.restype = ctypes.c_int
+        lib.rayflow_leaf_free.argtypes = [ctypes.c_void_p]
+        lib.rayflow_leaf_identity.restype = ctypes.c_void_p
+        lib.rayflow_leaf_protocol.restype = ctypes.c_int
+        proto = lib.rayflow_leaf_protocol()
+        if proto != LEAF_PROTOCOL:
+            raise _start_error(node, "protocol", "the leaf library %s speaks leaf protocol %d, the worker %d (rebuild it with "
+                               "this rayflow)" % (path, proto, LEAF_PROTOCOL), str(LEAF_PROTOCOL), str(proto))
+        p = lib.rayflow_leaf_identity()
+        try:
+            got = ctypes.string_at(p).decode()
+        finally:
+            lib.rayflow_leaf_free(p)
+        ent = libs[path] = (lib, got)
+    lib, got = ent
+    if want and got != want:
+        raise _start_error(node, "digest_mismatch", "the leaf library %s is build %s, the plan was made by build %s "
+                           "(build the library from the same checkout)" % (path, got or "(no VCS revision)", want), want, got)
+    out, n = ctypes.c_void_p(), ctypes.c_size_t()
+    lib.rayflow_leaf_call(frame, len(frame), ctypes.byref(out), ctypes.byref(n))
+    try:
+        buf = ctypes.string_at(out, n.value)
+    finally:
+        lib.rayflow_leaf_free(out)
+    hn = int.from_bytes(buf[:4], "big")
+    h = json.loads(buf[4:4 + hn])
+    secs, off = [], 4 + hn
+    for size in h.get("sizes") or ():
+        secs.append(buf[off:off + size])
+        off += size
+    return h, secs
+
+
 def _roundtrip(exe, p, node, frame, events=None):
     """Sends one request frame to the leaf process and reads its reply; with
     events (a leaf that reports progress) the leaf's events are forwarded
@@ -382,13 +431,18 @@ def _roundtrip(exe, p, node, frame, events=None):
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
-    exe, name, node, boot, digest = spec.split("\x00")
-    p = _leaf_proc(exe, digest, node)
+    exe, name, node, boot, digest, lib, librev = spec.split("\x00")
     events = None
     if prog is None and not trace:
         # The common case (every map item): a header without a dict.
         frame = _request(name, node, bound, boot, kind, arg)
-    else:
+        if lib:
+            h, secs = _lib_call(lib, librev, node, frame)
+            if h.get("ok"):
+                return b"", secs[0]
+            raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+    p = _leaf_proc(exe, digest, node)
+    if prog is not None or trace:
         header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
         _traced(header, trace)
         if prog is not None:
@@ -406,12 +460,15 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None):
     """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
     returns the status and one result per item, or raises the failing
     item's LeafError."""
-    exe, name, node, boot, digest = spec.split("\x00")
-    p = _leaf_proc(exe, digest, node)
+    exe, name, node, boot, digest, lib, librev = spec.split("\x00")
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
     _traced(header, trace)
-    h, secs = _roundtrip(exe, p, node, encode_frame(header, [bound or b""] + inputs))
+    frame = encode_frame(header, [bound or b""] + inputs)
+    if lib and not trace:
+        h, secs = _lib_call(lib, librev, node, frame)
+    else:
+        h, secs = _roundtrip(exe, _leaf_proc(exe, digest, node), node, frame)
     if h.get("ok"):
         return (b"",) + tuple(secs)
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
@@ -574,9 +631,11 @@ class _ProgressActor:
 
 
 def _spec(req):
-    """A leaf's spec string: exe, name, node, bootstrap flag, digest."""
-    return "%s\x00%s\x00%s\x00%d\x00%s" % (req["exe"], req["name"], req["node"], bool(req.get("bootstrap")),
-                                             req.get("digest") or "")
+    """A leaf's spec string: exe, name, node, bootstrap flag, digest, and
+    the leaf library ("" for none)."""
+    return "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s" % (
+        req["exe"], req["name"], req["node"], bool(req.get("bootstrap")), req.get("digest") or "", req.get("lib") or "",
+        req.get("lib_rev") or "")
 
 
 def _warm_task(exe):

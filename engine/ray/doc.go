@@ -23,6 +23,22 @@
 //		...
 //	}
 //
+// Leaf libraries (Linux, opt in): Options.LeafLibrary names the
+// application built a second time as a C shared library,
+//
+//	go build -tags rayflow_leaflib -buildmode=c-shared -o app.so ./cmd/app
+//
+// and each Ray worker loads it once and runs plain leaves and item batches
+// in its own process, through the same Go code as a leaf process: no child
+// process, no pipe, no context switch per leaf (make bench-ray compares
+// both). Leaves that report progress live or are traced keep the leaf
+// process, so the binary still serves them. The two builds must be the
+// same code: a plan whose code identity is the executable's digest is
+// refused (*SetupError: set a build revision); with a VCS revision the
+// library must carry the same one (*LeafStartError, ErrBuildMismatch);
+// with a revision from the environment the user vouches, as for leaf
+// processes. A leaf's writes to os.Stdout go to the worker's log.
+//
 // Values stay in Ray's object store: a leaf's result is passed to the
 // next task as a top-level argument, group results and a map's ordered
 // results are joined into a JSON array without decoding (by a Ray task, or

@@ -37,6 +37,13 @@ type Options struct {
 	// default this process's executable. On a remote cluster it must exist
 	// at this path on every node (see the package documentation).
 	Executable string
+	// LeafLibrary (Linux, experimental) is the application built as a
+	// c-shared library with the rayflow_leaflib tag (go build
+	// -tags rayflow_leaflib -buildmode=c-shared): Ray workers load it and
+	// run plain leaves and batches in their own process, without the leaf
+	// process and its pipe. Leaves that report progress or are traced keep
+	// the leaf process.
+	LeafLibrary string
 	// Stderr receives the bridge's logs (and Ray's worker logs); nil:
 	// os.Stderr.
 	Stderr io.Writer
@@ -73,6 +80,7 @@ type mapProgress = progress.MapCounters
 type Engine struct {
 	rt    rayRuntime
 	exe   string
+	lib   string // Options.LeafLibrary
 	codec sdk.Codec
 
 	life         runs // runs in flight, for Close
@@ -107,6 +115,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := newWithRuntime(b, exe)
+	e.lib = o.LeafLibrary
 	e.closeTimeout = o.CloseTimeout
 	if o.WarmTimeout >= 0 {
 		<-digested
@@ -194,11 +203,16 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
 		return nil, err
 	}
+	if e.lib != "" && planDigest(m) != "" {
+		return nil, &SetupError{Problem: "Options.LeafLibrary needs a build revision, and the plan's code identity is this executable's digest, which a library cannot have",
+			Fix: "build from an unmodified VCS checkout, or set " + sdk.EnvBuildRevision}
+	}
 	rp, err := e.startProgress(ctx, spec.Progress, bind.Root)
 	if err != nil {
 		return nil, err
 	}
 	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
+	r.libRev = libraryPlanRevision(m)
 	root := &scope{rt: e.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, bind.Root, flowgraph.RootID, value{local: true, v: input}, root)
@@ -228,6 +242,16 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 		return nil, err
 	}
 	return &sdkrt.EncodedResult{Codec: e.codec, Bytes: b}, nil
+}
+
+// libraryPlanRevision is the plan's build revision when it is a VCS
+// revision, which a leaf library must also carry; "" for an environment
+// revision (the user vouches for the build, as for leaf processes).
+func libraryPlanRevision(m *sdk.Materialized) string {
+	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil || !strings.HasPrefix(*m.Plan.Definition.BuildRevision, "vcs:") {
+		return ""
+	}
+	return *m.Plan.Definition.BuildRevision
 }
 
 // planDigest is the executable digest the plan's code identity names
@@ -365,6 +389,7 @@ type runner struct {
 	e      *Engine
 	rp     *runProgress
 	digest string                    // the plan's executable digest, checked by every leaf process
+	libRev string                    // the plan's VCS revision, checked by the leaf library ("" for none)
 	envs   map[string]map[string]any // runtime environment profiles, as materialized
 	mu     sync.Mutex
 	bound  map[*flowgraph.Step][]byte
@@ -447,7 +472,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 	if err != nil {
 		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
 	}
-	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
+	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
 		Digest: r.digest, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
 	if err != nil {
 		return value{}, err

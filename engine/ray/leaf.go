@@ -2,6 +2,7 @@ package ray
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -403,3 +404,38 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 	info = &errorInfo{Node: req.Node, Callable: req.Name, Type: fmt.Sprintf("%T", err), Message: err.Error(), Chain: true}
 	return nil, info, errwire.Marshal(codec, err)
 }
+
+// serveLeafFrame runs one plain or batch leaf request frame in this
+// process and hands its reply frame to reply, which must copy what it
+// keeps (a leaf library's entry point). The frame is only read: readFrame
+// copies what the leaf keeps.
+func serveLeafFrame(ctx context.Context, frame []byte, reply func([]byte)) {
+	out := leafFrameBufs.Get().(*bytes.Buffer)
+	defer leafFrameBufs.Put(out)
+	out.Reset()
+	// A 16-byte bufio buffer: the reply's parts go straight to out.
+	w := &leafWriter{w: bufio.NewWriterSize(out, 16)}
+	f, err := readFrame(bytes.NewReader(frame))
+	if err == nil {
+		var req leafRequest
+		if err = f.decode(&req); err == nil {
+			var bound []byte
+			if req.Bound {
+				bound = f.section(0)
+			}
+			if req.Kind == "batch" {
+				_, err = runBatch(ctx, sdk.DefaultCodec, w, req, bound, f.sections)
+			} else {
+				err = serveLeaf(ctx, sdk.DefaultCodec, w, req, nil, bound, f.section(1))
+			}
+		}
+	}
+	if err != nil {
+		out.Reset()
+		w = &leafWriter{w: bufio.NewWriterSize(out, 16)}
+		_ = w.write(map[string]any{"ok": false, "error": map[string]any{"kind": "leaf_start", "reason": "protocol", "message": err.Error()}})
+	}
+	reply(out.Bytes())
+}
+
+var leafFrameBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}

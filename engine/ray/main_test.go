@@ -50,7 +50,13 @@ func runTests(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	e, err := New(ctx, Options{Address: addr, NumCPUs: 2, ObjectStoreMemory: 512 << 20, Stderr: logWriter()})
+	// RAYFLOW_TEST_LEAF_LIBRARY runs the suite with leaves in the workers'
+	// processes: this package's test binary built with go test -c -tags
+	// rayflow_leaflib -buildmode=c-shared, and RAYFLOW_BUILD_REVISION set
+	// (TestLeafRefusesOtherBuild, which needs an executable identity, then
+	// fails by design).
+	e, err := New(ctx, Options{Address: addr, NumCPUs: 2, ObjectStoreMemory: 512 << 20, Stderr: logWriter(),
+		LeafLibrary: os.Getenv("RAYFLOW_TEST_LEAF_LIBRARY")})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "engine/ray tests need a Ray cluster: %v\n", err)
 		return 1

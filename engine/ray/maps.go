@@ -403,7 +403,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 		l.inflight[base] = isc
 		l.running++
 		go func() {
-			t := leafTask{Exe: r.e.exe, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
+			t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
 				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base, Trace: telemetry.Inject(ictx)}
 			h, hs, err := r.e.rt.SubmitBatch(ictx, t)
 			if err == nil {

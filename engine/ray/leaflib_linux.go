@@ -1,0 +1,68 @@
+//go:build rayflow_leaflib && cgo
+
+package ray
+
+// #include <stdlib.h>
+// #include <string.h>
+import "C"
+
+import (
+	"context"
+	"runtime/debug"
+	"unsafe"
+)
+
+// rayflow_leaf_call runs one leaf request frame (PROTOCOL.md, "Leaf
+// libraries") and sets *out to its reply frame (malloc'ed; free with
+// rayflow_leaf_free).
+//
+//export rayflow_leaf_call
+func rayflow_leaf_call(req *C.char, n C.size_t, out **C.char, outn *C.size_t) C.int {
+	serveLeafFrame(context.Background(), unsafe.Slice((*byte)(unsafe.Pointer(req)), int(n)), func(reply []byte) {
+		p := C.malloc(C.size_t(len(reply)))
+		C.memcpy(p, unsafe.Pointer(&reply[0]), C.size_t(len(reply)))
+		*out = (*C.char)(p)
+		*outn = C.size_t(len(reply))
+	})
+	return 0
+}
+
+// rayflow_leaf_identity returns the library's code identity, "vcs:<rev>"
+// when its build carries the VCS revision of an unmodified checkout, else
+// "" (malloc'ed; free with rayflow_leaf_free).
+//
+//export rayflow_leaf_identity
+func rayflow_leaf_identity() *C.char { return C.CString(libraryRevision()) }
+
+// rayflow_leaf_protocol is the leaf protocol version the library speaks
+// (the leaf process's handshake carries it).
+//
+//export rayflow_leaf_protocol
+func rayflow_leaf_protocol() C.int { return leafProtocolVersion }
+
+//export rayflow_leaf_free
+func rayflow_leaf_free(p *C.char) { C.free(unsafe.Pointer(p)) }
+
+// libraryRevision is this build's VCS identity as a plan's build revision
+// spells it ("vcs:<rev>"), "" without a VCS stamp or for a modified
+// checkout: a leaf library's identity (sdk's stableRevision, without the
+// environment, which is the user's claim, not the library's).
+func libraryRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" || modified == "true" {
+		return ""
+	}
+	return "vcs:" + rev
+}
