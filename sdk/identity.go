@@ -103,20 +103,8 @@ func (c codeContext) stableRevision() (*string, error) {
 		s := "environment:" + v + ":" + val
 		return &s, nil
 	}
-	if c.buildInfo != nil {
-		var rev, modified string
-		for _, s := range c.buildInfo.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				modified = s.Value
-			}
-		}
-		if rev != "" && modified != "true" {
-			s := "vcs:" + rev
-			return &s, nil
-		}
+	if rev := buildid.VCSRevision(c.buildInfo); rev != "" {
+		return &rev, nil
 	}
 	return nil, nil
 }

@@ -248,7 +248,7 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 // revision, which a leaf library must also carry; "" for an environment
 // revision (the user vouches for the build, as for leaf processes).
 func libraryPlanRevision(m *sdk.Materialized) string {
-	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil || !strings.HasPrefix(*m.Plan.Definition.BuildRevision, "vcs:") {
+	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil || !strings.HasPrefix(*m.Plan.Definition.BuildRevision, buildid.VCSPrefix) {
 		return ""
 	}
 	return *m.Plan.Definition.BuildRevision

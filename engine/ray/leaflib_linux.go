@@ -10,6 +10,8 @@ import (
 	"context"
 	"runtime/debug"
 	"unsafe"
+
+	"github.com/rayflow/rayflow/internal/buildid"
 )
 
 // rayflow_leaf_call runs one leaf request frame (PROTOCOL.md, "Leaf
@@ -44,25 +46,9 @@ func rayflow_leaf_protocol() C.int { return leafProtocolVersion }
 func rayflow_leaf_free(p *C.char) { C.free(unsafe.Pointer(p)) }
 
 // libraryRevision is this build's VCS identity as a plan's build revision
-// spells it ("vcs:<rev>"), "" without a VCS stamp or for a modified
-// checkout: a leaf library's identity (sdk's stableRevision, without the
-// environment, which is the user's claim, not the library's).
+// spells it, "" without one: a leaf library's identity (the environment's
+// revision is the user's claim, not the library's).
 func libraryRevision() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if rev == "" || modified == "true" {
-		return ""
-	}
-	return "vcs:" + rev
+	bi, _ := debug.ReadBuildInfo()
+	return buildid.VCSRevision(bi)
 }

@@ -10,11 +10,37 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 )
 
 // Prefix starts a build revision that is an executable digest.
 const Prefix = "executable:"
+
+// VCSPrefix starts a build revision that is a VCS revision.
+const VCSPrefix = "vcs:"
+
+// VCSRevision is the build revision bi's VCS stamp names ("vcs:<rev>"),
+// "" when bi is nil, has no VCS stamp, or was built from a modified
+// checkout (whose revision does not identify its code).
+func VCSRevision(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" || modified == "true" {
+		return ""
+	}
+	return VCSPrefix + rev
+}
 
 var self struct {
 	once   sync.Once

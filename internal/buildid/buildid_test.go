@@ -3,6 +3,7 @@ package buildid
 import (
 	"os"
 	"regexp"
+	"runtime/debug"
 	"testing"
 )
 
@@ -27,5 +28,29 @@ func TestSelfIsTheExecutablesDigest(t *testing.T) {
 	}
 	if _, err := File("/nonexistent/binary"); err == nil {
 		t.Fatal("a missing file has a digest")
+	}
+}
+
+func TestVCSRevision(t *testing.T) {
+	stamp := func(kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{}
+		for i := 0; i < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, ""},
+		{"no VCS stamp", stamp("-buildmode", "exe"), ""},
+		{"clean checkout", stamp("vcs.revision", "abc123", "vcs.modified", "false"), "vcs:abc123"},
+		{"modified checkout", stamp("vcs.revision", "abc123", "vcs.modified", "true"), ""},
+	} {
+		if got := VCSRevision(tc.bi); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
