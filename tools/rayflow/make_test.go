@@ -16,7 +16,9 @@ import (
 // (leaving it running). These tests run the real Makefile in a scratch
 // directory with a fake Python whose venv has a fake `ray` (it prints what
 // `ray start --head --block` prints and waits), and a probe check in place
-// of the real checks, so they need neither Ray nor the network.
+// of the real checks, and a fake chromium on PATH (the browser tests' Debian
+// package, which make test installs when it is missing), so they need
+// neither Ray, nor the network, nor root.
 
 const fakePython = `#!/bin/sh
 # fake python3: "-m venv DIR" makes a venv whose pip "installs" ray
@@ -40,6 +42,13 @@ RAY
 	exit 0
 fi
 exit 1
+`
+
+// fakeChromium stands for the chromium that make test's chromium target
+// finds, so that it does not install the real one (as root, racing the
+// other tests for apt's lock).
+const fakeChromium = `#!/bin/sh
+echo "Chromium 0 (fake)"
 `
 
 // probe.mk replaces the checks: it records the Ray address it was given and
@@ -71,6 +80,12 @@ func newMakeDir(t *testing.T) makeDir {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "chromium"), []byte(fakeChromium), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	d := makeDir{t, dir}
 	t.Cleanup(func() { d.run(nil, "ray-down") })
 	return d
@@ -83,7 +98,8 @@ func (d makeDir) run(env []string, args ...string) (int, string) {
 		"RAY_PORT=1", "TEST_CHECKS=probe"}, args...)...)
 	cmd.Dir = d.dir
 	// The PostgreSQL half is given (pg.sh is not in the scratch directory).
-	cmd.Env = append(os.Environ(), "MAKEFILES=probe.mk", "RAYFLOW_RAY_ADDRESS=", "MAKEFLAGS=", "RAYFLOW_TEST_DATABASE_URL=postgres://probe")
+	cmd.Env = append(os.Environ(), "MAKEFILES=probe.mk", "RAYFLOW_RAY_ADDRESS=", "MAKEFLAGS=", "RAYFLOW_TEST_DATABASE_URL=postgres://probe",
+		"PATH="+filepath.Join(d.dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
