@@ -6,6 +6,7 @@ Go leaf processes it starts in Ray workers. Both are described in one place,
 engine/ray/PROTOCOL.md; keep that file in step with any change here.
 """
 
+import ctypes
 import json
 import os
 import struct
@@ -246,14 +247,13 @@ def _leaf_task(head, *rest):
     inline input, so that a leaf is a one-argument task (each argument costs
     serialization on submit and deserialization here): a big-endian uint32
     spec length, the spec ("exe NUL name NUL node NUL bootstrap NUL digest NUL
-    flags") and the input's bytes unless flags hold "r". rest holds, in this
+    lib NUL lib_rev NUL flags", see _spec) and the input's bytes unless flags
+    hold "r". rest holds, in this
     order, the bound value ("b"), the input as an object-store value ("r"),
     the progress binding ("p") and the W3C traceparent of the leaf's node
     span ("t")."""
     (n,) = struct.unpack_from(">I", head)
-    spec = head[4:4 + n].decode()
-    flags = spec[spec.rindex("\x00") + 1:]
-    spec = spec[:spec.rindex("\x00")]
+    spec, flags = _parse_spec(head[4:4 + n])
     i = 0
     bound = arg = prog = None
     if "b" in flags:
@@ -282,6 +282,13 @@ def _leaf_task(head, *rest):
     return _call_leaf(spec, bound, arg, "", prog, trace)
 
 
+def _parse_spec(raw):
+    """Splits a leaf head's spec ("exe NUL name NUL node NUL bootstrap NUL
+    digest NUL lib NUL lib_rev NUL flags") into its fields and its flags."""
+    parts = raw.decode().split("\x00")
+    return tuple(parts[:7]), parts[7]
+
+
 def _traced(header, trace):
     """Adds the trace context and this Ray task's id to a leaf header."""
     if trace:
@@ -303,8 +310,7 @@ def _read_reply(fd):
     n = int.from_bytes(buf[:4], "big")
     if len(buf) < 4 + n:
         buf = _read_more(fd, buf, 4 + n)
-    h = json.loads(buf[4:4 + n])
-    sizes = h.get("sizes") or ()
+    h, sizes = _reply_header(buf[4:4 + n])
     end = 4 + n + sum(sizes)
     if len(buf) < end:
         buf = _read_more(fd, buf, end)
@@ -334,7 +340,7 @@ def _read_more(fd, buf, n):
     return b"".join(parts)
 
 
-_HEADERS = {}  # (name, bound, bootstrap, kind) -> the request header's JSON prefix
+_HEADERS = {}  # (name, bound, bootstrap, kind) -> the request header's JSON up to its node
 
 
 def _request(name, node, bound, boot, kind, arg):
@@ -343,11 +349,49 @@ def _request(name, node, bound, boot, kind, arg):
     key = (name, bound is not None, boot, kind)
     pre = _HEADERS.get(key)
     if pre is None:
+        if len(_HEADERS) >= 256:
+            _HEADERS.clear()
         pre = _HEADERS[key] = '{"name":%s,"bound":%s,"bootstrap":%s,"kind":%s,"node":' % (
             json.dumps(name), "true" if bound is not None else "false", "true" if boot == "1" else "false", json.dumps(kind))
     bound = bound or b""
-    h = ('%s%s,"sizes":[%d,%d]}' % (pre, json.dumps(node), len(bound), len(arg))).encode()
+    h = ('%s%s,"sizes":[%d,%d]}' % (pre, _json_str(node), len(bound), len(arg))).encode()
     return b"".join((len(h).to_bytes(4, "big"), h, bound, arg))
+
+
+def _json_str(s):
+    """s as a JSON string: a node id (printable ASCII, no quote or
+    backslash, the common case) without the encoder."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return '"' + s + '"'
+    return json.dumps(s)
+
+
+_OK_REPLY = b'{"ok":true,"sizes":['
+
+
+def _reply_header(hb):
+    """(header, section sizes) of a reply's header bytes hb; a success's
+    header (the common case) is read without the JSON decoder."""
+    if hb.startswith(_OK_REPLY) and hb.endswith(b"]}"):
+        size = hb[len(_OK_REPLY):-2]
+        if size.isdigit():
+            return _OK, (int(size),)
+    h = json.loads(hb)
+    return h, h.get("sizes") or ()
+
+
+def _split_reply(buf):
+    """The reply frame in buf: (header, sections)."""
+    hn = int.from_bytes(buf[:4], "big")
+    h, sizes = _reply_header(buf[4:4 + hn])
+    secs, off = [], 4 + hn
+    for size in sizes:
+        secs.append(buf[off:off + size])
+        off += size
+    return h, secs
+
+
+_OK = {"ok": True}  # a success's header, shared: read, never written
 
 
 def _lib_call(path, want, node, frame):
@@ -355,32 +399,8 @@ def _lib_call(path, want, node, frame):
     leaf library at path (loaded once per worker): (header, sections). A
     library whose VCS revision is not want (when set) is refused, as a leaf
     process whose digest is not the plan's."""
-    import ctypes
-
-    libs = sys.__dict__.setdefault("_rayflow_leaf_libs", {})
-    ent = libs.get(path)
-    if ent is None:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as e:
-            raise _start_error(node, "start", "loading the leaf library %s: %s" % (path, e))
-        lib.rayflow_leaf_call.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
-                                          ctypes.POINTER(ctypes.c_size_t)]
-        lib.rayflow_leaf_call.restype = ctypes.c_int
-        lib.rayflow_leaf_free.argtypes = [ctypes.c_void_p]
-        lib.rayflow_leaf_identity.restype = ctypes.c_void_p
-        lib.rayflow_leaf_protocol.restype = ctypes.c_int
-        proto = lib.rayflow_leaf_protocol()
-        if proto != LEAF_PROTOCOL:
-            raise _start_error(node, "protocol", "the leaf library %s speaks leaf protocol %d, the worker %d (rebuild it with "
-                               "this rayflow)" % (path, proto, LEAF_PROTOCOL), str(LEAF_PROTOCOL), str(proto))
-        p = lib.rayflow_leaf_identity()
-        try:
-            got = ctypes.string_at(p).decode()
-        finally:
-            lib.rayflow_leaf_free(p)
-        ent = libs[path] = (lib, got)
-    lib, got = ent
+    ent = getattr(sys, "_rayflow_leaf_libs", _NO_LIBS).get(path) or _load_lib(path, node)
+    lib, got, free = ent
     if want and got != want:
         raise _start_error(node, "digest_mismatch", "the leaf library %s is build %s, the plan was made by build %s "
                            "(build the library from the same checkout)" % (path, got or "(no VCS revision)", want), want, got)
@@ -389,14 +409,48 @@ def _lib_call(path, want, node, frame):
     try:
         buf = ctypes.string_at(out, n.value)
     finally:
-        lib.rayflow_leaf_free(out)
-    hn = int.from_bytes(buf[:4], "big")
-    h = json.loads(buf[4:4 + hn])
-    secs, off = [], 4 + hn
-    for size in h.get("sizes") or ():
-        secs.append(buf[off:off + size])
-        off += size
-    return h, secs
+        free(out)  # libc's free: rayflow_leaf_free is free too, but calling it would enter Go once more
+    return _split_reply(buf)
+
+
+_NO_LIBS = {}  # read only: what _lib_call sees before _load_lib made the table
+
+
+def _load_lib(path, node):
+    """Loads the leaf library at path once per process: (library, its VCS
+    identity, libc's free). The table lives in sys, not in this module,
+    because Ray unpickles the module's functions into more than one
+    namespace, and a second Go runtime in one process would not survive; and
+    because the driver pickles this module's globals with its functions,
+    which must hold no ctypes object."""
+    libs = sys.__dict__.setdefault("_rayflow_leaf_libs", {})
+    ent = libs.get(path)
+    if ent is not None:
+        return ent
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise _start_error(node, "start", "loading the leaf library %s: %s" % (path, e))
+    lib.rayflow_leaf_call.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                                      ctypes.POINTER(ctypes.c_size_t)]
+    lib.rayflow_leaf_call.restype = ctypes.c_int
+    lib.rayflow_leaf_free.argtypes = [ctypes.c_void_p]
+    lib.rayflow_leaf_identity.restype = ctypes.c_void_p
+    lib.rayflow_leaf_protocol.restype = ctypes.c_int
+    proto = lib.rayflow_leaf_protocol()
+    if proto != LEAF_PROTOCOL:
+        raise _start_error(node, "protocol", "the leaf library %s speaks leaf protocol %d, the worker %d (rebuild it with "
+                           "this rayflow)" % (path, proto, LEAF_PROTOCOL), str(LEAF_PROTOCOL), str(proto))
+    p = lib.rayflow_leaf_identity()
+    try:
+        got = ctypes.string_at(p).decode()
+    finally:
+        lib.rayflow_leaf_free(p)
+    free = ctypes.CDLL(None).free
+    free.argtypes = [ctypes.c_void_p]
+    free.restype = None
+    ent = libs[path] = (lib, got, free)
+    return ent
 
 
 def _roundtrip(exe, p, node, frame, events=None):
@@ -431,7 +485,7 @@ def _roundtrip(exe, p, node, frame, events=None):
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
-    exe, name, node, boot, digest, lib, librev = spec.split("\x00")
+    exe, name, node, boot, digest, lib, librev = spec
     events = None
     if prog is None and not trace:
         # The common case (every map item): a header without a dict.
@@ -460,7 +514,7 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None):
     """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
     returns the status and one result per item, or raises the failing
     item's LeafError."""
-    exe, name, node, boot, digest, lib, librev = spec.split("\x00")
+    exe, name, node, boot, digest, lib, librev = spec
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
     _traced(header, trace)
@@ -536,7 +590,7 @@ class _FoldActor:
     checked against max_bytes before the state changes."""
 
     def __init__(self, spec, initial, max_bytes, max_retained):
-        self.spec = spec
+        self.spec = tuple(spec.split("\x00"))  # _spec's fields
         self.acc = bytes(initial)
         self.max_bytes = max_bytes
         self.max_retained = max_retained

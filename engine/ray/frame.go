@@ -76,6 +76,39 @@ type frame struct {
 // readFrame reads one frame (the header stays raw; decode it with
 // frame.decode).
 func readFrame(r io.Reader) (*frame, error) {
+	h, err := readHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	var sz struct {
+		Sizes []int64 `json:"sizes"`
+	}
+	if err := json.Unmarshal(h, &sz); err != nil {
+		return nil, fmt.Errorf("frame header: %w", err)
+	}
+	return readSections(r, h, sz.Sizes)
+}
+
+// sizedHeader is a frame header type that carries the sections' sizes
+// (its "sizes" member).
+type sizedHeader interface{ sectionSizes() []int64 }
+
+// readFrameInto reads one frame whose header decodes into h: one JSON
+// decode where readFrame and frame.decode make two (the leaf's request
+// loop, once per leaf).
+func readFrameInto(r io.Reader, h sizedHeader) (*frame, error) {
+	raw, err := readHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, h); err != nil {
+		return nil, fmt.Errorf("frame header: %w", err)
+	}
+	return readSections(r, raw, h.sectionSizes())
+}
+
+// readHeader reads a frame's length-prefixed header.
+func readHeader(r io.Reader) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
@@ -88,14 +121,13 @@ func readFrame(r io.Reader) (*frame, error) {
 	if _, err := io.ReadFull(r, h); err != nil {
 		return nil, unexpectedEOF(err)
 	}
-	var sz struct {
-		Sizes []int64 `json:"sizes"`
-	}
-	if err := json.Unmarshal(h, &sz); err != nil {
-		return nil, fmt.Errorf("frame header: %w", err)
-	}
-	f := &frame{raw: h, sections: make([][]byte, len(sz.Sizes))}
-	for i, s := range sz.Sizes {
+	return h, nil
+}
+
+// readSections reads the sections that follow header h.
+func readSections(r io.Reader, h []byte, sizes []int64) (*frame, error) {
+	f := &frame{raw: h, sections: make([][]byte, len(sizes))}
+	for i, s := range sizes {
 		if s < 0 || s > maxSectionBytes {
 			return nil, fmt.Errorf("frame section of %d bytes", s)
 		}

@@ -96,19 +96,31 @@ func TestReadFrameRejects(t *testing.T) {
 		{"short section", frameBytes(`{"sizes":[4]}`, 1, 2), "", io.ErrUnexpectedEOF},
 		{"short huge section", frameBytes(`{"sizes":[17179869184]}`, 1, 2), "", io.ErrUnexpectedEOF},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := readFrame(bytes.NewReader(tc.in))
-			switch {
-			case err == nil:
-				t.Fatal("accepted")
-			case tc.eof != nil && !errors.Is(err, tc.eof):
-				t.Fatalf("got %v, want %v", err, tc.eof)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Fatalf("got %v, want it to mention %q", err, tc.want)
-			}
-		})
+		for reader, read := range frameReaders {
+			t.Run(tc.name+"/"+reader, func(t *testing.T) {
+				t.Parallel()
+				_, err := read(tc.in)
+				switch {
+				case err == nil:
+					t.Fatal("accepted")
+				case tc.eof != nil && !errors.Is(err, tc.eof):
+					t.Fatalf("got %v, want %v", err, tc.eof)
+				case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+					t.Fatalf("got %v, want it to mention %q", err, tc.want)
+				}
+			})
+		}
 	}
+}
+
+// frameReaders are readFrame and readFrameInto (with the leaf's request
+// header), which must accept and refuse the same frames.
+var frameReaders = map[string]func([]byte) (*frame, error){
+	"readFrame": func(in []byte) (*frame, error) { return readFrame(bytes.NewReader(in)) },
+	"readFrameInto": func(in []byte) (*frame, error) {
+		var h leafInbound
+		return readFrameInto(bytes.NewReader(in), &h)
+	},
 }
 
 // The header cap is exact: a header of maxHeaderBytes is read.
@@ -133,8 +145,19 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(frameBytes(`{"sizes":[2]}`, 'h', 'i'))
 	f.Add(frameBytes(`{"sizes":[17179869184]}`))
 	f.Add(frameBytes(`{"id":1,"ok":true}`))
+	f.Add(frameBytes(`{"name":"s","node":"n","bound":true,"sizes":[1,1]}`, 'b', 'i'))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		fr, err := readFrame(bytes.NewReader(in))
+		var lh leafInbound
+		if typed, terr := readFrameInto(bytes.NewReader(in), &lh); terr == nil {
+			// A frame the leaf reads is a frame, with the same sections.
+			if err != nil {
+				t.Fatalf("readFrameInto accepted what readFrame refuses: %v", err)
+			}
+			if !slices.EqualFunc(typed.sections, fr.sections, bytes.Equal) {
+				t.Fatal("readFrameInto's sections differ from readFrame's")
+			}
+		}
 		if err != nil {
 			return
 		}

@@ -233,23 +233,14 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		return err
 	}
 	for {
-		f, err := readFrame(r)
+		var req leafInbound
+		f, err := readFrameInto(r, &req)
 		if err != nil {
 			werr := wait()
 			if err == io.EOF { // the worker closed our input
 				return werr
 			}
 			return err
-		}
-		var req struct {
-			leafRequest
-			Ack    *int64 `json:"ack"`
-			OK     bool   `json:"ok"`
-			Reason string `json:"reason"`
-		}
-		if err := f.decode(&req); err != nil {
-			_ = wait()
-			return fmt.Errorf("leaf request: %w", err)
 		}
 		if req.Ack != nil {
 			sender.resolve(*req.Ack, req.OK, req.Reason)
@@ -286,6 +277,18 @@ func serveLeaves(ctx context.Context, in io.Reader, out io.Writer, codec sdk.Cod
 		go func(req leafRequest, in []byte) { running <- serveLeaf(ctx, codec, w, req, prod, bound, in) }(req.leafRequest, f.section(1))
 	}
 }
+
+// leafInbound is a frame from the worker to the leaf process: a leaf
+// request, or the acknowledgement of a progress event (Ack set).
+type leafInbound struct {
+	leafRequest
+	Ack    *int64  `json:"ack"`
+	OK     bool    `json:"ok"`
+	Reason string  `json:"reason"`
+	Sizes  []int64 `json:"sizes"`
+}
+
+func (h *leafInbound) sectionSizes() []int64 { return h.Sizes }
 
 // serveLeaf runs one leaf request (reporting through prod when it is not
 // nil) and writes its reply.
@@ -415,19 +418,17 @@ func serveLeafFrame(ctx context.Context, frame []byte, reply func([]byte)) {
 	out.Reset()
 	// A 16-byte bufio buffer: the reply's parts go straight to out.
 	w := &leafWriter{w: bufio.NewWriterSize(out, 16)}
-	f, err := readFrame(bytes.NewReader(frame))
+	var req leafInbound
+	f, err := readFrameInto(bytes.NewReader(frame), &req)
 	if err == nil {
-		var req leafRequest
-		if err = f.decode(&req); err == nil {
-			var bound []byte
-			if req.Bound {
-				bound = f.section(0)
-			}
-			if req.Kind == "batch" {
-				_, err = runBatch(ctx, sdk.DefaultCodec, w, req, bound, f.sections)
-			} else {
-				err = serveLeaf(ctx, sdk.DefaultCodec, w, req, nil, bound, f.section(1))
-			}
+		var bound []byte
+		if req.Bound {
+			bound = f.section(0)
+		}
+		if req.Kind == "batch" {
+			_, err = runBatch(ctx, sdk.DefaultCodec, w, req.leafRequest, bound, f.sections)
+		} else {
+			err = serveLeaf(ctx, sdk.DefaultCodec, w, req.leafRequest, nil, bound, f.section(1))
 		}
 	}
 	if err != nil {
