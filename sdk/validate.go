@@ -79,6 +79,10 @@ func stringMap(v any) (map[string]string, bool) {
 // Ray engine could not apply as written: every option a plan carries is
 // either applied on Ray or refused here, never dropped. It returns "" or
 // why the options are refused.
+// rayOwnResource reports whether Ray refuses name as a custom resource
+// (its .options() wants num_cpus and num_gpus instead).
+func rayOwnResource(name string) bool { return name == "CPU" || name == "GPU" }
+
 func checkRayOptionValues(o map[string]any) string {
 	for _, k := range sortedKeys(o) {
 		v := o[k]
@@ -97,6 +101,14 @@ func checkRayOptionValues(o map[string]any) string {
 			}
 		case "_generator_backpressure_num_objects":
 			return "_generator_backpressure_num_objects applies to generator tasks; a rayflow leaf returns one value"
+		case "resources":
+			if m, ok := v.(map[string]any); ok {
+				for _, name := range sortedKeys(m) {
+					if rayOwnResource(name) {
+						return fmt.Sprintf("resources: %q is Ray's own resource: use num_cpus or num_gpus", name)
+					}
+				}
+			}
 		case "retry_exceptions":
 			if _, ok := v.(bool); !ok {
 				return "retry_exceptions must be true or false (a list names Python exception classes, which a Go leaf does not raise)"
@@ -215,9 +227,12 @@ func validateStep(s *flowgraph.Step, fail failFunc) error {
 	if r.NumCPUs < 0 || r.NumGPUs < 0 || r.Memory < 0 || math.IsNaN(r.NumCPUs) || math.IsNaN(r.NumGPUs) {
 		return fail(CodeInvalidRayOptions, "resources must not be negative")
 	}
-	for k, v := range r.Custom {
-		if k == "" || !(v > 0) || math.IsInf(v, 0) {
+	for _, k := range sortedKeys(r.Custom) {
+		if v := r.Custom[k]; k == "" || !(v > 0) || math.IsInf(v, 0) {
 			return fail(CodeInvalidRayOptions, "custom resource %q must have a positive amount", k)
+		}
+		if rayOwnResource(k) {
+			return fail(CodeInvalidRayOptions, "custom resource %q is Ray's own: use Resources.NumCPUs or NumGPUs", k)
 		}
 	}
 	keys := make([]string, 0, len(s.RayOptions))
@@ -305,6 +320,9 @@ func validateActor(a flowgraph.ActorOptions, maxBytes int64, what string, fail f
 	for _, k := range sortedKeys(a.Resources) {
 		if v := a.Resources[k]; k == "" || !(v > 0) || math.IsInf(v, 0) {
 			return fail(CodeInvalidActorOptions, "the %s actor's custom resource %q must be positive", what, k)
+		}
+		if rayOwnResource(k) {
+			return fail(CodeInvalidActorOptions, "the %s actor's custom resource %q is Ray's own: use NumCPUs", what, k)
 		}
 	}
 	switch a.SchedulingStrategy {

@@ -1133,6 +1133,7 @@ func (b *rayBridge) ListActors(ctx context.Context, class string) ([]actorState,
 // bridgeStats are the bridge's counters (tests).
 type bridgeStats struct {
 	Handles int `json:"handles"` // entries in its ref table
+	Failed  int `json:"failed"`  // handles whose submission Ray refused, not yet released
 	// DirectSubmits counts leaf tasks submitted straight through the core
 	// worker (bridge.py's _Prepared), not through .remote().
 	DirectSubmits int `json:"direct_submits"`

@@ -848,6 +848,9 @@ class Bridge:
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
+        # Handles whose creating op failed (Ray refused the submission):
+        # their failure, which get and wait answer until they are released.
+        self.failed = {}  # handle -> error info
         self.waits = []  # [req_id, [(handle, payload_ref, status_ref)], deadline, all]
         self.waiter = None
         self.stopping = False  # set before ray.shutdown: the waiter stops
@@ -913,14 +916,27 @@ class Bridge:
                 self.submit_one(it, sections)
             except Exception as e:
                 log("submit failed:", traceback.format_exc())
-                err = {"kind": "bridge", "type": type(e).__name__, "message": str(e)}
-                send({"id": 0, "event": "ready", "ready": [{"h": it["h"], "ok": False, "error": err}]})
+                hs = [it["h"]] + list((it.get("batch") or {}).get("ih", ()))
+                self.fail(hs, {"kind": "submit", "type": type(e).__name__, "message": str(e)})
+
+    def fail(self, hs, err):
+        """Fails handles whose creating op raised: a ready event now, and
+        the same failure for every later get or wait until release."""
+        for h in hs:
+            self.failed[h] = err
+        send({"id": 0, "event": "ready", "ready": [{"h": h, "ok": False, "error": err} for h in hs]})
 
     def submit_one(self, it, sections):
         oid = it.get("o", 0)
         if oid and oid not in self.optsets:
             self.optsets[oid] = it["options"]
-            self.variants[oid] = _Prepared(self.leaf.options(**it["options"]))
+            try:
+                self.variants[oid] = _Prepared(self.leaf.options(**it["options"]))
+            except Exception as e:
+                # Only the set's first item carries its options: the later
+                # ones are refused alike.
+                self.variants[oid] = e
+                raise
         batch = it.get("batch")
         if batch is not None:
             n = len(batch["ih"])
@@ -929,6 +945,8 @@ class Bridge:
                 f = self.variants[(oid, n)] = _Prepared(self.leaf.options(num_returns=n + 1, **self.optsets.get(oid, {})))
         else:
             f = self.variants[oid] if oid else self.plain
+            if isinstance(f, Exception):
+                raise f
         flags = ""
         rest = []
         if it.get("bound") is not None:
@@ -1030,6 +1048,9 @@ class Bridge:
         self.add(req["h"], ray.put(sections[0]), None)
 
     def op_get(self, req, _):
+        err = self.failed.get(req["h"])
+        if err is not None:
+            return {"failed": err}, [b""]
         payload, _status = self.table[req["h"]]
         try:
             data = ray.get(payload, timeout=req.get("timeout"))
@@ -1074,6 +1095,7 @@ class Bridge:
     def op_release(self, req, _):
         with self.cond:
             for h in req["handles"]:
+                self.failed.pop(h, None)
                 ent = self.table.pop(h, None)
                 if ent is not None:
                     self.watched.pop(ent[0], None)
@@ -1083,9 +1105,10 @@ class Bridge:
     def op_wait(self, req, _):
         # Answered by the waiter thread.
         ents = self.refs(req["handles"])
+        failed = [{"h": h, "ok": False, "error": self.failed[h]} for h in req["handles"] if h in self.failed]
         deadline = time.monotonic() + float(req.get("timeout", 1.0))
         with self.cond:
-            self.waits.append([req["id"], ents, deadline, bool(req.get("all"))])
+            self.waits.append([req["id"], ents, deadline, bool(req.get("all")), failed])
             self.cond.notify()
         return None
 
@@ -1101,8 +1124,9 @@ class Bridge:
         return {"actors": [{"id": a.actor_id, "state": a.state} for a in acts]}, []
 
     def op_stats(self, req, _):
-        direct = sum(f.direct for f in list(self.variants.values()) + [self.plain] if f is not None)
-        return {"handles": len(self.table), "waits": len(self.waits), "watched": len(self.watched), "actors": len(self.actors),
+        direct = sum(f.direct for f in list(self.variants.values()) + [self.plain] if isinstance(f, _Prepared))
+        return {"handles": len(self.table), "failed": len(self.failed), "waits": len(self.waits), "watched": len(self.watched),
+                "actors": len(self.actors),
                 "direct_submits": direct}, []
 
     # --- the waiter: one batched ray.wait over every watched task and every
@@ -1127,9 +1151,11 @@ class Bridge:
                 timeout = max(0.0, min(timeout, min(w[2] for w in snapshot) - now))
             # Block until a batch (an eighth of what is pending) is ready or
             # the timeout passes, then take everything that is ready.
+            ready = ()
             try:
-                ready, _ = ray.wait(reflist, num_returns=max(1, len(reflist) // 8),
-                                    timeout=timeout, fetch_local=False)
+                if reflist:
+                    ready, _ = ray.wait(reflist, num_returns=max(1, len(reflist) // 8),
+                                        timeout=timeout, fetch_local=False)
                 if ready and len(reflist) > len(ready):
                     ready, _ = ray.wait(reflist, num_returns=len(reflist), timeout=0, fetch_local=False)
             except Exception as e:
@@ -1152,17 +1178,23 @@ class Bridge:
             done = []
             for w in snapshot:
                 r = [ent for ent in w[1] if ent[1] in ready]
-                finished = (len(r) == len(w[1])) if w[3] else bool(r)
+                finished = (len(r) == len(w[1])) if w[3] else bool(r or w[4])
                 if finished or now >= w[2]:
                     done.append((w, r))
             if not done:
+                if not reflist and timeout > 0:
+                    # Waits for no task (handles released, or refused at
+                    # submission) wait out their deadline here, not in a
+                    # spin: ray.wait is not called without refs.
+                    with self.cond:
+                        self.cond.wait(timeout)
                 continue
             with self.cond:
                 for w, _ in done:
                     self.waits.remove(w)
             for w, r in done:
                 out, secs = self.statuses([(h, status) for h, _payload, status in r])
-                send({"id": w[0], "ok": True, "ready": out}, secs)
+                send({"id": w[0], "ok": True, "ready": out + w[4]}, secs)
 
     @staticmethod
     def statuses(pairs):
@@ -1256,7 +1288,7 @@ def main():
                 send({"id": rid, "ok": False, "error": err})
             elif "h" in req:
                 # A pipelined creating op failed: its handle fails.
-                send({"id": 0, "event": "ready", "ready": [{"h": req["h"], "ok": False, "error": err}]})
+                b.fail([req["h"]], dict(err, kind="submit"))
     sys.stderr.flush()
     os._exit(0)
 

@@ -73,7 +73,10 @@
 // *SetupError (naming the fix) and come before any submission; the bridge
 // dying fails the run with a *BridgeError; a leaf process of another
 // build is refused with a *LeafStartError (ErrBuildMismatch, naming both
-// digests); a lost cluster is a *ClusterLostError (ErrClusterLost).
+// digests); a lost cluster is a *ClusterLostError (ErrClusterLost); a
+// task or actor whose options Ray itself refuses (the SDK checks what it
+// can at definition time) fails the run at once with a *SubmitError
+// carrying Ray's reason.
 //
 // Results: Engine.Run returns the final value still encoded (the codec's
 // bytes, fetched once); Run (this package), sdk.Run and sdk.DecodeResult

@@ -127,6 +127,21 @@ func (e *TaskError) Error() string {
 	return fmt.Sprintf("rayflow: ray task %s: %s: %s", e.Node, e.Kind, e.Message)
 }
 
+// SubmitError reports that Ray refused to create a node's task or actor:
+// its .options() or .remote() raised, typically on an option value only
+// Ray checks (a custom resource's precision, an accelerator's supported
+// quantities). Nothing ran; the run fails with it as it would with the
+// node's own error.
+type SubmitError struct {
+	Node    string
+	Type    string // the Python exception's type, such as "ValueError"
+	Message string
+}
+
+func (e *SubmitError) Error() string {
+	return fmt.Sprintf("rayflow: node %s: Ray refused the submission: %s: %s", e.Node, e.Type, e.Message)
+}
+
 // errorInfo is how the bridge reports a failure.
 type errorInfo struct {
 	Kind     string `json:"kind"`
@@ -188,6 +203,9 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 	}
 	if i.Kind == "actor_limit" {
 		return &ActorLimitError{Node: node, What: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}
+	}
+	if i.Kind == "submit" {
+		return &SubmitError{Node: node, Type: i.Type, Message: i.Message}
 	}
 	if i.Kind == "bridge" {
 		return &BridgeError{Err: fmt.Errorf("%s: %s", i.Type, i.Message)}
