@@ -876,11 +876,12 @@ func (b *rayBridge) SubmitBatch(ctx context.Context, t leafTask) (objHandle, []o
 	return h, items, nil
 }
 
-// Warm submits a task that starts a worker's leaf process of exe
-// (pipelined; await the handle).
-func (b *rayBridge) Warm(ctx context.Context, exe string) (objHandle, error) {
+// Warm submits the warm-up: a leaf task that starts a worker's leaf
+// process of exe, or loads the leaf library lib when set (pipelined; await
+// the handle).
+func (b *rayBridge) Warm(ctx context.Context, exe, lib string) (objHandle, error) {
 	h := b.newHandle()
-	return h, b.send(map[string]any{"op": "warm", "id": 0, "h": h, "exe": exe})
+	return h, b.send(map[string]any{"op": "warm", "id": 0, "h": h, "exe": exe, "lib": lib})
 }
 
 // Collect submits an ordered JSON-array collector task.

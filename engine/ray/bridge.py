@@ -251,9 +251,11 @@ def _leaf_task(head, *rest):
     hold "r". rest holds, in this
     order, the bound value ("b"), the input as an object-store value ("r"),
     the progress binding ("p") and the W3C traceparent of the leaf's node
-    span ("t")."""
+    span ("t"). Flags "w" alone mark the warm-up (_warm)."""
     (n,) = struct.unpack_from(">I", head)
     spec, flags = _parse_spec(head[4:4 + n])
+    if flags == "w":
+        return _warm(spec)
     i = 0
     bound = arg = prog = None
     if "b" in flags:
@@ -692,11 +694,17 @@ def _spec(req):
         req.get("lib_rev") or "")
 
 
-def _warm_task(exe):
-    """Starts this worker's persistent leaf process (its handshake, without
-    a digest check: each leaf's request is checked against the digest it
-    reports) so that the first leaf finds a running worker and process."""
-    _leaf_proc(exe, "", "warm-up")
+def _warm(spec):
+    """The warm-up (a leaf task with flags "w"): starts this worker's
+    persistent leaf process (its handshake, without a digest check: each
+    leaf's request is checked against the digest it reports), or loads the
+    leaf library, so that the first leaf finds a running worker that has
+    imported the leaf function, and its leaf process or library."""
+    exe, _name, node, _boot, _digest, lib, _librev = spec
+    if lib:
+        _load_lib(lib, node)
+    else:
+        _leaf_proc(exe, "", node)
     return b"", b""
 
 
@@ -842,7 +850,6 @@ class Bridge:
         self.plain = None
         self.collect = None
         self.concat = None
-        self.warm = None
         self.variants = {}  # option set id (and batch size) -> prepared remote function
         self.optsets = {}  # option set id -> options
         self.actors = {}  # actor handle -> ActorHandle
@@ -886,7 +893,6 @@ class Bridge:
         self.plain = _Prepared(self.leaf)  # leaves without options
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
         self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
-        self.warm = ray.remote(num_returns=2, max_retries=0)(_warm_task)
         self.waiter = threading.Thread(target=self.wait_loop, daemon=True)
         self.waiter.start()
         res = ray.cluster_resources()
@@ -989,7 +995,10 @@ class Bridge:
             self.add(h, ref, None)
 
     def op_warm(self, req, _):
-        status, payload = self.warm.remote(req["exe"])
+        # Through the leaf function itself: the worker imports it now, not
+        # at the first leaf.
+        spec = "\x00".join((req["exe"], "", "warm-up", "0", "", req.get("lib", ""), "", "w")).encode()
+        status, payload = self.plain.remote(struct.pack(">I", len(spec)) + spec)
         self.add(req["h"], payload, status)
 
     def op_collect(self, req, sections):

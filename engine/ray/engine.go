@@ -130,7 +130,7 @@ func (e *Engine) warm(ctx context.Context, b *rayBridge, timeout time.Duration) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	h, err := b.Warm(ctx, e.exe)
+	h, err := b.Warm(ctx, e.exe, e.lib)
 	if err != nil {
 		debugf("warm-up: %v", err)
 		return
