@@ -3,6 +3,7 @@ package progress
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,22 @@ func BenchmarkProducerReport(b *testing.B) {
 			Report(ctx, 1, 2, "x", m)
 		}
 	})
+}
+
+// BenchmarkRunMap: one map-progress report (Run.Map after each finished
+// item, as both engines call it): the canonical event and its ingestion.
+func BenchmarkRunMap(b *testing.B) {
+	r, err := Start(context.Background(), RunConfig{Identity: runID, Root: testGraph(),
+		Plan: PlanInfo{Fingerprint: "sha256:" + strings.Repeat("0", 63) + "1", DefinitionName: "workflow:A", SelectedStrategy: "local"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Finish(context.Background(), nil)
+	if !r.Full() {
+		b.Fatal("the run's progress is not full")
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Map(MapCounters{Node: "0.1", Admitted: i + 64, InFlight: 64, Completed: i})
+	}
 }
