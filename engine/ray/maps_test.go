@@ -3,6 +3,7 @@ package ray
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -126,20 +127,42 @@ func TestMapMaxItems(t *testing.T) {
 
 // TestMapFailureCancels is not parallel: it checks that the bridge holds
 // no handle afterwards.
+//
+// The bound is measured from the failure, which the failing leaf logs as
+// it returns: how long a run takes to start its leaves depends on Ray's
+// worker pool (a force-cancel kills the workers it cancels; Ray trims idle
+// workers to its soft limit), not on the engine's cancellation.
 func TestMapFailureCancels(t *testing.T) {
 	needRay(t)
 	ctx := context.Background()
 	const cancelTimeout = time.Second
 	f := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: cancelTimeout})
-	// Warm the workers so the timing measures cancellation, not start-up.
-	// Four concurrent sleeping leaves make Ray start four workers.
-	if _, err := Run(ctx, testEngine, f, JobsSpec{N: 4, FailAt: -1, Template: Job{SleepMS: 1500}}); err != nil {
-		t.Fatal(err)
+	failing := func() JobsSpec {
+		log := filepath.Join(t.TempDir(), "log")
+		return JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000, Log: log}}
 	}
-	start := time.Now()
+	// sinceFailure is how long after the failing leaf returned its
+	// failure the run returned (the sleeping leaves log nothing: they are
+	// cancelled before they would).
+	sinceFailure := func(spec JobsSpec, returned time.Time) time.Duration {
+		t.Helper()
+		b, err := os.ReadFile(spec.Template.Log)
+		if err != nil {
+			t.Fatalf("the failing leaf logged nothing: %v", err)
+		}
+		var started, failed int64
+		if n, err := fmt.Sscan(string(b), &started, &failed); n != 2 {
+			t.Fatalf("the leaf log %q: %v", b, err)
+		}
+		if lines := strings.Count(string(b), "\n"); lines != 1 {
+			t.Fatalf("%d leaves logged, want only the failing one:\n%s", lines, b)
+		}
+		return returned.Sub(time.Unix(0, failed))
+	}
+	spec := failing()
 	debugf("failure run starts")
-	_, err := Run(ctx, testEngine, f, JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000}})
-	elapsed := time.Since(start)
+	_, err := Run(ctx, testEngine, f, spec)
+	returned := time.Now()
 	var jf *JobFailure
 	if !errors.As(err, &jf) || jf.Item != 1 {
 		t.Fatalf("want the original *JobFailure of item 1, got %v", err)
@@ -148,28 +171,30 @@ func TestMapFailureCancels(t *testing.T) {
 	if !errors.As(err, &se) || se.Node != "0.1.m1" {
 		t.Fatalf("want a StepError at 0.1.m1, got %v", err)
 	}
-	_, lerr := sdk.Run(ctx, f, JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000}})
+	const margin = 2 * time.Second
+	took := sinceFailure(spec, returned)
+	t.Logf("returned %v after the leaf failed (cancel timeout %v)", took, cancelTimeout)
+	if limit := cancelTimeout + margin; took > limit {
+		t.Fatalf("the failed map returned %v after its leaf failed, want < %v", took, limit)
+	}
+	_, lerr := sdk.Run(ctx, f, failing())
 	if lerr == nil || lerr.Error() != err.Error() {
 		t.Fatalf("local %v, ray %v", lerr, err)
-	}
-	const margin = 2 * time.Second
-	t.Logf("failed after %v (leaf failure at 300ms, cancel timeout %v)", elapsed, cancelTimeout)
-	if limit := 300*time.Millisecond + cancelTimeout + margin; elapsed > limit {
-		t.Fatalf("the failed map returned after %v, want < %v", elapsed, limit)
 	}
 	// With a long CancelTimeout the run still returns quickly: the
 	// sleeping leaves were cancelled, not waited for.
 	long := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: 30 * time.Second})
-	start = time.Now()
-	_, err = Run(ctx, testEngine, long, JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000}})
+	spec = failing()
+	_, err = Run(ctx, testEngine, long, spec)
+	returned = time.Now()
 	if !errors.As(err, &jf) {
 		t.Fatalf("want the original *JobFailure, got %v", err)
 	}
 	// A map that waited for its leaves would take their 60 s (or the 30 s
 	// CancelTimeout); force-cancelling them takes Ray a few seconds on a
 	// loaded 2-core machine.
-	if elapsed := time.Since(start); elapsed > 300*time.Millisecond+10*time.Second {
-		t.Fatalf("with CancelTimeout 30s the failed map returned after %v: its leaves were not cancelled", elapsed)
+	if took := sinceFailure(spec, returned); took > 10*time.Second {
+		t.Fatalf("with CancelTimeout 30s the failed map returned %v after its leaf failed: its leaves were not cancelled", took)
 	}
 	if st, err := testBridge.Stats(ctx); err != nil || st.Handles != 0 {
 		t.Fatalf("the bridge still holds %d handles (%v)", st.Handles, err)
