@@ -116,10 +116,12 @@ conformance: build ## every vector, 1,000,000 number lines, against Go, the CLI 
 bench: ## benchmarks, side by side in one run
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/ ./engine/lifecycle/
 
-fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
-	@for t in FuzzTransform FuzzDecodeAgreesWithEncodingJSON; do $(GO) test ./sdk/canonical -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} || exit 1; done
-	$(GO) test ./schema -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./engine/lifecycle -run '^$$' -fuzz '^FuzzReducer$$' -fuzztime $${FUZZTIME:-30s}
+fuzz: ## run every fuzz target of the module (found in the *_test.go files) for FUZZTIME each (default 30s)
+	@git ls-files -z -- '*_test.go' | xargs -0 grep -H '^func Fuzz' | sed -E 's|^(.*)/[^/]*_test.go:func (Fuzz[A-Za-z0-9_]*).*|./\1 \2|' | sort -u | \
+	while read -r pkg target; do \
+		echo "fuzz: $$pkg $$target"; \
+		$(GO) test "$$pkg" -short -run '^$$' -fuzz "^$$target$$" -fuzztime $${FUZZTIME:-30s} || exit 1; \
+	done
 
 ray-venv: ## create .venv-ray with ray[default]==2.60.0 (reused when present)
 	@if $(RAY_PY) -c 'import sys, ray; sys.exit(ray.__version__ != "$(RAY_VERSION)")' 2>/dev/null; then \
