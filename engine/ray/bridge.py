@@ -103,49 +103,80 @@ def _leaf_proc(exe, digest, node):
     """The worker's persistent leaf process for exe, started and
     handshaken (protocol version, binary digest) on first use. A process
     whose digest is not the plan's is refused, whether it is new or not."""
-    import subprocess
-
     procs = sys.__dict__.setdefault("_rayflow_leaf_procs", {})
     ent = procs.get(exe)
     if ent is not None and ent[0].poll() is not None:
         ent = None
     if ent is None:
-        # The leaf process sets its own parent-death signal (deathsig_linux.go)
-        # and exits if its parent is not RAYFLOW_LEAF_PARENT: without a
-        # preexec hook, Python spawns it with vfork, not a fork of this
-        # worker's address space (~1 instead of ~11 ms of CPU).
-        env = dict(os.environ, RAYFLOW_LEAF="1", RAYFLOW_LEAF_PARENT=str(os.getpid()))
-        if os.path.exists(exe) and not os.access(exe, os.X_OK):
-            # A runtime_env working_dir upload does not keep file modes.
-            os.chmod(exe, os.stat(exe).st_mode | 0o111)
-        try:
-            p = subprocess.Popen(
-                [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
-        except OSError as e:
-            raise _start_error(node, "start", "starting the leaf process %s: %s" % (exe, e))
-        try:
-            p.stdin.write(encode_frame({"hello": {"protocol": LEAF_PROTOCOL, "digest": digest}}))
-            rd = _LeafReader(p.stdout.fileno(), deadline=time.monotonic() + 120)
-            (n,) = struct.unpack(">I", rd.read(4))
-            h = json.loads(rd.read(n))
-            for size in h.get("sizes", []):
-                rd.read(size)
-        except (EOFError, BrokenPipeError, OSError, ValueError, TimeoutError) as e:
-            _kill(p)
-            raise _start_error(node, "start", "the leaf binary %s ended or broke its handshake (%s: %s): does its main call "
-                               "ray.ServeLeafIfRequested first, and is it built with this rayflow?" % (exe, type(e).__name__, e))
-        if not h.get("ok") or "hello" not in h:
-            _kill(p)
-            err = h.get("error") or {}
-            raise _start_error(node, err.get("reason", "protocol"), err.get("message") or (
-                "the leaf binary %s does not speak leaf protocol %d" % (exe, LEAF_PROTOCOL)), err.get("want", ""), err.get("got", ""))
-        ent = (p, h["hello"].get("digest", ""))
-        procs[exe] = ent
+        ent = procs[exe] = _start_leaf(exe, digest, node)
+    return _same_build(exe, ent, digest, node)
+
+
+def _fresh_proc(exe, digest, node):
+    """A leaf process of its own for one task that holds accelerators (flag
+    "a"). Ray sets CUDA_VISIBLE_DEVICES and the like in this worker's
+    environment for such a task only, and restores it after; a child
+    process sees the environment it started with, so the persistent leaf
+    process would see another task's devices, or all of them. This one is
+    started under the task's environment and ended after it (_end), which
+    also frees what it held on the devices: Ray's own default for GPU
+    tasks, max_calls=1, ends the whole worker instead."""
+    return _same_build(exe, _start_leaf(exe, digest, node), digest, node)
+
+
+def _start_leaf(exe, digest, node):
+    """Starts a leaf process of exe and handshakes (the leaf refuses a
+    digest other than its own): (process, its digest)."""
+    import subprocess
+
+    # The leaf process sets its own parent-death signal (deathsig_linux.go)
+    # and exits if its parent is not RAYFLOW_LEAF_PARENT: without a
+    # preexec hook, Python spawns it with vfork, not a fork of this
+    # worker's address space (~1 instead of ~11 ms of CPU).
+    env = dict(os.environ, RAYFLOW_LEAF="1", RAYFLOW_LEAF_PARENT=str(os.getpid()))
+    if os.path.exists(exe) and not os.access(exe, os.X_OK):
+        # A runtime_env working_dir upload does not keep file modes.
+        os.chmod(exe, os.stat(exe).st_mode | 0o111)
+    try:
+        p = subprocess.Popen(
+            [exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
+    except OSError as e:
+        raise _start_error(node, "start", "starting the leaf process %s: %s" % (exe, e))
+    try:
+        p.stdin.write(encode_frame({"hello": {"protocol": LEAF_PROTOCOL, "digest": digest}}))
+        rd = _LeafReader(p.stdout.fileno(), deadline=time.monotonic() + 120)
+        (n,) = struct.unpack(">I", rd.read(4))
+        h = json.loads(rd.read(n))
+        for size in h.get("sizes", []):
+            rd.read(size)
+    except (EOFError, BrokenPipeError, OSError, ValueError, TimeoutError) as e:
+        _kill(p)
+        raise _start_error(node, "start", "the leaf binary %s ended or broke its handshake (%s: %s): does its main call "
+                           "ray.ServeLeafIfRequested first, and is it built with this rayflow?" % (exe, type(e).__name__, e))
+    if not h.get("ok") or "hello" not in h:
+        _kill(p)
+        err = h.get("error") or {}
+        raise _start_error(node, err.get("reason", "protocol"), err.get("message") or (
+            "the leaf binary %s does not speak leaf protocol %d" % (exe, LEAF_PROTOCOL)), err.get("want", ""), err.get("got", ""))
+    return (p, h["hello"].get("digest", ""))
+
+
+def _same_build(exe, ent, digest, node):
+    """The process of ent, unless its digest is not the plan's."""
     p, own = ent
     if digest and own != digest:
         raise _start_error(node, "digest_mismatch", "the leaf binary %s is build %s, the plan was made by build %s "
                            "(deploy the same binary, or set a build revision)" % (exe, own, digest), digest, own)
     return p
+
+
+def _end(p):
+    """Ends a fresh leaf process: it exits when its input closes."""
+    try:
+        p.stdin.close()
+        p.wait(timeout=5)
+    except Exception:
+        _kill(p)
 
 
 def _kill(p):
@@ -157,7 +188,9 @@ def _kill(p):
 
 
 def _drop_proc(exe, p):
-    sys.__dict__.get("_rayflow_leaf_procs", {}).pop(exe, None)
+    procs = sys.__dict__.get("_rayflow_leaf_procs", {})
+    if procs.get(exe, (None,))[0] is p:  # not a fresh process's persistent sibling
+        del procs[exe]
     try:
         p.kill()
         p.wait(timeout=5)
@@ -251,7 +284,8 @@ def _leaf_task(head, *rest):
     hold "r". rest holds, in this
     order, the bound value ("b"), the input as an object-store value ("r"),
     the progress binding ("p") and the W3C traceparent of the leaf's node
-    span ("t"). Flags "w" alone mark the warm-up (_warm)."""
+    span ("t"). Flags "w" alone mark the warm-up (_warm); "a" a task that
+    holds accelerators (_fresh_proc)."""
     (n,) = struct.unpack_from(">I", head)
     spec, flags = _parse_spec(head[4:4 + n])
     if flags == "w":
@@ -273,7 +307,7 @@ def _leaf_task(head, *rest):
             inputs.append(head[off + 4:off + 4 + size])
             off += 4 + size
         trace = rest[i] if "t" in flags else None
-        return _call_batch(spec, bound, mapid, base, inputs, trace)
+        return _call_batch(spec, bound, mapid, base, inputs, trace, "a" in flags)
     if "r" in flags:
         arg, i = rest[i], i + 1
     else:
@@ -281,7 +315,7 @@ def _leaf_task(head, *rest):
     if "p" in flags:
         prog, i = rest[i], i + 1
     trace = rest[i] if "t" in flags else None
-    return _call_leaf(spec, bound, arg, "", prog, trace)
+    return _call_leaf(spec, bound, arg, "", prog, trace, "a" in flags)
 
 
 def _parse_spec(raw):
@@ -486,18 +520,34 @@ def _roundtrip(exe, p, node, frame, events=None):
         os._exit(1)
 
 
-def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
+def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
+    """Runs one leaf: in the leaf library when the engine has one, else in
+    the worker's leaf process; fresh (a task that holds accelerators) in a
+    leaf process of its own."""
     exe, name, node, boot, digest, lib, librev = spec
-    events = None
+    frame = None
     if prog is None and not trace:
         # The common case (every map item): a header without a dict.
         frame = _request(name, node, bound, boot, kind, arg)
-        if lib:
+        if lib and not fresh:
             h, secs = _lib_call(lib, librev, node, frame)
             if h.get("ok"):
                 return b"", secs[0]
             raise LeafError(h.get("error", {}), secs[0] if secs else b"")
-    p = _leaf_proc(exe, digest, node)
+    if fresh:
+        p = _fresh_proc(exe, digest, node)
+        try:
+            return _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame)
+        finally:
+            _end(p)
+    return _leaf_in(exe, _leaf_proc(exe, digest, node), spec, bound, arg, kind, prog, trace, frame)
+
+
+def _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame):
+    """Runs one leaf in leaf process p (frame: its request, unless the leaf
+    reports progress or is traced)."""
+    _, name, node, boot = spec[:4]
+    events = None
     if prog is not None or trace:
         header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
         _traced(header, trace)
@@ -512,16 +562,23 @@ def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None):
     raise LeafError(h.get("error", {}), secs[0] if secs else b"")
 
 
-def _call_batch(spec, bound, mapid, base, inputs, trace=None):
-    """Runs a batch of map items in the worker's leaf process (PROTOCOL.md):
-    returns the status and one result per item, or raises the failing
-    item's LeafError."""
+def _call_batch(spec, bound, mapid, base, inputs, trace=None, fresh=False):
+    """Runs a batch of map items in the worker's leaf process (PROTOCOL.md),
+    or the library, or (fresh) a leaf process of its own: returns the
+    status and one result per item, or raises the failing item's
+    LeafError."""
     exe, name, node, boot, digest, lib, librev = spec
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
     _traced(header, trace)
     frame = encode_frame(header, [bound or b""] + inputs)
-    if lib and not trace:
+    if fresh:
+        p = _fresh_proc(exe, digest, node)
+        try:
+            h, secs = _roundtrip(exe, p, node, frame)
+        finally:
+            _end(p)
+    elif lib and not trace:
         h, secs = _lib_call(lib, librev, node, frame)
     else:
         h, secs = _roundtrip(exe, _leaf_proc(exe, digest, node), node, frame)
@@ -832,6 +889,20 @@ class _Prepared:
         return out
 
 
+def _holds_accelerators(opts):
+    """Whether Ray gives a task with these options accelerator ids (and sets
+    CUDA_VISIBLE_DEVICES or its like for it): GPUs, or a custom resource
+    that is one of Ray's accelerators (neuron_cores, TPU, ...)."""
+    if (opts.get("num_gpus") or 0) > 0:
+        return True
+    res = opts.get("resources") or {}
+    if not res:
+        return False
+    from ray._private import accelerators
+
+    return any((res.get(n) or 0) > 0 for n in accelerators.get_all_accelerator_resource_names())
+
+
 class Bridge:
     """The ref table, the ops and the waiter.
 
@@ -852,6 +923,7 @@ class Bridge:
         self.concat = None
         self.variants = {}  # option set id (and batch size) -> prepared remote function
         self.optsets = {}  # option set id -> options
+        self.accelerated = set()  # option set ids whose tasks hold accelerators (flag "a")
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
@@ -936,6 +1008,8 @@ class Bridge:
         oid = it.get("o", 0)
         if oid and oid not in self.optsets:
             self.optsets[oid] = it["options"]
+            if _holds_accelerators(it["options"]):
+                self.accelerated.add(oid)
             try:
                 self.variants[oid] = _Prepared(self.leaf.options(**it["options"]))
             except Exception as e:
@@ -953,7 +1027,7 @@ class Bridge:
             f = self.variants[oid] if oid else self.plain
             if isinstance(f, Exception):
                 raise f
-        flags = ""
+        flags = "a" if oid in self.accelerated else ""
         rest = []
         if it.get("bound") is not None:
             flags += "b"

@@ -39,12 +39,13 @@ type privateHead struct {
 }
 
 // startPrivateHead starts a head (twice at most: on a loaded machine Ray
-// can time out registering its raylet).
-func startPrivateHead(t *testing.T) *privateHead {
+// can time out registering its raylet), with extra arguments for ray
+// start.
+func startPrivateHead(t *testing.T, extra ...string) *privateHead {
 	t.Helper()
 	var log string
 	for range 2 {
-		h, l := tryStartHead(t)
+		h, l := tryStartHead(t, extra...)
 		if h != nil {
 			return h
 		}
@@ -54,7 +55,7 @@ func startPrivateHead(t *testing.T) *privateHead {
 	return nil
 }
 
-func tryStartHead(t *testing.T) (*privateHead, string) {
+func tryStartHead(t *testing.T, extra ...string) (*privateHead, string) {
 	t.Helper()
 	py := DefaultPython()
 	rayBin := filepath.Join(filepath.Dir(py), "ray")
@@ -66,6 +67,7 @@ func tryStartHead(t *testing.T) (*privateHead, string) {
 	args := []string{"start", "--head", "--block", "--node-ip-address=127.0.0.1", "--port=" + strconv.Itoa(port),
 		"--num-cpus=1", "--object-store-memory=100000000", "--include-dashboard=false", "--disable-usage-stats",
 		"--temp-dir=" + dir}
+	args = append(args, extra...)
 	for _, flag := range []string{"--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port"} {
 		args = append(args, flag+"="+strconv.Itoa(freePort(t)))
 	}

@@ -23,6 +23,15 @@
 //		...
 //	}
 //
+// A leaf that holds accelerators (NumGPUs, or a custom resource that is
+// one of Ray's accelerators, such as neuron_cores) runs in a leaf process
+// of its own, started for its task and ended after it: Ray sets
+// CUDA_VISIBLE_DEVICES and the like in the worker for that task only, and
+// a persistent leaf process would keep the environment of the task that
+// started it. So the leaf sees exactly the devices Ray assigned, and what
+// it held on them is freed when it ends (Ray's own default for GPU tasks
+// ends the whole worker). Such a leaf never runs in a leaf library.
+//
 // Leaf libraries (Linux, opt in): Options.LeafLibrary names the
 // application built a second time as a C shared library,
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/rayflow/rayflow/sdk"
@@ -20,19 +21,35 @@ func LeafMode(_ context.Context, _ int) (string, error) { return os.Getenv(leafE
 
 var leafModeFlow = sdk.Map(sdk.Step(LeafMode)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 100})
 
+// leafLib is this package's test binary built as a leaf library, once per
+// test process (the build takes most of a minute on two cores); runTests
+// removes it.
+var leafLib struct {
+	once      sync.Once
+	dir, path string
+	out       []byte
+	err       error
+}
+
 // buildLeafLibrary builds this package's test binary as a leaf library.
 func buildLeafLibrary(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("leaf libraries are Linux only")
 	}
-	lib := filepath.Join(t.TempDir(), "leaves.so")
-	cmd := exec.Command("go", "test", "-c", "-tags", "rayflow_leaflib", "-buildmode=c-shared", "-o", lib, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the leaf library: %v\n%s", err, out)
+	leafLib.once.Do(func() {
+		if leafLib.dir, leafLib.err = os.MkdirTemp("", "rayflow-leaflib-"); leafLib.err != nil {
+			return
+		}
+		leafLib.path = filepath.Join(leafLib.dir, "leaves.so")
+		cmd := exec.Command("go", "test", "-c", "-tags", "rayflow_leaflib", "-buildmode=c-shared", "-o", leafLib.path, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		leafLib.out, leafLib.err = cmd.CombinedOutput()
+	})
+	if leafLib.err != nil {
+		t.Fatalf("building the leaf library: %v\n%s", leafLib.err, leafLib.out)
 	}
-	return lib
+	return leafLib.path
 }
 
 // TestLeafLibrary runs map items in the Ray workers' own processes

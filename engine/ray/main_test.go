@@ -69,6 +69,9 @@ func runTests(m *testing.M) int {
 	if err := e.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the engine:", err)
 	}
+	if leafLib.dir != "" {
+		os.RemoveAll(leafLib.dir)
+	}
 	return code
 }
 
