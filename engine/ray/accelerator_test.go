@@ -18,6 +18,7 @@ type DeviceView struct {
 	Set     bool   `json:"set"`     // whether it is set at all
 	PID     int    `json:"pid"`     // the leaf process
 	Leaf    string `json:"leaf"`    // "1" in a leaf process, "" in a leaf library
+	Neuron  string `json:"neuron"`  // NEURON_RT_VISIBLE_CORES
 	Start   int64  `json:"start"`
 	End     int64  `json:"end"`
 }
@@ -32,7 +33,7 @@ func Devices(ctx context.Context, sleepMS int) (DeviceView, error) {
 		return DeviceView{}, ctx.Err()
 	}
 	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
-	return DeviceView{Devices: v, Set: set, PID: os.Getpid(), Leaf: os.Getenv(leafEnv), Start: start.UnixNano(), End: time.Now().UnixNano()}, nil
+	return DeviceView{Devices: v, Set: set, PID: os.Getpid(), Leaf: os.Getenv(leafEnv), Neuron: os.Getenv("NEURON_RT_VISIBLE_CORES"), Start: start.UnixNano(), End: time.Now().UnixNano()}, nil
 }
 
 func gpus(n float64) sdk.StepOption {
@@ -40,10 +41,13 @@ func gpus(n float64) sdk.StepOption {
 }
 
 var (
-	cpuDevices  = sdk.Step(Devices, quarter)
-	oneGPU      = sdk.Step(Devices, gpus(1))
-	twoGPUs     = sdk.Step(Devices, gpus(2))
-	oneGPUItems = sdk.Map(sdk.Step(Devices, gpus(1))).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 100})
+	cpuDevices = sdk.Step(Devices, quarter)
+	oneGPU     = sdk.Step(Devices, gpus(1))
+	twoGPUs    = sdk.Step(Devices, gpus(2))
+	// neuron_cores is one of Ray's accelerators, asked for as a custom
+	// resource (NEURON_RT_VISIBLE_CORES).
+	oneNeuronCore = sdk.Step(Devices, sdk.WithResources(sdk.Resources{NumCPUs: 0.25, Custom: map[string]float64{"neuron_cores": 1}}))
+	oneGPUItems   = sdk.Map(sdk.Step(Devices, gpus(1))).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 100})
 	// Two batches of two items at once, each batch holding one GPU.
 	oneGPUBatches = sdk.Map(sdk.Step(Devices, gpus(1))).WithLimits(sdk.Limits{MaxConcurrency: 4, MaxItems: 100}).WithItemBatching(2)
 )
@@ -59,7 +63,7 @@ var (
 // same.
 func TestAcceleratorLeavesSeeTheirDevices(t *testing.T) {
 	needRay(t)
-	head := startPrivateHead(t, "--num-gpus=2")
+	head := startPrivateHead(t, "--num-gpus=2", `--resources={"neuron_cores": 2}`)
 	t.Run("leaf processes", func(t *testing.T) { checkDevices(t, head.addr, "") })
 	// Leaves that hold accelerators do not run in the library, which lives
 	// in the worker's process: they get a leaf process of their own too.
@@ -78,20 +82,22 @@ func checkDevices(t *testing.T, addr, lib string) {
 	}
 	defer e.Close()
 
-	gpuPIDs := map[int]bool{}
+	accPIDs := map[int]bool{}
 	cpuPIDs := map[int]bool{}
+	oneOfTwo := func(ids []string) bool { return len(ids) == 1 && (ids[0] == "0" || ids[0] == "1") }
 	// The warm-up's worker and leaf process came first; Ray may lease an
 	// idle worker to any task.
 	for round := range 3 {
 		for _, c := range []struct {
 			name string
 			f    sdk.Flow[int, DeviceView]
-			want []string // nil: no device; "?": exactly one of 0 and 1
+			ok   func(v DeviceView) bool // what the leaf sees
 		}{
-			{"cpu", cpuDevices, nil},
-			{"one GPU", oneGPU, []string{"?"}},
-			{"cpu", cpuDevices, nil},
-			{"two GPUs", twoGPUs, []string{"0", "1"}},
+			{"cpu", cpuDevices, func(v DeviceView) bool { return !v.Set && v.Neuron == "" }},
+			{"one GPU", oneGPU, func(v DeviceView) bool { return oneOfTwo(deviceIDs(v.Devices)) && v.Neuron == "" }},
+			{"cpu", cpuDevices, func(v DeviceView) bool { return !v.Set && v.Neuron == "" }},
+			{"two GPUs", twoGPUs, func(v DeviceView) bool { return slices.Equal(deviceIDs(v.Devices), []string{"0", "1"}) }},
+			{"one neuron core", oneNeuronCore, func(v DeviceView) bool { return !v.Set && oneOfTwo(deviceIDs(v.Neuron)) }},
 		} {
 			// Without progress, so that a CPU step runs in the library
 			// (a step reporting progress live keeps the leaf process).
@@ -99,33 +105,23 @@ func checkDevices(t *testing.T, addr, lib string) {
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", round, c.name, err)
 			}
-			got := deviceIDs(v)
-			switch {
-			case c.want == nil:
-				if v.Set {
-					t.Errorf("round %d, %s leaf: CUDA_VISIBLE_DEVICES=%q, want it unset (the worker's own)", round, c.name, v.Devices)
-				}
+			if !c.ok(v) {
+				t.Errorf("round %d, %s leaf: CUDA_VISIBLE_DEVICES=%q (set %v), NEURON_RT_VISIBLE_CORES=%q: not the devices Ray assigned", round, c.name, v.Devices, v.Set, v.Neuron)
+			}
+			if c.name == "cpu" {
 				if want := map[bool]string{true: "", false: "1"}[lib != ""]; v.Leaf != want {
-					t.Errorf("round %d, %s leaf: leaf mode %q, want %q", round, c.name, v.Leaf, want)
+					t.Errorf("round %d, cpu leaf: leaf mode %q, want %q", round, v.Leaf, want)
 				}
 				cpuPIDs[v.PID] = true
 				continue
-			case c.want[0] == "?":
-				if len(got) != 1 || (got[0] != "0" && got[0] != "1") {
-					t.Errorf("round %d, %s leaf: CUDA_VISIBLE_DEVICES=%q (set %v), want one of the head's two GPUs", round, c.name, v.Devices, v.Set)
-				}
-			default:
-				if !slices.Equal(got, c.want) {
-					t.Errorf("round %d, %s leaf: CUDA_VISIBLE_DEVICES=%q (set %v), want %v", round, c.name, v.Devices, v.Set, c.want)
-				}
 			}
 			if v.Leaf != "1" {
 				t.Errorf("round %d, %s leaf ran in the leaf library, want a leaf process", round, c.name)
 			}
-			if gpuPIDs[v.PID] || cpuPIDs[v.PID] {
+			if accPIDs[v.PID] || cpuPIDs[v.PID] {
 				t.Errorf("round %d, %s leaf ran in leaf process %d, which ran an earlier leaf", round, c.name, v.PID)
 			}
-			gpuPIDs[v.PID] = true
+			accPIDs[v.PID] = true
 		}
 	}
 
@@ -140,7 +136,7 @@ func checkDevices(t *testing.T, addr, lib string) {
 		}
 		overlaps := 0
 		for i, a := range vs {
-			if len(deviceIDs(a)) != 1 || a.Leaf != "1" {
+			if len(deviceIDs(a.Devices)) != 1 || a.Leaf != "1" {
 				t.Fatalf("%s: item %d saw CUDA_VISIBLE_DEVICES=%q in leaf mode %q, want one GPU in a leaf process", c.name, i, a.Devices, a.Leaf)
 			}
 			for j, b := range vs[:i] {
@@ -156,12 +152,12 @@ func checkDevices(t *testing.T, addr, lib string) {
 	}
 }
 
-// deviceIDs are the sorted ids of v's CUDA_VISIBLE_DEVICES.
-func deviceIDs(v DeviceView) []string {
-	if !v.Set || v.Devices == "" {
+// deviceIDs are the sorted ids of a visible-devices variable's value.
+func deviceIDs(v string) []string {
+	if v == "" {
 		return nil
 	}
-	s := strings.Split(v.Devices, ",")
+	s := strings.Split(v, ",")
 	slices.Sort(s)
 	return s
 }
