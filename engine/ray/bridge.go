@@ -257,14 +257,24 @@ func bridgeScript() (string, error) {
 	return path, os.Rename(tmp.Name(), path)
 }
 
+// The fixes of setup problems name the commands, for a project of its own
+// as well as in a rayflow checkout (whose Makefile has them as targets).
+const (
+	venvFix = "create a Python with Ray next to your module: python3 -m venv .venv-ray && " +
+		".venv-ray/bin/pip install 'ray[default]==" + RayVersion + "' (make ray-venv in a rayflow checkout), " +
+		"or set RAYFLOW_PYTHON to a Python that has it"
+	clusterFix = "start the cluster (ray start --head from that Python; make ray-up in a rayflow checkout), " +
+		"or use Options.Address \"local\" for a private one"
+)
+
 // startBridge starts the bridge, checks the handshake and connects it to
 // Ray. Every setup problem is a *SetupError naming its fix.
 func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if o.Python == "" {
-		return nil, &SetupError{Problem: "no Python interpreter with Ray found", Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+		return nil, &SetupError{Problem: "no Python interpreter with Ray found", Fix: venvFix}
 	}
 	if _, err := exec.LookPath(o.Python); err != nil {
-		return nil, &SetupError{Problem: fmt.Sprintf("Python interpreter %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+		return nil, &SetupError{Problem: fmt.Sprintf("Python interpreter %s: %v", o.Python, err), Fix: venvFix}
 	}
 	if err := checkAddress(o.Address); err != nil {
 		return nil, err
@@ -300,7 +310,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, &SetupError{Problem: fmt.Sprintf("starting %s: %v", o.Python, err), Fix: "run make ray-venv (or set RAYFLOW_PYTHON)"}
+		return nil, &SetupError{Problem: fmt.Sprintf("starting %s: %v", o.Python, err), Fix: venvFix}
 	}
 	b.stdin, b.w = stdin, bufio.NewWriterSize(rawWriter(stdin), 64<<10)
 	go func() { _ = cmd.Wait(); close(b.exited) }()
@@ -325,7 +335,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if err != nil {
 		b.kill()
 		return nil, &SetupError{Problem: fmt.Sprintf("the bridge (%s) did not complete its handshake: %v\n%s", o.Python, err, b.tail.String()),
-			Fix: "run make ray-venv (or set RAYFLOW_PYTHON to a Python with ray[default]==" + RayVersion + ")"}
+			Fix: venvFix}
 	}
 	if err := b.checkHello(o.Python); err != nil {
 		b.kill()
@@ -361,11 +371,11 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	}
 	if err != nil {
 		b.kill()
-		where := "a private local cluster"
+		where, fix := "a private local cluster", "see Ray's log in the problem (a private cluster needs free ports and room in /tmp), or connect to a running cluster (Options.Address)"
 		if o.Address != "" && o.Address != "local" {
-			where = "the cluster at " + o.Address
+			where, fix = "the cluster at "+o.Address, clusterFix
 		}
-		return nil, &SetupError{Problem: fmt.Sprintf("connecting to %s: %v", where, err), Fix: "start it with make ray-up (or pass the right address)"}
+		return nil, &SetupError{Problem: fmt.Sprintf("connecting to %s: %v", where, err), Fix: fix}
 	}
 	b.remote = strings.Contains(o.Address, "://")
 	if b.GCSAddress != "" && !b.remote {
@@ -497,11 +507,11 @@ func (b *rayBridge) checkHello(python string) error {
 			msg = *h.ImportError
 		}
 		return &SetupError{Problem: fmt.Sprintf("ray is not importable by %s (%s): %s", python, h.Python, msg),
-			Fix: "run make ray-venv (or set RAYFLOW_PYTHON to a Python with ray[default]==" + RayVersion + ")"}
+			Fix: venvFix}
 	}
 	if *h.Ray != RayVersion {
 		return &SetupError{Problem: fmt.Sprintf("%s has Ray %s, rayflow requires %s", python, *h.Ray, RayVersion),
-			Fix: "run make ray-venv (pip install 'ray[default]==" + RayVersion + "')"}
+			Fix: venvFix}
 	}
 	return nil
 }
@@ -1230,7 +1240,7 @@ func checkAddress(addr string) error {
 		return nil
 	}
 	if err := dialCheck(addr); err != nil {
-		return &SetupError{Problem: fmt.Sprintf("no Ray cluster reachable at %s: %v", addr, err), Fix: "start one with make ray-up, or pass -ray local for a private cluster"}
+		return &SetupError{Problem: fmt.Sprintf("no Ray cluster reachable at %s: %v", addr, err), Fix: clusterFix}
 	}
 	return nil
 }

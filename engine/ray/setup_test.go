@@ -42,12 +42,12 @@ sys.stdin.read()
 	for _, tc := range []struct {
 		name, python, address, problem, fix string
 	}{
-		{"no interpreter", filepath.Join(dir, "missing-python"), "local", "missing-python", "make ray-venv"},
+		{"no interpreter", filepath.Join(dir, "missing-python"), "local", "missing-python", "pip install 'ray[default]==2.60.0'"},
 		{"no ray", fake("noray", hello("None")), "local", "ray is not importable", "make ray-venv"},
 		{"system python", "python3", "local", "ray is not importable", "make ray-venv"},
 		{"wrong ray", fake("oldray", hello(`"2.9.0"`)), "local", "has Ray 2.9.0, rayflow requires 2.60.0", "make ray-venv"},
 		{"not a bridge", fake("silent", "import sys\nsys.exit(3)\n"), "local", "did not complete its handshake", "make ray-venv"},
-		{"unreachable", DefaultPython(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "make ray-up"},
+		{"unreachable", DefaultPython(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "ray start --head"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.python == "" {
