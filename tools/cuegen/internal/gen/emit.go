@@ -59,6 +59,7 @@ func EmitPackage(s *Schema, pkg string, opt Options) ([]byte, error) {
 	}
 	var out bytes.Buffer
 	out.WriteString(Header)
+	out.WriteString(packageDoc(s, pkg))
 	fmt.Fprintf(&out, "package %s\n\n", pkg)
 	var imps []string
 	for p := range g.imports {
@@ -144,6 +145,51 @@ func docFor(d *Def) string {
 		return d.GoName + d.Doc[len(d.Name):]
 	}
 	return d.Doc
+}
+
+// packageDoc is the package comment of generated package pkg: the schema
+// files it comes from and what each defines (its first free comment).
+func packageDoc(s *Schema, pkg string) string {
+	var files []string
+	for _, f := range s.Files {
+		if s.FileGoPkg[f] == pkg {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = "schema/" + f
+	}
+	var b strings.Builder
+	b.WriteString(wrapComment(fmt.Sprintf("Package %s holds the Go types generated from %s by tools/cuegen: "+
+		"one type per definition, with its strict decoder (Decode<Type>: byte cap, unknown fields, duplicate "+
+		"keys, invalid UTF-8) and its validator (Validate, with JSON-pointer paths and stable codes), and the "+
+		"definitions' constants. Regenerate with go generate ./schema; never edit by hand.", pkg, strings.Join(paths, " and "))))
+	for _, f := range files {
+		if doc := s.FileDoc[f]; doc != "" {
+			b.WriteString("//\n")
+			b.WriteString(wrapComment(f + ": " + strings.Join(strings.Fields(doc), " ")))
+		}
+	}
+	return b.String()
+}
+
+// wrapComment formats text as // lines of at most 76 columns.
+func wrapComment(text string) string {
+	var b strings.Builder
+	line := "//"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 76 && line != "//" {
+			b.WriteString(line + "\n")
+			line = "//"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 func comment(doc, fallback string) string {

@@ -32,6 +32,11 @@ type Schema struct {
 	Enums   []*Type   // every named enum to emit
 	Values  []*Value
 	GoPkgs  []string // sorted
+	// FileGoPkg is each file's Go package (@rayflow(gopkg=...)) and
+	// FileDoc its first free comment (not attached to a declaration): what
+	// the file defines, which becomes the package documentation.
+	FileGoPkg map[string]string
+	FileDoc   map[string]string
 }
 
 // ProfileError lists every place where the schema leaves the strict profile.
@@ -55,7 +60,8 @@ func Load(dir string) (*Schema, error) {
 		return nil, err
 	}
 	var files []*ast.File
-	l := &loader{s: &Schema{Dir: dir, ByName: map[string]*Def{}}, fileAttr: map[string]string{}, names: map[string]map[string]token.Pos{}}
+	l := &loader{s: &Schema{Dir: dir, ByName: map[string]*Def{}, FileDoc: map[string]string{}}, fileAttr: map[string]string{}, names: map[string]map[string]token.Pos{}}
+	l.s.FileGoPkg = l.fileAttr
 	for _, e := range ents {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".cue") || n == GeneratedCUE {
@@ -178,6 +184,13 @@ func (l *loader) collect(f *ast.File) {
 				continue
 			}
 			gopkg = m["gopkg"]
+			// The comment after the attribute says what the file defines
+			// (the parser attaches it to the attribute).
+			for _, g := range ast.Comments(x) {
+				if !g.Doc && l.s.FileDoc[file] == "" {
+					l.s.FileDoc[file] = strings.TrimSpace(g.Text())
+				}
+			}
 		}
 	}
 	if gopkg == "" || !isGoIdent(gopkg) {
