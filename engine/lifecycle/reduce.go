@@ -139,93 +139,93 @@ func invalidTransition(s *State, ev *Event) *Rejection {
 }
 
 // command applies a command (CONTRACTS §4.4).
-func (w *State) command(ev *Event) *Rejection {
+func (s *State) command(ev *Event) *Rejection {
 	if ev.ActionToken != "" {
 		return reject(CodeUnexpectedActionToken, "command events must not carry an action token")
 	}
 	switch ev.Kind {
 	case EventOuterDeadlineExpired:
-		return w.outerDeadline(ev)
+		return s.outerDeadline(ev)
 	case EventCancellationRequested:
-		return w.cancel(ev)
+		return s.cancel(ev)
 	case EventOwnerLost:
-		return w.ownerLost(ev)
+		return s.ownerLost(ev)
 	}
-	if w.hasPending {
+	if s.hasPending {
 		return reject(CodeActionInProgress, "another adapter action is still pending")
 	}
 	switch ev.Kind {
 	case EventValidationRequested:
-		if w.sess != SessionNew {
-			return invalidTransition(w, ev)
+		if s.sess != SessionNew {
+			return invalidTransition(s, ev)
 		}
-		w.sess = SessionValidating
-		return w.issue(ActionValidate, -1, 0)
+		s.sess = SessionValidating
+		return s.issue(ActionValidate, -1, 0)
 	case EventPreparationRequested:
-		if w.sess != SessionValidated {
-			return invalidTransition(w, ev)
+		if s.sess != SessionValidated {
+			return invalidTransition(s, ev)
 		}
 		// First irreversible cutoff: strategy fallback closes before the
 		// adapter may allocate anything.
-		w.sess = SessionPreparing
-		w.fallback = false
-		return w.issue(ActionPrepare, -1, 0)
+		s.sess = SessionPreparing
+		s.fallback = false
+		return s.issue(ActionPrepare, -1, 0)
 	case EventAdmissionRequested:
-		return w.admit(ev)
+		return s.admit(ev)
 	case EventSubmissionRequested:
-		if w.invState != InvocationAdmitted {
-			return invalidTransition(w, ev)
+		if s.invState != InvocationAdmitted {
+			return invalidTransition(s, ev)
 		}
 		// Second irreversible cutoff: no replay once submission is issued.
-		w.invState = InvocationSubmitting
-		w.effect = EffectMayHaveStarted
-		w.setRetry(RetryApplicationPolicyRequired)
-		return w.issue(ActionSubmit, -1, 0)
+		s.invState = InvocationSubmitting
+		s.effect = EffectMayHaveStarted
+		s.setRetry(RetryApplicationPolicyRequired)
+		return s.issue(ActionSubmit, -1, 0)
 	case EventConsumptionRequested:
-		if w.invState != InvocationRunning {
-			return invalidTransition(w, ev)
+		if s.invState != InvocationRunning {
+			return invalidTransition(s, ev)
 		}
 		i := ev.OutputIndex
-		if i == nil || *i < 0 || *i >= w.nOut {
+		if i == nil || *i < 0 || *i >= s.nOut {
 			return reject(CodeOutputIndexInvalid, "output_index does not identify a declared output")
 		}
-		if w.outputs[*i] != OutputAvailable {
+		if s.outputs[*i] != OutputAvailable {
 			return reject(CodeOutputAlreadyClaimed, "a one-shot output may begin consumption only once")
 		}
-		w.outputs[*i] = OutputConsuming
-		w.invState = InvocationConsuming
-		return w.issue(ActionConsumeOutput, *i, 0)
+		s.outputs[*i] = OutputConsuming
+		s.invState = InvocationConsuming
+		return s.issue(ActionConsumeOutput, *i, 0)
 	case EventDrainRequested:
-		if w.sess != SessionReady {
-			return invalidTransition(w, ev)
+		if s.sess != SessionReady {
+			return invalidTransition(s, ev)
 		}
 		switch {
-		case w.inv == nil:
-			w.sess = SessionDraining
-			return w.issue(ActionDrainSession, -1, 0)
-		case w.invState == InvocationTerminal:
-			w.sess = SessionDraining
-			w.graph = GraphDrainRequired
-			return w.issue(ActionDrainSession, -1, 0)
+		case s.inv == nil:
+			s.sess = SessionDraining
+			return s.issue(ActionDrainSession, -1, 0)
+		case s.invState == InvocationTerminal:
+			s.sess = SessionDraining
+			s.graph = GraphDrainRequired
+			return s.issue(ActionDrainSession, -1, 0)
 		}
-		return w.beginInvocationDrain()
+		return s.beginInvocationDrain()
 	case EventTeardownRequested:
-		if w.sess != SessionReady && w.sess != SessionQuarantined {
-			return invalidTransition(w, ev)
+		if s.sess != SessionReady && s.sess != SessionQuarantined {
+			return invalidTransition(s, ev)
 		}
-		return w.beginTeardown()
+		return s.beginTeardown()
 	}
 	return reject(CodeInvalidEvent, "event kind is unsupported")
 }
 
-func (w *State) admit(ev *Event) *Rejection {
-	if w.sess != SessionReady ||
-		(w.graph != GraphPrepared && w.graph != GraphReusable) ||
-		(w.invState != InvocationNone && w.invState != InvocationTerminal) ||
-		!w.outputsAll(OutputState.ReuseSafe) {
-		return invalidTransition(w, ev)
+func (s *State) admit(ev *Event) *Rejection {
+	if s.sess != SessionReady ||
+		(s.graph != GraphPrepared && s.graph != GraphReusable) ||
+		(s.invState != InvocationNone && s.invState != InvocationTerminal) ||
+		!s.outputsAll(OutputState.ReuseSafe) {
+		return invalidTransition(s, ev)
 	}
-	if w.inv != nil && *w.inv == *ev.Invocation {
+	if s.inv != nil && *s.inv == *ev.Invocation {
 		return reject(CodeDuplicateInvocation, "the invocation identity has already been used by this session")
 	}
 	n := ev.DeclaredOutputs
@@ -233,274 +233,274 @@ func (w *State) admit(ev *Event) *Rejection {
 		return reject(CodeOutputCardinalityInvalid, "declared_outputs must be between 1 and 64")
 	}
 	inv := *ev.Invocation
-	w.inv = &inv
-	w.invState = InvocationAdmitting
-	w.effect = EffectNotStarted
-	w.setRetry(RetryAutomaticAllowed)
-	w.nOut = *n
-	for i := range w.outputs {
+	s.inv = &inv
+	s.invState = InvocationAdmitting
+	s.effect = EffectNotStarted
+	s.setRetry(RetryAutomaticAllowed)
+	s.nOut = *n
+	for i := range s.outputs {
 		if i < *n {
-			w.outputs[i] = OutputDeclared
+			s.outputs[i] = OutputDeclared
 		} else {
-			w.outputs[i] = ""
+			s.outputs[i] = ""
 		}
 	}
-	w.primary = ""
-	w.clearDiagnostics()
+	s.primary = ""
+	s.clearDiagnostics()
 	// rayflow decision §4.9 item 1: a REUSABLE graph takes the new
 	// invocation and becomes PREPARED; REUSABLE describes a graph between
 	// invocations.
-	w.graph = GraphPrepared
-	return w.issue(ActionAdmit, -1, *n)
+	s.graph = GraphPrepared
+	return s.issue(ActionAdmit, -1, *n)
 }
 
-func (w *State) cancel(ev *Event) *Rejection {
-	if ev.ObservedAt >= w.deadlines.Outer {
-		return w.outerDeadline(ev)
+func (s *State) cancel(ev *Event) *Rejection {
+	if ev.ObservedAt >= s.deadlines.Outer {
+		return s.outerDeadline(ev)
 	}
-	switch w.invState {
+	switch s.invState {
 	case InvocationAdmitting, InvocationAdmitted:
-		w.invState = InvocationCancelling
-		w.primary = OutcomeCancelledPreSubmission
-		w.setRetry(RetryProhibited)
-		w.terminalizeOutputs(OutputNotCreated)
-		w.hasPending = false // superseded, not completed: its callback is stale
-		return w.issue(ActionReleaseCapacity, -1, 0)
+		s.invState = InvocationCancelling
+		s.primary = OutcomeCancelledPreSubmission
+		s.setRetry(RetryProhibited)
+		s.terminalizeOutputs(OutputNotCreated)
+		s.hasPending = false // superseded, not completed: its callback is stale
+		return s.issue(ActionReleaseCapacity, -1, 0)
 	case InvocationSubmitting, InvocationRunning, InvocationConsuming:
-		w.sess = SessionDraining
-		w.invState = InvocationCancelling
-		w.effect = EffectMayHaveStarted
-		w.graph = GraphDrainRequired
-		w.setRetry(RetryApplicationPolicyRequired)
-		w.setPrimary(OutcomeCancelledAfterSubmission)
-		w.hasPending = false
-		return w.issue(ActionCancel, -1, 0)
+		s.sess = SessionDraining
+		s.invState = InvocationCancelling
+		s.effect = EffectMayHaveStarted
+		s.graph = GraphDrainRequired
+		s.setRetry(RetryApplicationPolicyRequired)
+		s.setPrimary(OutcomeCancelledAfterSubmission)
+		s.hasPending = false
+		return s.issue(ActionCancel, -1, 0)
 	}
-	return invalidTransition(w, ev)
+	return invalidTransition(s, ev)
 }
 
 // ownerLost applies OWNER_LOST as amended by rayflow decisions §4.9 items 2
 // and 4: classified at the submission cutoff by the effect state.
-func (w *State) ownerLost(ev *Event) *Rejection {
-	if ev.ObservedAt >= w.deadlines.Outer {
-		return w.outerDeadline(ev)
+func (s *State) ownerLost(ev *Event) *Rejection {
+	if ev.ObservedAt >= s.deadlines.Outer {
+		return s.outerDeadline(ev)
 	}
-	if w.inv == nil || !w.invState.active() {
-		return invalidTransition(w, ev)
+	if s.inv == nil || !s.invState.active() {
+		return invalidTransition(s, ev)
 	}
-	w.hasPending = false
-	hadPrimary := w.primary != ""
-	w.setPrimary(OutcomeOwnerLost)
-	w.sess = SessionQuarantined
-	w.invState = InvocationTerminal
-	w.graph = GraphRebuildRequired
-	if w.effect == EffectNotStarted {
-		w.terminalizeOutputs(OutputNotCreated)
+	s.hasPending = false
+	hadPrimary := s.primary != ""
+	s.setPrimary(OutcomeOwnerLost)
+	s.sess = SessionQuarantined
+	s.invState = InvocationTerminal
+	s.graph = GraphRebuildRequired
+	if s.effect == EffectNotStarted {
+		s.terminalizeOutputs(OutputNotCreated)
 		if !hadPrimary {
-			w.setRetry(RetryAutomaticAllowed)
+			s.setRetry(RetryAutomaticAllowed)
 		}
 	} else {
-		w.terminalizeOutputs(OutputLostWithOwner)
-		w.setRetry(RetryOperatorReconciliationRequired)
+		s.terminalizeOutputs(OutputLostWithOwner)
+		s.setRetry(RetryOperatorReconciliationRequired)
 	}
 	return nil
 }
 
-func (w *State) outerDeadline(ev *Event) *Rejection {
-	if w.sess == SessionRejected || w.sess == SessionTornDown {
-		return invalidTransition(w, ev)
+func (s *State) outerDeadline(ev *Event) *Rejection {
+	if s.sess == SessionRejected || s.sess == SessionTornDown {
+		return invalidTransition(s, ev)
 	}
-	if ev.ObservedAt < w.deadlines.Outer {
+	if ev.ObservedAt < s.deadlines.Outer {
 		return reject(CodeDeadlineNotExpired, "the outer deadline has not expired")
 	}
-	if w.hasPending {
-		return w.expire()
+	if s.hasPending {
+		return s.expire()
 	}
-	if w.inv == nil {
-		switch w.sess {
+	if s.inv == nil {
+		switch s.sess {
 		case SessionNew, SessionValidating, SessionValidated:
-			w.sess = SessionRejected
-			w.graph = GraphUnprepared
+			s.sess = SessionRejected
+			s.graph = GraphUnprepared
 		default:
-			w.sess = SessionQuarantined
-			w.graph = GraphRebuildRequired
+			s.sess = SessionQuarantined
+			s.graph = GraphRebuildRequired
 		}
-		w.primary = OutcomeOuterDeadline
-		w.fallback = false
-		w.setRetry(RetryProhibited)
+		s.primary = OutcomeOuterDeadline
+		s.fallback = false
+		s.setRetry(RetryProhibited)
 		return nil
 	}
-	switch w.invState {
+	switch s.invState {
 	case InvocationAdmitting, InvocationAdmitted:
-		w.invState = InvocationCancelling
-		w.primary = OutcomeOuterDeadline
-		w.setRetry(RetryProhibited)
-		w.terminalizeOutputs(OutputNotCreated)
-		return w.issue(ActionReleaseCapacity, -1, 0)
+		s.invState = InvocationCancelling
+		s.primary = OutcomeOuterDeadline
+		s.setRetry(RetryProhibited)
+		s.terminalizeOutputs(OutputNotCreated)
+		return s.issue(ActionReleaseCapacity, -1, 0)
 	case InvocationTerminal:
-		w.sess = SessionQuarantined
-		w.graph = GraphRebuildRequired
-		w.setRetry(RetryProhibited)
+		s.sess = SessionQuarantined
+		s.graph = GraphRebuildRequired
+		s.setRetry(RetryProhibited)
 		return nil
 	}
 	// SUBMITTING … CHECKING_HEALTH with nothing pending.
-	w.setPrimary(OutcomeOuterDeadline)
-	w.sess = SessionDraining
-	w.graph = GraphRebuildRequired
-	w.setRetry(RetryApplicationPolicyRequired)
-	return w.beginInvocationDrain()
+	s.setPrimary(OutcomeOuterDeadline)
+	s.sess = SessionDraining
+	s.graph = GraphRebuildRequired
+	s.setRetry(RetryApplicationPolicyRequired)
+	return s.beginInvocationDrain()
 }
 
 // callback applies an adapter callback (CONTRACTS §4.5).
-func (w *State) callback(ev *Event) *Rejection {
+func (s *State) callback(ev *Event) *Rejection {
 	tok := ev.ActionToken
-	if !w.hasPending || tok != w.pending.token {
+	if !s.hasPending || tok != s.pending.token {
 		switch {
 		case tok == "":
 			return reject(CodeActionTokenRequired, "adapter callbacks require an action token")
-		case w.completed(tok):
+		case s.completed(tok):
 			return reject(CodeDuplicateAction, "the action callback was already applied")
 		}
 		return reject(CodeStaleActionToken, "the action token is not pending")
 	}
-	p := w.pending
+	p := s.pending
 	if !p.kind.Allows(ev.Kind) {
-		return invalidTransition(w, ev)
+		return invalidTransition(s, ev)
 	}
 	if ev.Kind.explicitTimeout() && ev.ObservedAt < p.deadline {
 		return reject(CodeDeadlineNotExpired, "the action deadline has not expired")
 	}
 	if ev.ObservedAt >= p.deadline {
 		// Any callback at or after the action deadline is expiry, even a success.
-		return w.expire()
+		return s.expire()
 	}
-	w.complete()
+	s.complete()
 	switch ev.Kind {
 	case EventValidated:
-		w.sess = SessionValidated
+		s.sess = SessionValidated
 	case EventValidationRejected:
-		w.sess = SessionRejected
-		w.primary = OutcomeValidationRejected
+		s.sess = SessionRejected
+		s.primary = OutcomeValidationRejected
 	case EventPrepared:
-		w.sess = SessionReady
-		w.graph = GraphPrepared
+		s.sess = SessionReady
+		s.graph = GraphPrepared
 	case EventPreparationFailed:
-		w.primary = OutcomePreparationFailed
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.primary = OutcomePreparationFailed
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case EventAdmitted:
-		w.invState = InvocationAdmitted
+		s.invState = InvocationAdmitted
 	case EventCapacityRejected:
-		w.sess = SessionReady
-		w.invState = InvocationTerminal
-		w.graph = GraphPrepared
-		w.effect = EffectNotStarted
-		w.setRetry(RetryAutomaticAllowed)
-		w.terminalizeOutputs(OutputNotCreated)
-		w.primary = OutcomeCapacityRejected
+		s.sess = SessionReady
+		s.invState = InvocationTerminal
+		s.graph = GraphPrepared
+		s.effect = EffectNotStarted
+		s.setRetry(RetryAutomaticAllowed)
+		s.terminalizeOutputs(OutputNotCreated)
+		s.primary = OutcomeCapacityRejected
 	case EventSubmitted:
-		w.invState = InvocationRunning
-		for i := range w.outputs[:w.nOut] {
-			w.outputs[i] = OutputAvailable
+		s.invState = InvocationRunning
+		for i := range s.outputs[:s.nOut] {
+			s.outputs[i] = OutputAvailable
 		}
 	case EventOutputConsumed:
-		w.outputs[p.outputIndex] = OutputConsumed
-		if !w.outputsAll(OutputState.Terminal) {
-			w.invState = InvocationRunning
+		s.outputs[p.outputIndex] = OutputConsumed
+		if !s.outputsAll(OutputState.Terminal) {
+			s.invState = InvocationRunning
 			return nil
 		}
-		w.setPrimary(OutcomeSucceeded)
-		w.sess = SessionDraining
-		w.invState = InvocationCheckingHealth
-		w.setRetry(RetryProhibited)
-		return w.issue(ActionCheckHealth, -1, 0)
+		s.setPrimary(OutcomeSucceeded)
+		s.sess = SessionDraining
+		s.invState = InvocationCheckingHealth
+		s.setRetry(RetryProhibited)
+		return s.issue(ActionCheckHealth, -1, 0)
 	case EventApplicationError:
 		if p.kind == ActionConsumeOutput {
-			w.outputs[p.outputIndex] = OutputConsumed
+			s.outputs[p.outputIndex] = OutputConsumed
 		}
-		w.setPrimary(OutcomeApplicationError)
-		w.graph = GraphDrainRequired
-		w.setRetry(RetryApplicationPolicyRequired)
-		return w.beginInvocationDrain()
+		s.setPrimary(OutcomeApplicationError)
+		s.graph = GraphDrainRequired
+		s.setRetry(RetryApplicationPolicyRequired)
+		return s.beginInvocationDrain()
 	case EventActorDied, EventChannelError:
-		w.setPrimary(Outcome(ev.Kind))
-		w.graph = GraphRebuildRequired
-		w.setRetry(RetryApplicationPolicyRequired)
-		return w.beginTeardown()
+		s.setPrimary(Outcome(ev.Kind))
+		s.graph = GraphRebuildRequired
+		s.setRetry(RetryApplicationPolicyRequired)
+		return s.beginTeardown()
 	case EventCapacityReleased:
-		w.sess = SessionReady
-		w.invState = InvocationTerminal
-		w.graph = GraphPrepared
+		s.sess = SessionReady
+		s.invState = InvocationTerminal
+		s.graph = GraphPrepared
 	case EventCapacityReleaseFailed:
-		w.addDiagnostic(DiagCapacityReleaseFailed)
-		w.invState = InvocationTerminal
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagCapacityReleaseFailed)
+		s.invState = InvocationTerminal
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case EventCancelled, EventCancellationFailed:
 		if ev.Kind == EventCancellationFailed {
-			w.addDiagnostic(DiagCancellationFailed)
+			s.addDiagnostic(DiagCancellationFailed)
 		}
-		return w.beginInvocationDrain()
+		return s.beginInvocationDrain()
 	case EventDrained:
 		if p.kind == ActionDrainSession {
-			return w.beginTeardown()
+			return s.beginTeardown()
 		}
-		w.terminalizeOutputs(OutputAdapterReleased)
-		if w.graph == GraphRebuildRequired {
-			return w.beginTeardown()
+		s.terminalizeOutputs(OutputAdapterReleased)
+		if s.graph == GraphRebuildRequired {
+			return s.beginTeardown()
 		}
-		w.invState = InvocationCheckingHealth
-		return w.issue(ActionCheckHealth, -1, 0)
+		s.invState = InvocationCheckingHealth
+		return s.issue(ActionCheckHealth, -1, 0)
 	case EventDrainFailed:
-		w.addDiagnostic(DiagDrainFailed)
-		w.setPrimary(OutcomeDrainFailure)
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagDrainFailed)
+		s.setPrimary(OutcomeDrainFailure)
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case EventHealthy:
-		w.sess = SessionReady
-		w.invState = InvocationTerminal
-		w.graph = GraphReusable
+		s.sess = SessionReady
+		s.invState = InvocationTerminal
+		s.graph = GraphReusable
 	case EventUnhealthy:
-		w.addDiagnostic(DiagHealthCheckFailed)
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagHealthCheckFailed)
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case EventTornDown:
-		w.sess = SessionTornDown
-		w.finishInvocation()
-		w.graph = GraphTornDown
-		w.terminalizeOutputs(OutputUnavailableAfterTeardown)
+		s.sess = SessionTornDown
+		s.finishInvocation()
+		s.graph = GraphTornDown
+		s.terminalizeOutputs(OutputUnavailableAfterTeardown)
 	case EventTeardownFailed:
-		w.addDiagnostic(DiagTeardownFailed)
-		w.setPrimary(OutcomeTeardownFailure)
-		w.sess = SessionQuarantined
-		w.finishInvocation()
-		w.graph = GraphRebuildRequired
-		w.terminalizeOutputs(OutputCleanupUnconfirmed)
+		s.addDiagnostic(DiagTeardownFailed)
+		s.setPrimary(OutcomeTeardownFailure)
+		s.sess = SessionQuarantined
+		s.finishInvocation()
+		s.graph = GraphRebuildRequired
+		s.terminalizeOutputs(OutputCleanupUnconfirmed)
 	}
 	return nil
 }
 
 // completed reports whether tok is the last completed action's token.
-func (w *State) completed(tok string) bool {
-	if w.lastDone != "" {
-		return tok == w.lastDone
+func (s *State) completed(tok string) bool {
+	if s.lastDone != "" {
+		return tok == s.lastDone
 	}
-	if w.lastDoneSeq == 0 {
+	if s.lastDoneSeq == 0 {
 		return false
 	}
 	seq, _, ok := ParseToken(tok)
-	return ok && seq == w.lastDoneSeq
+	return ok && seq == s.lastDoneSeq
 }
 
-func (w *State) complete() {
-	w.hasPending = false
-	w.lastDone, w.lastDoneSeq = w.pending.token, w.pending.seq
+func (s *State) complete() {
+	s.hasPending = false
+	s.lastDone, s.lastDoneSeq = s.pending.token, s.pending.seq
 }
 
 // deadlineOutcome classifies the expiry of an action: the outer deadline
 // wins ties.
-func (w *State) deadlineOutcome(k ActionKind) Outcome {
-	if w.deadlines.Outer <= w.deadlines.stage(k) {
+func (s *State) deadlineOutcome(k ActionKind) Outcome {
+	if s.deadlines.Outer <= s.deadlines.stage(k) {
 		return OutcomeOuterDeadline
 	}
 	switch k {
@@ -519,156 +519,156 @@ func (w *State) deadlineOutcome(k ActionKind) Outcome {
 }
 
 // expire completes the pending action as expired (CONTRACTS §4.6).
-func (w *State) expire() *Rejection {
-	p := w.pending
-	w.complete()
-	outcome := w.deadlineOutcome(p.kind)
+func (s *State) expire() *Rejection {
+	p := s.pending
+	s.complete()
+	outcome := s.deadlineOutcome(p.kind)
 	switch p.kind {
 	case ActionValidate:
-		w.sess = SessionRejected
-		w.primary = outcome
+		s.sess = SessionRejected
+		s.primary = outcome
 	case ActionPrepare:
-		w.primary = outcome
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.primary = outcome
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case ActionAdmit:
-		w.invState = InvocationCancelling
-		w.graph = GraphPrepared
-		w.effect = EffectNotStarted
-		w.setRetry(RetryAutomaticAllowed)
-		w.terminalizeOutputs(OutputNotCreated)
-		w.primary = outcome
-		return w.issue(ActionReleaseCapacity, -1, 0)
+		s.invState = InvocationCancelling
+		s.graph = GraphPrepared
+		s.effect = EffectNotStarted
+		s.setRetry(RetryAutomaticAllowed)
+		s.terminalizeOutputs(OutputNotCreated)
+		s.primary = outcome
+		return s.issue(ActionReleaseCapacity, -1, 0)
 	case ActionSubmit:
-		w.setPrimary(outcome)
-		w.graph = GraphDrainRequired
-		w.setRetry(RetryApplicationPolicyRequired)
-		return w.beginInvocationDrain()
+		s.setPrimary(outcome)
+		s.graph = GraphDrainRequired
+		s.setRetry(RetryApplicationPolicyRequired)
+		return s.beginInvocationDrain()
 	case ActionConsumeOutput:
-		w.outputs[p.outputIndex] = OutputReleasePending
-		w.setPrimary(outcome)
-		w.graph = GraphRebuildRequired
-		w.setRetry(RetryApplicationPolicyRequired)
-		return w.beginInvocationDrain()
+		s.outputs[p.outputIndex] = OutputReleasePending
+		s.setPrimary(outcome)
+		s.graph = GraphRebuildRequired
+		s.setRetry(RetryApplicationPolicyRequired)
+		return s.beginInvocationDrain()
 	case ActionReleaseCapacity:
-		w.addDiagnostic(DiagCapacityReleaseTimeout)
-		w.invState = InvocationTerminal
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagCapacityReleaseTimeout)
+		s.invState = InvocationTerminal
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case ActionCancel:
-		w.addDiagnostic(DiagCancellationTimeout)
-		return w.beginInvocationDrain()
+		s.addDiagnostic(DiagCancellationTimeout)
+		return s.beginInvocationDrain()
 	case ActionDrainInvocation, ActionDrainSession:
-		w.addDiagnostic(DiagDrainTimeout)
-		w.setPrimary(outcome)
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagDrainTimeout)
+		s.setPrimary(outcome)
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case ActionCheckHealth:
-		w.addDiagnostic(DiagHealthCheckFailed)
-		w.graph = GraphRebuildRequired
-		return w.beginTeardown()
+		s.addDiagnostic(DiagHealthCheckFailed)
+		s.graph = GraphRebuildRequired
+		return s.beginTeardown()
 	case ActionTeardown:
 		if outcome == OutcomeTeardownFailure || outcome == OutcomeOuterDeadline {
-			w.addDiagnostic(DiagTeardownTimeout)
+			s.addDiagnostic(DiagTeardownTimeout)
 		} else {
-			w.addDiagnostic(DiagTeardownFailed)
+			s.addDiagnostic(DiagTeardownFailed)
 		}
-		w.setPrimary(outcome)
-		w.sess = SessionQuarantined
-		w.finishInvocation()
-		w.graph = GraphRebuildRequired
-		w.terminalizeOutputs(OutputCleanupUnconfirmed)
+		s.setPrimary(outcome)
+		s.sess = SessionQuarantined
+		s.finishInvocation()
+		s.graph = GraphRebuildRequired
+		s.terminalizeOutputs(OutputCleanupUnconfirmed)
 	}
 	return nil
 }
 
 // issue makes kind the pending action. An action whose deadline has
 // already passed at the last observation is expired at once.
-func (w *State) issue(kind ActionKind, outputIndex, declared int) *Rejection {
-	if w.nextSeq >= MaxActionSequence {
+func (s *State) issue(kind ActionKind, outputIndex, declared int) *Rejection {
+	if s.nextSeq >= MaxActionSequence {
 		return reject(CodeActionSequenceExhausted, "the bounded action sequence is exhausted")
 	}
-	seq := w.nextSeq
-	w.pending = pendingAction{
+	seq := s.nextSeq
+	s.pending = pendingAction{
 		token:       Token(seq, kind),
 		seq:         seq,
 		kind:        kind,
-		deadline:    w.deadlines.ActionDeadline(kind),
+		deadline:    s.deadlines.ActionDeadline(kind),
 		outputIndex: outputIndex,
 		declared:    declared,
 	}
-	w.hasPending = true
-	w.nextSeq++
-	if w.hasObserved && w.observed >= w.pending.deadline {
-		return w.expire()
+	s.hasPending = true
+	s.nextSeq++
+	if s.hasObserved && s.observed >= s.pending.deadline {
+		return s.expire()
 	}
 	return nil
 }
 
-func (w *State) beginInvocationDrain() *Rejection {
-	w.sess = SessionDraining
-	w.invState = InvocationDraining
-	return w.issue(ActionDrainInvocation, -1, 0)
+func (s *State) beginInvocationDrain() *Rejection {
+	s.sess = SessionDraining
+	s.invState = InvocationDraining
+	return s.issue(ActionDrainInvocation, -1, 0)
 }
 
-func (w *State) beginTeardown() *Rejection {
-	w.sess = SessionDraining
-	if w.inv != nil && w.invState != InvocationTerminal {
-		w.invState = InvocationDraining
+func (s *State) beginTeardown() *Rejection {
+	s.sess = SessionDraining
+	if s.inv != nil && s.invState != InvocationTerminal {
+		s.invState = InvocationDraining
 	}
-	w.graph = GraphRebuildRequired
-	return w.issue(ActionTeardown, -1, 0)
+	s.graph = GraphRebuildRequired
+	return s.issue(ActionTeardown, -1, 0)
 }
 
 // finishInvocation ends the invocation at teardown: TERMINAL if one was
 // ever admitted, else NONE.
-func (w *State) finishInvocation() {
-	if w.inv != nil {
-		w.invState = InvocationTerminal
+func (s *State) finishInvocation() {
+	if s.inv != nil {
+		s.invState = InvocationTerminal
 	} else {
-		w.invState = InvocationNone
+		s.invState = InvocationNone
 	}
 }
 
-func (w *State) setPrimary(o Outcome) {
-	if w.primary == "" {
-		w.primary = o
+func (s *State) setPrimary(o Outcome) {
+	if s.primary == "" {
+		s.primary = o
 	}
 }
 
 // setRetry changes the retry disposition unless reconciliation is already
 // required: that disposition is sticky (rayflow decision §4.9 item 4).
-func (w *State) setRetry(r RetryDisposition) {
-	if w.retry != RetryOperatorReconciliationRequired {
-		w.retry = r
+func (s *State) setRetry(r RetryDisposition) {
+	if s.retry != RetryOperatorReconciliationRequired {
+		s.retry = r
 	}
 }
 
-func (w *State) terminalizeOutputs(to OutputState) {
-	for i, o := range w.outputs[:w.nOut] {
+func (s *State) terminalizeOutputs(to OutputState) {
+	for i, o := range s.outputs[:s.nOut] {
 		if !o.Terminal() {
-			w.outputs[i] = to
+			s.outputs[i] = to
 		}
 	}
 }
 
 // addDiagnostic keeps at most MaxDiagnostics distinct codes; when full,
 // the last slot becomes DIAGNOSTICS_TRUNCATED.
-func (w *State) addDiagnostic(d Diagnostic) {
-	for _, x := range w.diags[:w.nDiag] {
+func (s *State) addDiagnostic(d Diagnostic) {
+	for _, x := range s.diags[:s.nDiag] {
 		if x == d {
 			return
 		}
 	}
-	if w.nDiag < MaxDiagnostics {
-		w.diags[w.nDiag] = d
-		w.nDiag++
+	if s.nDiag < MaxDiagnostics {
+		s.diags[s.nDiag] = d
+		s.nDiag++
 		return
 	}
-	w.diags[MaxDiagnostics-1] = DiagDiagnosticsTruncated
+	s.diags[MaxDiagnostics-1] = DiagDiagnosticsTruncated
 }
 
-func (w *State) clearDiagnostics() {
-	w.diags = [MaxDiagnostics]Diagnostic{}
-	w.nDiag = 0
+func (s *State) clearDiagnostics() {
+	s.diags = [MaxDiagnostics]Diagnostic{}
+	s.nDiag = 0
 }

@@ -38,8 +38,9 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// The workflow lives in examples/complex/workflow (importable by
-// rayflow worker and rayflow serve); these names keep this command's API.
+// MaxBranchItems is workflow.MaxBranchItems: the workflow lives in
+// examples/complex/workflow (importable by rayflow worker and rayflow
+// serve), and these names keep this command's API.
 const MaxBranchItems = workflow.MaxBranchItems
 
 const (
