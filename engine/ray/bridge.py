@@ -121,7 +121,12 @@ def _fresh_proc(exe, digest, node):
     started under the task's environment and ended after it (_end), which
     also frees what it held on the devices: Ray's own default for GPU
     tasks, max_calls=1, ends the whole worker instead."""
-    return _same_build(exe, _start_leaf(exe, digest, node), digest, node)
+    ent = _start_leaf(exe, digest, node)
+    try:
+        return _same_build(exe, ent, digest, node)
+    except LeafProcessError:
+        _kill(ent[0])  # not kept for another plan, unlike a persistent one
+        raise
 
 
 def _start_leaf(exe, digest, node):
@@ -189,7 +194,7 @@ def _kill(p):
 
 def _drop_proc(exe, p):
     procs = sys.__dict__.get("_rayflow_leaf_procs", {})
-    if procs.get(exe, (None,))[0] is p:  # not a fresh process's persistent sibling
+    if procs.get(exe, (None,))[0] is p:  # a fresh process (_fresh_proc) is not in procs
         del procs[exe]
     try:
         p.kill()
@@ -1008,9 +1013,9 @@ class Bridge:
         oid = it.get("o", 0)
         if oid and oid not in self.optsets:
             self.optsets[oid] = it["options"]
-            if _holds_accelerators(it["options"]):
-                self.accelerated.add(oid)
             try:
+                if _holds_accelerators(it["options"]):
+                    self.accelerated.add(oid)
                 self.variants[oid] = _Prepared(self.leaf.options(**it["options"]))
             except Exception as e:
                 # Only the set's first item carries its options: the later
