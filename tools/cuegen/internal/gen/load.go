@@ -33,8 +33,8 @@ type Schema struct {
 	Values  []*Value
 	GoPkgs  []string // sorted
 	// FileGoPkg is each file's Go package (@rayflow(gopkg=...)) and
-	// FileDoc its first free comment (not attached to a declaration): what
-	// the file defines, which becomes the package documentation.
+	// FileDoc the comment that follows that attribute: what the file
+	// defines, which becomes part of the package documentation.
 	FileGoPkg map[string]string
 	FileDoc   map[string]string
 }
