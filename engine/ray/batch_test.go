@@ -3,11 +3,8 @@ package ray
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -302,16 +299,7 @@ func TestBatchedMapCancels(t *testing.T) {
 	if !errors.As(err, &se) || se.Node != "0.1.m4" {
 		t.Fatalf("want the StepError of item 4, got %v", err)
 	}
-	b, rerr := os.ReadFile(log)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	lines := strings.Fields(strings.TrimSpace(string(b)))
-	if len(lines) != 2 {
-		t.Fatalf("log %q: want only the failing item", b)
-	}
-	failed, _ := strconv.ParseInt(lines[1], 10, 64)
-	elapsed := returned.Sub(time.Unix(0, failed))
+	elapsed := returned.Sub(failedAt(t, log))
 	t.Logf("returned %v after the failure (cancel timeout %v)", elapsed, cancelTimeout)
 	if limit := 5 * time.Second; elapsed > limit {
 		t.Fatalf("the failed map returned %v after the failure, want < %v: the other batch was not cancelled", elapsed, limit)

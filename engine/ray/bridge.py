@@ -118,7 +118,7 @@ def _fresh_proc(exe, digest, node):
     environment for such a task only, and restores it after; a child
     process sees the environment it started with, so the persistent leaf
     process would see another task's devices, or all of them. This one is
-    started under the task's environment and ended after it (_end), which
+    started under the task's environment and ended after it (_in_fresh), which
     also frees what it held on the devices: Ray's own default for GPU
     tasks, max_calls=1, ends the whole worker instead."""
     ent = _start_leaf(exe, digest, node)
@@ -175,13 +175,18 @@ def _same_build(exe, ent, digest, node):
     return p
 
 
-def _end(p):
-    """Ends a fresh leaf process: it exits when its input closes."""
+def _in_fresh(exe, digest, node, run):
+    """run(p) in a fresh leaf process p (_fresh_proc), ended after: it
+    exits when its input closes."""
+    p = _fresh_proc(exe, digest, node)
     try:
-        p.stdin.close()
-        p.wait(timeout=5)
-    except Exception:
-        _kill(p)
+        return run(p)
+    finally:
+        try:
+            p.stdin.close()
+            p.wait(timeout=5)
+        except Exception:
+            _kill(p)
 
 
 def _kill(p):
@@ -540,11 +545,7 @@ def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
                 return b"", secs[0]
             raise LeafError(h.get("error", {}), secs[0] if secs else b"")
     if fresh:
-        p = _fresh_proc(exe, digest, node)
-        try:
-            return _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame)
-        finally:
-            _end(p)
+        return _in_fresh(exe, digest, node, lambda p: _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame))
     return _leaf_in(exe, _leaf_proc(exe, digest, node), spec, bound, arg, kind, prog, trace, frame)
 
 
@@ -578,11 +579,7 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None, fresh=False):
     _traced(header, trace)
     frame = encode_frame(header, [bound or b""] + inputs)
     if fresh:
-        p = _fresh_proc(exe, digest, node)
-        try:
-            h, secs = _roundtrip(exe, p, node, frame)
-        finally:
-            _end(p)
+        h, secs = _in_fresh(exe, digest, node, lambda p: _roundtrip(exe, p, node, frame))
     elif lib and not trace:
         h, secs = _lib_call(lib, librev, node, frame)
     else:

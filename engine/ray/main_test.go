@@ -146,6 +146,25 @@ func Work(ctx context.Context, j Job) (int, error) {
 	return j.I * j.I, nil
 }
 
+// failedAt reads the Job log of a run whose only logging leaf is the
+// failing one (the sleeping leaves are cancelled before they log) and
+// returns the instant that leaf returned its failure.
+func failedAt(t *testing.T, log string) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("the failing leaf logged nothing: %v", err)
+	}
+	var started, failed int64
+	if n, err := fmt.Sscan(string(b), &started, &failed); n != 2 {
+		t.Fatalf("the leaf log %q: %v", b, err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines != 1 {
+		t.Fatalf("%d leaves logged, want only the failing one:\n%s", lines, b)
+	}
+	return time.Unix(0, failed)
+}
+
 // Inc, Double and Show are a chain.
 func Inc(_ context.Context, n int) (int, error)    { return n + 1, nil }
 func Double(_ context.Context, n int) (int, error) { return 2 * n, nil }

@@ -3,7 +3,6 @@ package ray
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -141,24 +140,6 @@ func TestMapFailureCancels(t *testing.T) {
 		log := filepath.Join(t.TempDir(), "log")
 		return JobsSpec{N: 10, FailAt: 1, FailAfterMS: 300, Template: Job{SleepMS: 60_000, Log: log}}
 	}
-	// sinceFailure is how long after the failing leaf returned its
-	// failure the run returned (the sleeping leaves log nothing: they are
-	// cancelled before they would).
-	sinceFailure := func(spec JobsSpec, returned time.Time) time.Duration {
-		t.Helper()
-		b, err := os.ReadFile(spec.Template.Log)
-		if err != nil {
-			t.Fatalf("the failing leaf logged nothing: %v", err)
-		}
-		var started, failed int64
-		if n, err := fmt.Sscan(string(b), &started, &failed); n != 2 {
-			t.Fatalf("the leaf log %q: %v", b, err)
-		}
-		if lines := strings.Count(string(b), "\n"); lines != 1 {
-			t.Fatalf("%d leaves logged, want only the failing one:\n%s", lines, b)
-		}
-		return returned.Sub(time.Unix(0, failed))
-	}
 	spec := failing()
 	debugf("failure run starts")
 	_, err := Run(ctx, testEngine, f, spec)
@@ -172,7 +153,7 @@ func TestMapFailureCancels(t *testing.T) {
 		t.Fatalf("want a StepError at 0.1.m1, got %v", err)
 	}
 	const margin = 2 * time.Second
-	took := sinceFailure(spec, returned)
+	took := returned.Sub(failedAt(t, spec.Template.Log))
 	t.Logf("returned %v after the leaf failed (cancel timeout %v)", took, cancelTimeout)
 	if limit := cancelTimeout + margin; took > limit {
 		t.Fatalf("the failed map returned %v after its leaf failed, want < %v", took, limit)
@@ -193,7 +174,7 @@ func TestMapFailureCancels(t *testing.T) {
 	// A map that waited for its leaves would take their 60 s (or the 30 s
 	// CancelTimeout); force-cancelling them takes Ray a few seconds on a
 	// loaded 2-core machine.
-	if took := sinceFailure(spec, returned); took > 10*time.Second {
+	if took := returned.Sub(failedAt(t, spec.Template.Log)); took > 10*time.Second {
 		t.Fatalf("with CancelTimeout 30s the failed map returned %v after its leaf failed: its leaves were not cancelled", took)
 	}
 	if st, err := testBridge.Stats(ctx); err != nil || st.Handles != 0 {

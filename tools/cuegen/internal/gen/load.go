@@ -49,7 +49,6 @@ func (e *ProfileError) Error() string {
 type loader struct {
 	s        *Schema
 	problems []string
-	fileAttr map[string]string // file -> gopkg
 	names    map[string]map[string]token.Pos
 }
 
@@ -60,8 +59,8 @@ func Load(dir string) (*Schema, error) {
 		return nil, err
 	}
 	var files []*ast.File
-	l := &loader{s: &Schema{Dir: dir, ByName: map[string]*Def{}, FileDoc: map[string]string{}}, fileAttr: map[string]string{}, names: map[string]map[string]token.Pos{}}
-	l.s.FileGoPkg = l.fileAttr
+	l := &loader{s: &Schema{Dir: dir, ByName: map[string]*Def{}, FileGoPkg: map[string]string{}, FileDoc: map[string]string{}},
+		names: map[string]map[string]token.Pos{}}
 	for _, e := range ents {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".cue") || n == GeneratedCUE {
@@ -197,7 +196,7 @@ func (l *loader) collect(f *ast.File) {
 		l.errf(f.Pos(), "%s: missing or invalid file attribute @rayflow(gopkg=NAME)", file)
 		return
 	}
-	l.fileAttr[file] = gopkg
+	l.s.FileGoPkg[file] = gopkg
 	for _, d := range f.Decls {
 		switch x := d.(type) {
 		case *ast.Package, *ast.ImportDecl, *ast.Attribute, *ast.CommentGroup:
