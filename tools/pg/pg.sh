@@ -42,14 +42,42 @@ freeport() {
 
 BIN=$(bindir)
 data=$dir/data
+# srv holds what the server itself opens (its data directory, socket and log):
+# DIR, unless the server runs as "postgres" (we are root) and that user cannot
+# reach DIR, as in a checkout under root's 0700 home. Then the data directory
+# lives in a folder of that user's under /var/tmp, keyed by DIR, and DIR/data
+# links to it, so DIR stays the one place the Makefile and users look.
+srv=$dir
+if [ -L "$data" ]; then
+	srv=$(dirname "$(readlink "$data")")
+elif [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$dir"; then
+	if [ -e "$data" ]; then
+		echo "pg: the postgres user cannot reach $data: move $dir under a folder that user can traverse, or remove $data" >&2
+		exit 1
+	fi
+	srv=/var/tmp/rayflow-pg/$(printf %s "$dir" | sha256sum | cut -c1-16)
+fi
+if [ "$srv" != "$dir" ]; then
+	data=$srv/data
+	if [ "$cmd" != down ] && [ "$cmd" != stop ]; then
+		mkdir -p "$data"
+		chmod 0755 "$(dirname "$srv")" "$srv"
+		chown postgres "$srv" "$data"
+		chmod 0700 "$data"
+		if [ ! -L "$dir/data" ]; then
+			ln -s "$data" "$dir/data"
+			echo "pg: the postgres user cannot reach $dir; the data directory is $data (linked as $dir/data)" >&2
+		fi
+	fi
+fi
 case $cmd in
 up | start | restart)
 	if [ "$cmd" = restart ] && [ -f "$data/postmaster.pid" ]; then
 		as "$BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null
 	fi
 	if [ "$(id -u)" = 0 ]; then
-		chown postgres "$dir"
-		chmod 0755 "$dir"
+		chown postgres "$srv"
+		chmod 0755 "$srv"
 	fi
 	if [ ! -f "$data/PG_VERSION" ]; then
 		as "$BIN/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 ||
@@ -61,17 +89,17 @@ up | start | restart)
 	fi
 	start() {
 		echo "$1" >"$dir/port"
-		as "$BIN/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 \
-			-o "-c listen_addresses=127.0.0.1 -p $1 -k $dir -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" start >/dev/null
+		as "$BIN/pg_ctl" -D "$data" -l "$srv/server.log" -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $1 -k $srv -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB" start >/dev/null
 	}
 	# The same port as last time (restarts keep the URL), else a free one.
 	port=$(cat "$dir/port" 2>/dev/null || freeport)
 	if ! start "$port"; then
 		port=$(freeport)
-		start "$port" || { tail -20 "$dir/server.log" >&2; exit 1; }
+		start "$port" || { tail -20 "$srv/server.log" >&2; exit 1; }
 	fi
-	as "$BIN/psql" -h "$dir" -p "$port" -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname='rayflow'" | grep -q 1 ||
-		as "$BIN/createdb" -h "$dir" -p "$port" -U postgres rayflow
+	as "$BIN/psql" -h "$srv" -p "$port" -U postgres -d postgres -Atqc "SELECT 1 FROM pg_database WHERE datname='rayflow'" | grep -q 1 ||
+		as "$BIN/createdb" -h "$srv" -p "$port" -U postgres rayflow
 	echo "postgres://postgres@127.0.0.1:$port/rayflow?sslmode=disable" >"$dir/url"
 	echo "pg: running: $(cat "$dir/url")"
 	;;
