@@ -198,14 +198,14 @@ demo-durable: build pg-up ray-venv ## the durable path: enqueue the fan-out, a `
 	echo "demo-durable: SUCCEEDED on Ray with the same result"
 
 .PHONY: bench-progress
-bench-progress: ## progress storage (CONTRACTS §8.3 side by side): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
+bench-progress: ## progress storage (the reference's table shape, docs/operations.md#benchmarks): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
 	@$(PG_BENCH_URL); echo "bench-progress: $$url; $$(uptime)"; \
 	RAYFLOW_BENCH_PROGRESS=1 RAYFLOW_TEST_DATABASE_URL=$$url $(GO) test -count=1 -run '^TestBenchProgress$$' -v ./engine/progressstore/
 
 # --- rayflow serve: reads and the browser pages (serve, serve/read) ---------
 .PHONY: bench-read chromium test-browser
 
-bench-read: ## progress reads (CONTRACTS §8.4 side by side, SQL statements per read): chains of 1k/10k/25k nodes, page 100; then the same with the record cache off (RAYFLOW_TEST_DATABASE_URL, else make pg-up's)
+bench-read: ## progress reads (beside the reference's figures, docs/operations.md#benchmarks; SQL statements per read): chains of 1k/10k/25k nodes, page 100; then the same with the record cache off (RAYFLOW_TEST_DATABASE_URL, else make pg-up's)
 	@$(PG_BENCH_URL); db=$$url; echo "bench-read: $$(uptime)"; \
 	echo '--- warm: the decoded-record cache on (the default)'; \
 	RAYFLOW_TEST_DATABASE_URL=$$db $(GO) test -count=1 -run '^$$' -bench '^BenchmarkReads$$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)' ; \

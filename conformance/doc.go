@@ -4,6 +4,7 @@
 // independent Python reference in reference/python.
 //
 // It checks byte formats only (canonical JSON v1, the no-fold codec, digests
-// and the number text of Appendix A); record schemas are checked by the
+// and the number lines of
+// docs/contracts.md#number-lines-and-vectors); record schemas are checked by the
 // generated validators in gen/.
 package conformance

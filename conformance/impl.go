@@ -28,7 +28,7 @@ type Impl interface {
 	// Fingerprint returns "sha256:<hex>" of domain, NUL and the canonical bytes.
 	Fingerprint(ctx context.Context, input []byte, domain string, mode Mode) (Result, error)
 	// Numbers returns the SHA-256 hex and byte count of the first count
-	// Appendix A number lines under mode.
+	// number lines (docs/contracts.md#number-lines-and-vectors) under mode.
 	Numbers(ctx context.Context, count int, mode Mode) (string, int64, error)
 }
 

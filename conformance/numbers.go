@@ -12,7 +12,8 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// Doubles yields the IEEE-754 bit patterns of the Appendix A sequence: the
+// Doubles yields the IEEE-754 bit patterns of the number-line sequence
+// (docs/contracts.md#number-lines-and-vectors): the
 // static patterns, the serial run, then the SHA-256 chain (see numbers.json).
 func (f *NumbersFile) Doubles() (iter.Seq[uint64], error) {
 	static := make([]uint64, len(f.StaticBits))

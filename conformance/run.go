@@ -12,7 +12,8 @@ import (
 
 // Options bound a run.
 type Options struct {
-	// MaxNumberLines is the largest Appendix A block checked (0: 100,000).
+	// MaxNumberLines is the largest block of number lines checked (0:
+	// 100,000; docs/contracts.md#number-lines-and-vectors).
 	MaxNumberLines int
 	// Match, when set, selects vectors by name.
 	Match func(name string) bool

@@ -42,7 +42,7 @@ type Outcome struct {
 	Truncated bool
 	// Kind is the event kind when the bytes decoded.
 	Kind Kind
-	// Reason (§6.2) and Bucket (the ingress rejected_by_reason key) say why
+	// Reason (docs/contracts.md#live-events) and Bucket (the ingress rejected_by_reason key) say why
 	// a rejected event was refused; Err has the detail.
 	Reason event.ErrorReason
 	Bucket Bucket
@@ -577,7 +577,7 @@ func (c *Collector) pushRecent(k Kind, n *Node, occurredAt string) {
 	c.recentHead = (c.recentHead + 1) % len(c.recent)
 }
 
-// topologySize is the canonical size of a node's topology record (§5.4).
+// topologySize is the canonical size of a node's topology record (docs/contracts.md#topology-pages-and-manifest).
 func topologySize(n *Node) (int64, error) {
 	b, err := canonical.NoFold.Marshal(topology.Node{NodeID: n.NodeID, Kind: n.Kind, Label: n.Label,
 		CallablePath: n.CallablePath, RuntimeEnv: n.RuntimeEnv, RayOptions: n.RayOptions})

@@ -1,6 +1,6 @@
 // Package progress is the engine-neutral half of live workflow progress
-// (CONTRACTS §5.1, §6.1–§6.3, §6.5; seed "Application Progress", "Graph and
-// Progress Schema", "Workflow Progress Policy"): every graph semantic is Go.
+// (docs/contracts.md#progress-records: limits, snapshot v2, live events,
+// metrics, previews, redaction): every graph semantic is Go.
 // It imports no engine and not sdk (sdk imports it: sdk.PreviewEnvelope and
 // sdk.ReportProgress are this package's PreviewEnvelope and Report). Engines only move bytes: a leaf's Producer
 // hands canonical event envelopes to a Sender (on Ray the collector actor's
@@ -25,7 +25,7 @@
 // # Producer (in the leaf)
 //
 // A Producer is one leaf invocation's Reporter. Report validates,
-// redacts and bounds a value before anything leaves the leaf (§6.3, §6.5),
+// redacts and bounds a value before anything leaves the leaf (docs/contracts.md#metrics-and-metadata, docs/contracts.md#redaction),
 // encodes it as an identity-bound canonical application_progress envelope,
 // and either submits it (no acknowledgement outstanding) or puts it into the
 // one latest-value slot, superseding the value there. When the outstanding

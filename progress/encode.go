@@ -16,7 +16,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/redact"
 )
 
-// Kind is a live event kind (CONTRACTS §6.2).
+// Kind is a live event kind (docs/contracts.md#live-events).
 type Kind string
 
 // The 13 event kinds, in schema order.
@@ -446,7 +446,7 @@ func (e *Encoder) producerReportEv(r event.ProducerReportPayload) ([]byte, event
 }
 
 // RedactMetadata bounds generic metadata (runtime_env, ray_options) per
-// CONTRACTS §6.3 and §6.5: values under a key matching the policy and
+// docs/contracts.md#metrics-and-metadata and docs/contracts.md#redaction: values under a key matching the policy and
 // matching strings become redact.Marker; metadata nesting more than
 // prof.MetadataDepth containers (the object itself included) or costing more
 // than prof.MetadataBudget is replaced by an empty object. truncated reports
@@ -498,7 +498,7 @@ func metadataDepth(v any) int64 {
 	return 0
 }
 
-// metadataCost is the §6.3 budget: null 4, bool 5, number 24, string len+2,
+// metadataCost is the docs/contracts.md#metrics-and-metadata budget: null 4, bool 5, number 24, string len+2,
 // key len+4, object 2, list 2 + 1 per item.
 func metadataCost(v any, p limits.MetricsProfile) int64 {
 	switch x := v.(type) {

@@ -19,7 +19,7 @@ import (
 var ErrInvalidMetrics = errors.New("progress: invalid metrics")
 
 // NormalizeMetrics validates, redacts and bounds an application metrics
-// mapping (CONTRACTS §6.3, §6.5) and returns it as canonical raw values
+// mapping (docs/contracts.md#metrics-and-metadata, docs/contracts.md#redaction) and returns it as canonical raw values
 // ready for an application_progress payload:
 //
 //   - more than prof.Keys keys, a key outside 1..prof.KeyBytes UTF-8 bytes,

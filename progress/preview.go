@@ -11,7 +11,7 @@ import (
 // (sdk.PreviewAvailability is this type).
 type PreviewAvailability string
 
-// Preview statuses (CONTRACTS §6.4). Only Available and Redacted carry a value.
+// Preview statuses (docs/contracts.md#output-previews). Only Available and Redacted carry a value.
 const (
 	PreviewNotRequested    PreviewAvailability = "NOT_REQUESTED"
 	PreviewPending         PreviewAvailability = "PENDING"

@@ -23,7 +23,7 @@ func newProducer(t *testing.T, s Sender) *Producer {
 	return p
 }
 
-// checkSums checks the producer_report identities of §6.2.
+// checkSums checks the producer_report identities of docs/contracts.md#live-events.
 func checkSums(t *testing.T, r event.ProducerReportPayload) {
 	t.Helper()
 	if r.Offered != r.Submitted+r.Superseded+r.LocallyDropped {

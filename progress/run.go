@@ -632,7 +632,7 @@ func (r *Run) publication(final bool, outcome summary.TerminalState) (*Publicati
 		if outcome == summary.TerminalStateSucceeded {
 			if c.Succeeded != c.Discovered {
 				// The run succeeded before every node's terminal event
-				// arrived (CONTRACTS §5.7: success marks every discovered
+				// arrived (docs/contracts.md#publication: success marks every discovered
 				// node succeeded).
 				reasons = append(reasons, summary.TruncationReasonTerminalStateUnreported)
 				c.Pending, c.Running, c.Failed, c.Succeeded = 0, 0, 0, c.Discovered

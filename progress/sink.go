@@ -50,7 +50,7 @@ type Publication struct {
 	Identity common.RunIdentity
 	// Final is set on the last publication, after the run ended.
 	Final bool
-	// Summary is the summary v3 record (CONTRACTS §5.3), validated by
+	// Summary is the summary v3 record (docs/contracts.md#summary-v3), validated by
 	// gen/summary and at most 16 KiB canonical. Its topology_version
 	// advances when the topology changes, its detail_revision when any
 	// node changes, and storage.manifest_id names the topology version

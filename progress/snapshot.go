@@ -16,7 +16,7 @@ const (
 	StateFailed    = "FAILED"
 )
 
-// Snapshot is the schema-v2 compatibility snapshot (CONTRACTS §6.1) of a
+// Snapshot is the schema-v2 compatibility snapshot (docs/contracts.md#snapshot-v2) of a
 // collector's retained state. canonical.NoFold.Marshal encodes it exactly;
 // float fields keep their ".0" (progress_percent 100.0, epoch seconds).
 type Snapshot struct {
@@ -76,7 +76,7 @@ type RecentEvent struct {
 	Timestamp string               `json:"timestamp"`
 }
 
-// Ingress is the collector's ingress diagnostics (CONTRACTS §6.1).
+// Ingress is the collector's ingress diagnostics (docs/contracts.md#snapshot-v2).
 type Ingress struct {
 	Accepted         int64              `json:"accepted"`
 	Rejected         int64              `json:"rejected"`

@@ -11,7 +11,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// DefaultRetentionDays is the default terminal detail retention (§5.8).
+// DefaultRetentionDays is the default terminal detail retention (docs/contracts.md#retention-and-cleanup).
 const DefaultRetentionDays = 7
 
 // TerminalInput is what a terminal_only run knows when its outer task
@@ -34,7 +34,7 @@ type TerminalInput struct {
 }
 
 // TerminalSummary builds the one bounded summary v3 record of a
-// terminal_only run (seed "Workflow Progress Policy"; CONTRACTS §5.3): the
+// terminal_only run (docs/contracts.md#summary-v3): the
 // pinned strategy and fingerprint, the declared counts, the terminal outcome
 // and timestamps; discovered, retained and node-state counts stay zero;
 // detail OMITTED_BY_POLICY with no topology, detail revision or manifest.

@@ -9,7 +9,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/redact"
 )
 
-// FormatTimestamp returns the canonical UTC timestamp of t (CONTRACTS §5.3):
+// FormatTimestamp returns the canonical UTC timestamp of t (docs/contracts.md#summary-v3):
 // YYYY-MM-DDTHH:MM:SSZ, or with six fractional digits when the microseconds
 // are not zero. Sub-microsecond precision is truncated, as Python's datetime
 // holds microseconds.
@@ -49,7 +49,7 @@ func boundText(s string, maxBytes int64, pol *redact.Policy) (out string, trunca
 }
 
 // identityText checks identity-like text (node ids, Ray ids): non-empty,
-// within maxBytes, valid UTF-8 and unchanged by redaction (§6.2).
+// within maxBytes, valid UTF-8 and unchanged by redaction (docs/contracts.md#live-events).
 func identityText(s string, maxBytes int64, pol *redact.Policy) bool {
 	return s != "" && int64(len(s)) <= maxBytes && utf8.ValidString(s) && (pol == nil || !pol.Matches(s))
 }

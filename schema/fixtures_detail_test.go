@@ -6,7 +6,7 @@ import (
 )
 
 // detailFixtures cover node detail v2 and the output preview envelope
-// (CONTRACTS §5.5, §6.3, §6.4).
+// (docs/contracts.md#node-detail, docs/contracts.md#metrics-and-metadata, docs/contracts.md#output-previews).
 func detailFixtures() []fixture {
 	okF := func(def, name string, edits ...edit) fixture {
 		return fixture{Def: def, Name: name, Base: "base", Edits: edits, Valid: true}
@@ -63,7 +63,7 @@ func detailFixtures() []fixture {
 		bad(O, "rule_available_has_no_marker", "RULE_AVAILABLE_HAS_NO_MARKER /value", set("/value", []any{1, []any{"[REDACTED]"}})),
 		bad(O, "rule_available_has_no_marker_key", "RULE_AVAILABLE_HAS_NO_MARKER /value", set("/value", map[string]any{"[REDACTED]": "x"})),
 	)
-	// progress and metrics (§6.3)
+	// progress and metrics (docs/contracts.md#metrics-and-metadata)
 	out = append(out,
 		okF(G, "total_zero", set("/total", 0), set("/current", 0), set("/percent", 100)),
 		okF(G, "percent_rounded_up", set("/current", 2), set("/percent", 66.7)),
@@ -129,7 +129,7 @@ func detailFixtures() []fixture {
 		okF(D, "events_equal_time", set("/recent_events/1/timestamp", "2026-07-20T10:00:01Z")),
 		bad(D, "rule_recent_events_ordered", "RULE_RECENT_EVENTS_ORDERED /recent_events/1", set("/recent_events/0/timestamp", "2026-07-20T10:00:01.500000Z"), set("/recent_events/1/timestamp", "2026-07-20T10:00:01Z")),
 		bad(D, "rule_recent_events_ordered_invalid_date", "RULE_RECENT_EVENTS_ORDERED /recent_events/1", set("/recent_events/1/timestamp", "2026-02-30T10:00:04Z")),
-		// §6.4 shape limits of the preview value
+		// docs/contracts.md#output-previews shape limits of the preview value
 		okF(O, "items_at_cap", set("/value", map[string]any{"a": list(16, func(i int) any { return i }), "b": list(14, func(i int) any { return i })})),
 		bad(O, "rule_preview_value_shape", "RULE_PREVIEW_VALUE_SHAPE /value", set("/value", map[string]any{"a": list(16, func(i int) any { return i }), "b": list(15, func(i int) any { return i })})),
 		okF(O, "list_at_cap", set("/value", list(16, func(i int) any { return i }))),

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// eventFixtures cover the live progress events (CONTRACTS §6.2): every kind
+// eventFixtures cover the live progress events (docs/contracts.md#live-events): every kind
 // has a valid base file (testdata/valid/Event/<kind>.json); caps at the
 // limit and one over; every cross-field rule broken once.
 func eventFixtures() []fixture {

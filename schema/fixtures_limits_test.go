@@ -9,7 +9,7 @@ import (
 	"github.com/rayflow/rayflow/gen/limits"
 )
 
-// limitsFixtures cover the limits profiles (CONTRACTS §5.1, §6.3, §6.4).
+// limitsFixtures cover the limits profiles (docs/contracts.md#limits-profiles, docs/contracts.md#metrics-and-metadata, docs/contracts.md#output-previews).
 // The base fixtures are the v1 values, so every cap is tested at its v1
 // value; each bounded field is then widened by one (a profile may only
 // narrow v1) and zeroed once.

@@ -2,7 +2,7 @@ package schema_test
 
 import "strconv"
 
-// planFixtures cover #Plan (CONTRACTS §2): every bound at the cap and one
+// planFixtures cover #Plan (docs/contracts.md#the-effective-plan): every bound at the cap and one
 // over, both forms, and every cross-field rule broken once.
 func planFixtures() []fixture {
 	const def = "Plan"

@@ -8,7 +8,7 @@ import (
 )
 
 // readFixtures cover the read-service envelopes, the read error body and the
-// cursor payloads (CONTRACTS §5.6): every cap at its v1 value and one over,
+// cursor payloads (docs/contracts.md#reads-cursors-and-error-codes): every cap at its v1 value and one over,
 // every cross-field rule broken once.
 func readFixtures() []fixture {
 	okF := func(def, name, base string, edits ...edit) fixture {

@@ -2,7 +2,7 @@ package schema_test
 
 import "fmt"
 
-// topologyFixtures cover the topology records (CONTRACTS §5.4): every cap at
+// topologyFixtures cover the topology records (docs/contracts.md#topology-pages-and-manifest): every cap at
 // its v1 value and one over, every cross-field rule broken once.
 func topologyFixtures() []fixture {
 	okF := func(def, name, base string, edits ...edit) fixture {

@@ -344,7 +344,7 @@ var rayDefaults = map[string]any{
 	"placement_group_capture_child_tasks": false, "retry_exceptions": false, "scheduling_strategy": "DEFAULT",
 }
 
-// rayOptions normalizes a step's Ray options (CONTRACTS §2.2) and splits
+// rayOptions normalizes a step's Ray options (docs/contracts.md#the-effective-plan) and splits
 // out its resources and scheduling.
 func (mz *materializer) rayOptions(s *flowgraph.Step, id string) (map[string]json.RawMessage, plan.Resources, plan.Scheduling, error) {
 	all := s.EffectiveRayOptions()

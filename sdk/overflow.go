@@ -7,7 +7,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// Detailed-snapshot bounds (CONTRACTS §2.5).
+// Detailed-snapshot bounds (docs/contracts.md#snapshot-bounds-and-the-overflow-form).
 const (
 	maxSchemaList     = 1024 // entry ports, edges, callables, map admission
 	maxByNodeEnvs     = 256

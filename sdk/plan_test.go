@@ -1,7 +1,8 @@
 package sdk
 
-// One named test per PLAN-01 … PLAN-16 (seed 003, "Acceptance contract for
-// plan snapshot implementation"), each asserting the property itself.
+// One named test per PLAN-01 … PLAN-16, the reference system's acceptance
+// checks of the plan snapshot (docs/contracts.md#the-effective-plan), each
+// asserting the property itself.
 
 import (
 	"context"

@@ -15,7 +15,7 @@ import (
 // PreviewAvailability is the status of an output preview.
 type PreviewAvailability = progress.PreviewAvailability
 
-// Preview statuses (CONTRACTS §6.4). Only Available and Redacted carry a value.
+// Preview statuses (docs/contracts.md#output-previews). Only Available and Redacted carry a value.
 const (
 	PreviewNotRequested    = progress.PreviewNotRequested
 	PreviewPending         = progress.PreviewPending

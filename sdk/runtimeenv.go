@@ -55,7 +55,8 @@ func (t TrustIdentity) plan() (plan.TrustIdentity, error) {
 	return p, nil
 }
 
-// Code-tree budgets for local working_dir snapshots (CONTRACTS §2).
+// Code-tree budgets for local working_dir snapshots
+// (docs/contracts.md#runtime-environments-and-code-identity).
 const (
 	maxCodeFileBytes   = plan.MaxCodeFileBytes
 	maxCodeTreeFiles   = plan.MaxCodeTreeFiles
@@ -73,7 +74,7 @@ var (
 )
 
 // runtimeEnvIdentity projects a runtime environment spec onto its
-// non-secret identity (CONTRACTS §2.6) and hashes it with the trust
+// non-secret identity (docs/contracts.md#runtime-environments-and-code-identity) and hashes it with the trust
 // identity. Values never enter the projection; secret-looking names are
 // marked runtime-only.
 func runtimeEnvIdentity(spec RuntimeEnv, trust plan.TrustIdentity) (plan.RuntimeEnvIdentity, error) {

@@ -195,7 +195,7 @@ func (m *Materialized) selectStrategy(cfg *materializeConfig, mz *materializer) 
 	}
 	m.reporting = reporting
 	if selected == StrategyLocal {
-		// The selection format's rule (CONTRACTS §3): the local strategy
+		// The selection format's rule (docs/contracts.md#plan-selection): the local strategy
 		// records reporting_policy disabled. The in-process engine still
 		// reports under the requested policy (ReportingPolicy).
 		reporting = common.ReportingPolicyDisabled

@@ -16,7 +16,7 @@ import (
 // MaxActorCustomResources caps ActorOptions.Resources.
 const MaxActorCustomResources = 32
 
-// allowedRayOptions are the Ray task options a leaf may set (CONTRACTS §2.2).
+// allowedRayOptions are the Ray task options a leaf may set (docs/contracts.md#the-effective-plan).
 var allowedRayOptions = map[string]bool{
 	"_generator_backpressure_num_objects": true, "_labels": true, "accelerator_type": true,
 	"enable_task_events": true, "fallback_strategy": true, "label_selector": true, "max_retries": true,

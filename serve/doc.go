@@ -1,12 +1,12 @@
-// Package serve is rayflow serve's HTTP API (CONTRACTS §10 adapted to
-// rayflow): task status, the executions list, cancel and retry of durable
+// Package serve is rayflow serve's HTTP API (docs/serve.md#routes):
+// task status, the executions list, cancel and retry of durable
 // tasks, and the five authorized progress reads of serve/read, behind
 // bearer tokens with a per-flow allowlist; /livez and /readyz.
 //
 // Every route but the probes needs "Authorization: Bearer <token>"; a
 // missing or unknown token is 401, a principal the allowlist denies is 403
 // ACCESS_DENIED whether or not the task exists. Read errors map to HTTP as
-// CONTRACTS §5.6 says (INVALID_ARGUMENT and INVALID_CURSOR 400,
+// docs/contracts.md#reads-cursors-and-error-codes says (INVALID_ARGUMENT and INVALID_CURSOR 400,
 // ACCESS_DENIED 403, NOT_FOUND 404, CURSOR_MISMATCH and MISSING 409,
 // CORRUPT 503), and a page or node whose publication is EXPIRED (retired
 // by a newer revision, or removed by retention) is served with 410 Gone.

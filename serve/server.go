@@ -159,7 +159,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v) // the client went away; nothing to do
 }
 
-// HTTPStatus maps a read error code to its HTTP status (CONTRACTS §5.6).
+// HTTPStatus maps a read error code to its HTTP status (docs/contracts.md#reads-cursors-and-error-codes).
 func HTTPStatus(code gread.ErrorCode) int {
 	switch code {
 	case gread.ErrorCodeInvalidArgument, gread.ErrorCodeInvalidCursor:

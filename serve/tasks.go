@@ -15,7 +15,7 @@ import (
 	"github.com/rayflow/rayflow/serve/read"
 )
 
-// Bounds of the task responses (CONTRACTS §10).
+// Bounds of the task responses (docs/serve.md#routes).
 const (
 	InputMaxBytes        = 16384 // input and result shown inline in a status
 	ErrorMaxBytes        = 4096  // an error message shown inline

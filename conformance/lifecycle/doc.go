@@ -1,5 +1,5 @@
 // Package lifecycle holds the conformance scenarios of the compiled-
-// invocation lifecycle reducer (CONTRACTS §4, engine/lifecycle) and runs
+// invocation lifecycle reducer (docs/lifecycle.md, engine/lifecycle) and runs
 // them against an implementation: this module's reducer in process, or any
 // command that speaks `CMD lifecycle replay FILE` (README.md documents the
 // JSON-lines format).

@@ -91,7 +91,7 @@ func defineCommands(t *testing.T, ss *scenarioSet) {
 			"outputs", "CONSUMED", "strategy_fallback_allowed", "false"))
 	ss.add(n("cmd_happy_three_outputs", "three one-shot outputs consumed in turn; health check only after the last").
 		succeeded("inv-1", 3).expect("outputs", "CONSUMED,CONSUMED,CONSUMED", "next_action_sequence", "9"))
-	ss.add(n("cmd_graph_reuse_after_healthy", "rayflow §4.9.1: admission on a REUSABLE graph is accepted and sets it PREPARED; a second invocation succeeds").
+	ss.add(n("cmd_graph_reuse_after_healthy", "rayflow decision 1 (docs/lifecycle.md#rayflows-decisions): admission on a REUSABLE graph is accepted and sets it PREPARED; a second invocation succeeds").
 		succeeded("inv-1", 1).
 		cmd(aReq).invID("inv-2").outs(2).want("ADMIT").
 		expect("graph_disposition", "PREPARED", "primary_outcome", "<nil>", "outputs", "DECLARED,DECLARED", "retry_disposition", "AUTOMATIC_ALLOWED").
@@ -399,15 +399,15 @@ func defineOwnerLoss(t *testing.T, ss *scenarioSet) {
 	ss.add(n("owner_lost_post_submission_partial", "owner loss after one of two outputs was consumed: the consumed slot keeps its state").
 		running("inv-1", 2).cmd(cReq).inv().idx(0).want("CONSUME_OUTPUT").cb(engine.EventOutputConsumed).idx(0).want("-").
 		cmd(oLost).inv().want("-").expect("outputs", "CONSUMED,LOST_WITH_OWNER"))
-	ss.add(n("owner_lost_during_consume", "owner loss with CONSUME_OUTPUT pending: commands carry no output index (rayflow §4.9.3)").
+	ss.add(n("owner_lost_during_consume", "owner loss with CONSUME_OUTPUT pending: commands carry no output index (rayflow decision 3, docs/lifecycle.md#rayflows-decisions)").
 		running("inv-1", 1).cmd(cReq).inv().idx(0).want("CONSUME_OUTPUT").cmd(oLost).inv().want("-").expect("outputs", "LOST_WITH_OWNER"))
-	ss.add(n("owner_lost_during_release_capacity", "rayflow §4.9.2: owner loss during a pre-submission cancel keeps CANCELLED_PRE_SUBMISSION and PROHIBITED").
+	ss.add(n("owner_lost_during_release_capacity", "rayflow decision 2 (docs/lifecycle.md#rayflows-decisions): owner loss during a pre-submission cancel keeps CANCELLED_PRE_SUBMISSION and PROHIBITED").
 		admitted("inv-1", 1).cmd(xReq).inv().want("RELEASE_CAPACITY").cmd(oLost).inv().want("-").
 		expect("primary_outcome", "CANCELLED_PRE_SUBMISSION", "retry_disposition", "PROHIBITED", "outputs", "NOT_CREATED", "session_state", "QUARANTINED"))
 	ss.add(n("owner_lost_during_admit_expiry_release", "owner loss while releasing capacity after ADMISSION_TIMEOUT: AUTOMATIC_ALLOWED stays").
 		ready().cmd(aReq).invID("inv-1").outs(1).want("ADMIT").cb(engine.EventAdmissionTimedOut).at(10).want("RELEASE_CAPACITY").
 		cmd(oLost).inv().want("-").expect("primary_outcome", "ADMISSION_TIMEOUT", "retry_disposition", "AUTOMATIC_ALLOWED"))
-	ss.add(n("owner_lost_during_cancel", "rayflow §4.9.2: owner loss with CANCEL pending: post-submission branch, first primary stands").
+	ss.add(n("owner_lost_during_cancel", "rayflow decision 2 (docs/lifecycle.md#rayflows-decisions): owner loss with CANCEL pending: post-submission branch, first primary stands").
 		running("inv-1", 1).cmd(xReq).inv().want("CANCEL").cmd(oLost).inv().want("-").
 		expect("primary_outcome", "CANCELLED_AFTER_SUBMISSION", "retry_disposition", "OPERATOR_RECONCILIATION_REQUIRED", "outputs", "LOST_WITH_OWNER"))
 	ss.add(n("owner_lost_during_drain", "owner loss with DRAIN_INVOCATION pending").
@@ -416,7 +416,7 @@ func defineOwnerLoss(t *testing.T, ss *scenarioSet) {
 	ss.add(n("owner_lost_during_check_health", "owner loss during the health check after success: slots stay CONSUMED").
 		running("inv-1", 1).cmd(cReq).inv().idx(0).want("CONSUME_OUTPUT").cb(engine.EventOutputConsumed).want("CHECK_HEALTH").
 		cmd(oLost).inv().want("-").expect("outputs", "CONSUMED", "primary_outcome", "SUCCEEDED", "retry_disposition", "OPERATOR_RECONCILIATION_REQUIRED"))
-	ss.add(n("owner_lost_reconciliation_sticky", "rayflow §4.9.4: the outer deadline after owner loss keeps OPERATOR_RECONCILIATION_REQUIRED").
+	ss.add(n("owner_lost_reconciliation_sticky", "rayflow decision 4 (docs/lifecycle.md#rayflows-decisions): the outer deadline after owner loss keeps OPERATOR_RECONCILIATION_REQUIRED").
 		running("inv-1", 1).cmd(oLost).inv().want("-").cmd(outerX).at(100).want("-").
 		expect("retry_disposition", "OPERATOR_RECONCILIATION_REQUIRED", "session_state", "QUARANTINED"))
 	ss.add(n("owner_lost_then_teardown", "teardown after owner loss is confirmed: LOST_WITH_OWNER slots stay, graph TORN_DOWN").

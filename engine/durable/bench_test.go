@@ -20,8 +20,8 @@ import (
 )
 
 // TestBenchDurable is `make bench-durable` (it runs only with
-// RAYFLOW_BENCH_DURABLE=1): the seed's polling protocol (CONTRACTS §8.1:
-// 100 tasks per phase enqueued every 50 ms) for 1, 4 and 8 workers with
+// RAYFLOW_BENCH_DURABLE=1): the reference system's polling benchmark
+// (docs/operations.md#benchmarks: 100 tasks per phase enqueued every 50 ms) for 1, 4 and 8 workers with
 // the default options, then a saturation run of no-op tasks.
 func TestBenchDurable(t *testing.T) {
 	mode := os.Getenv("RAYFLOW_BENCH_DURABLE")

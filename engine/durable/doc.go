@@ -1,6 +1,6 @@
 // Package durable is rayflow's outer task on PostgreSQL (pgx/v5): a queue
 // of workflow runs that survives worker crashes and can be cancelled,
-// retried and inspected (CONTRACTS §9, seed 001).
+// retried and inspected (docs/durable.md).
 //
 // An application registers its flows by name (Register), migrates the
 // database once (Migrate), enqueues with a Client (Enqueue, EnqueueJSON,

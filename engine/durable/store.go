@@ -194,7 +194,7 @@ func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect 
 }
 
 // terminalSummary is the progress summary archived with a terminal
-// transition (CONTRACTS §5.7): the run's own terminal summary, or one
+// transition (docs/contracts.md#publication): the run's own terminal summary, or one
 // derived from its last accepted summary; nil when the run published
 // none (or it cannot be read: the transition must still land).
 func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {

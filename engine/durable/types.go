@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// State is a task's state (CONTRACTS §9).
+// State is a task's state (docs/durable.md).
 type State string
 
 // Task states.
@@ -80,7 +80,7 @@ const (
 	CancellationNotApplicable = "NOT_APPLICABLE"
 )
 
-// Bounds (CONTRACTS §9); each is also a CHECK constraint of the schema.
+// Bounds (docs/durable.md); each is also a CHECK constraint of the schema.
 const (
 	MinPriority          = -100
 	MaxPriority          = 100

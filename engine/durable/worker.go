@@ -24,7 +24,7 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// Worker defaults (CONTRACTS §9).
+// Worker defaults (docs/durable.md).
 const (
 	DefaultConcurrency       = 10
 	DefaultHeartbeatInterval = 15 * time.Second

@@ -1,5 +1,5 @@
 // Package lifecycle is rayflow's compiled-invocation lifecycle reducer
-// (ADR-0003, protocol version 1; CONTRACTS §4).
+// (protocol version 1; docs/lifecycle.md).
 //
 // A State is one compiled-graph session with at most one invocation. The
 // reducer, State.Apply, takes one Event (a command from the controller or a

@@ -2,8 +2,8 @@ package lifecycle
 
 import "unicode/utf8"
 
-// Check reports whether s satisfies every state invariant of CONTRACTS §4.7
-// (as amended by §4.9). A state that fails it rejects every event with
+// Check reports whether s satisfies every state invariant of docs/lifecycle.md#state-invariants
+// (as amended by docs/lifecycle.md#rayflows-decisions). A state that fails it rejects every event with
 // INVALID_STATE.
 func (s State) Check() error {
 	if m := s.invariantError(); m != "" {

@@ -94,7 +94,7 @@ func TestFakeAdapterWholeLifecycle(t *testing.T) {
 		s.InvocationState() != lifecycle.InvocationTerminal || s.SessionState() != lifecycle.SessionReady {
 		t.Fatalf("after first invocation: %v %s %s %s", o, s.GraphDisposition(), s.InvocationState(), s.SessionState())
 	}
-	// Graph reuse after HEALTHY (rayflow decision §4.9 item 1).
+	// Graph reuse after HEALTHY (rayflow decision 1, docs/lifecycle.md#rayflows-decisions).
 	s = invoke(t, s, f, "inv-2", 1)
 	if s.GraphDisposition() != lifecycle.GraphReusable {
 		t.Fatalf("second invocation left graph %s", s.GraphDisposition())

@@ -5,10 +5,10 @@ package lifecycle
 // receiver and a rejection. It never blocks, reads a clock or performs
 // I/O.
 //
-// Checks run in the order of CONTRACTS §4.3: state invariants, event kind
+// Checks run in the order of docs/lifecycle.md#validation-order: state invariants, event kind
 // and protocol version, run identity, clock, invocation identity, payload,
-// identity scope; then the command or callback rules of §4.4–§4.6; finally
-// the invariants of §4.7 again on the result.
+// identity scope; then the command or callback rules of docs/lifecycle.md#commands, docs/lifecycle.md#callbacks, docs/lifecycle.md#action-expiry; finally
+// the invariants of docs/lifecycle.md#state-invariants again on the result.
 func (s State) Apply(ev Event) (State, *Action, *Rejection) {
 	if !s.verified {
 		if m := s.invariantError(); m != "" {
@@ -40,7 +40,7 @@ func (s State) Apply(ev Event) (State, *Action, *Rejection) {
 	return w, nil, nil
 }
 
-// validate applies the event checks of CONTRACTS §4.3 that precede the
+// validate applies the event checks of docs/lifecycle.md#validation-order that precede the
 // transition rules.
 func (s *State) validate(ev *Event) *Rejection {
 	if !ev.Kind.Valid() {
@@ -73,7 +73,7 @@ func (s *State) validate(ev *Event) *Rejection {
 
 	// Payload: only ADMISSION_REQUESTED declares outputs, only
 	// CONSUMPTION_REQUESTED names an output, and only callbacks answering a
-	// pending CONSUME_OUTPUT echo its index (rayflow decision §4.9 item 3).
+	// pending CONSUME_OUTPUT echo its index (rayflow decision 3, docs/lifecycle.md#rayflows-decisions).
 	switch {
 	case ev.Kind == EventAdmissionRequested:
 		if ev.OutputIndex != nil {
@@ -138,7 +138,7 @@ func invalidTransition(s *State, ev *Event) *Rejection {
 	return reject(CodeInvalidTransition, string(ev.Kind)+" is invalid for "+string(s.sess)+"/"+string(s.invState))
 }
 
-// command applies a command (CONTRACTS §4.4).
+// command applies a command (docs/lifecycle.md#commands).
 func (s *State) command(ev *Event) *Rejection {
 	if ev.ActionToken != "" {
 		return reject(CodeUnexpectedActionToken, "command events must not carry an action token")
@@ -247,7 +247,7 @@ func (s *State) admit(ev *Event) *Rejection {
 	}
 	s.primary = ""
 	s.clearDiagnostics()
-	// rayflow decision §4.9 item 1: a REUSABLE graph takes the new
+	// rayflow decision 1, docs/lifecycle.md#rayflows-decisions: a REUSABLE graph takes the new
 	// invocation and becomes PREPARED; REUSABLE describes a graph between
 	// invocations.
 	s.graph = GraphPrepared
@@ -279,8 +279,9 @@ func (s *State) cancel(ev *Event) *Rejection {
 	return invalidTransition(s, ev)
 }
 
-// ownerLost applies OWNER_LOST as amended by rayflow decisions §4.9 items 2
-// and 4: classified at the submission cutoff by the effect state.
+// ownerLost applies OWNER_LOST as amended by rayflow decisions 2
+// and 4 (docs/lifecycle.md#rayflows-decisions): classified at the
+// submission cutoff by the effect state.
 func (s *State) ownerLost(ev *Event) *Rejection {
 	if ev.ObservedAt >= s.deadlines.Outer {
 		return s.outerDeadline(ev)
@@ -351,7 +352,7 @@ func (s *State) outerDeadline(ev *Event) *Rejection {
 	return s.beginInvocationDrain()
 }
 
-// callback applies an adapter callback (CONTRACTS §4.5).
+// callback applies an adapter callback (docs/lifecycle.md#callbacks).
 func (s *State) callback(ev *Event) *Rejection {
 	tok := ev.ActionToken
 	if !s.hasPending || tok != s.pending.token {
@@ -518,7 +519,7 @@ func (s *State) deadlineOutcome(k ActionKind) Outcome {
 	return OutcomeOuterDeadline
 }
 
-// expire completes the pending action as expired (CONTRACTS §4.6).
+// expire completes the pending action as expired (docs/lifecycle.md#action-expiry).
 func (s *State) expire() *Rejection {
 	p := s.pending
 	s.complete()
@@ -637,7 +638,7 @@ func (s *State) setPrimary(o Outcome) {
 }
 
 // setRetry changes the retry disposition unless reconciliation is already
-// required: that disposition is sticky (rayflow decision §4.9 item 4).
+// required: that disposition is sticky (rayflow decision 4, docs/lifecycle.md#rayflows-decisions).
 func (s *State) setRetry(r RetryDisposition) {
 	if s.retry != RetryOperatorReconciliationRequired {
 		s.retry = r

@@ -7,7 +7,7 @@ import "unicode/utf8"
 type RejectionCode string
 
 // Rejection codes, in the order the reducer checks them where an order
-// applies (CONTRACTS §4.3).
+// applies (docs/lifecycle.md#validation-order).
 const (
 	CodeInvalidState             RejectionCode = "INVALID_STATE"
 	CodeInvalidEvent             RejectionCode = "INVALID_EVENT"

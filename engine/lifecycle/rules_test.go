@@ -88,7 +88,7 @@ func TestToken(t *testing.T) {
 }
 
 // TestDiagnosticsRule exercises the ≤ 8 / de-duplicate / truncate rule on
-// restored states, the only way to fill the list (CONTRACTS §4.9).
+// restored states, the only way to fill the list (docs/lifecycle.md#rayflows-decisions).
 func TestDiagnosticsRule(t *testing.T) {
 	t.Parallel()
 	f := &lifecycle.Fake{Now: 1}

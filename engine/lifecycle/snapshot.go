@@ -7,7 +7,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// Snapshot is lifecycle snapshot schema 1 (CONTRACTS §4.8), the record type
+// Snapshot is lifecycle snapshot schema 1 (docs/lifecycle.md#snapshot), the record type
 // generated from schema/lifecycle.cue. It is secret-free: identities,
 // deadlines, states, output slot states, diagnostic codes and the pending
 // action's token, kind, deadline and payload-free parameters; never a
@@ -98,7 +98,7 @@ func (s State) MarshalSnapshot() ([]byte, error) {
 	return canonical.NoFold.Marshal(&snap)
 }
 
-// SnapshotSize returns the size of snap as CONTRACTS §4.8 measures it:
+// SnapshotSize returns the size of snap as docs/lifecycle.md#snapshot measures it:
 // Python's json.dumps(v, sort_keys=True, separators=(",", ":")) with ASCII
 // escapes.
 func SnapshotSize(snap *Snapshot) (int64, error) { return canonical.ASCIISize(snap, false) }
@@ -127,7 +127,7 @@ func DecodeSnapshot(data []byte) (State, error) {
 // Restore rebuilds the State a snapshot was taken from. The record must
 // satisfy schema 1 (generated validation: versions, vocabularies, exact
 // capacity, bounds, token form) and the 16,384-byte bound; the state
-// invariants of §4.7 are not checked here but by every Apply, which rejects
+// invariants of docs/lifecycle.md#state-invariants are not checked here but by every Apply, which rejects
 // all events of an inconsistent state with INVALID_STATE.
 //
 // Schema 1 has no field for the last completed action token. A restored

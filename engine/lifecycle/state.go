@@ -56,7 +56,7 @@ type pendingAction struct {
 	declared    int // 0: none
 }
 
-// NewSession returns the initial state of a session (CONTRACTS §4.2):
+// NewSession returns the initial state of a session (docs/lifecycle.md#initial-state):
 // NEW, no invocation, effects NOT_STARTED, graph UNPREPARED, strategy
 // fallback allowed, retry AUTOMATIC_ALLOWED, no outputs, no pending action,
 // next action sequence 1. It fails closed (a *Rejection) unless the run

@@ -2,7 +2,7 @@ package lifecycle
 
 import schema "github.com/rayflow/rayflow/gen/lifecycle"
 
-// Protocol constants (CONTRACTS §4).
+// Protocol constants (docs/lifecycle.md).
 const (
 	// ProtocolVersion is COMPILED_GRAPH_LIFECYCLE_PROTOCOL_VERSION, the value
 	// fingerprinted at strategy_requirements.compiled_graph.lifecycle_protocol_version.

@@ -34,7 +34,7 @@ func relSize(t *testing.T, pool *pgxpool.Pool) int64 {
 }
 
 // TestBenchProgress is make bench-progress (RAYFLOW_BENCH_PROGRESS=1): the
-// CONTRACTS §8.3 table for chains of 1k–100k observed nodes, and the peak
+// reference system's table (docs/operations.md#benchmarks) for chains of 1k–100k observed nodes, and the peak
 // heap of preparing 250k observed nodes / 2M edges.
 func TestBenchProgress(t *testing.T) {
 	if os.Getenv("RAYFLOW_BENCH_PROGRESS") == "" {

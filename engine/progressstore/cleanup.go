@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Cleanup classes (§5.8), in the order they are processed.
+// Cleanup classes (docs/contracts.md#retention-and-cleanup), in the order they are processed.
 const (
 	ClassExpiredRun      = "expired_run"
 	ClassPendingManifest = "pending_manifest"
@@ -22,7 +22,7 @@ const (
 // Classes lists the cleanup classes in processing order.
 var Classes = []string{ClassExpiredRun, ClassPendingManifest, ClassOrphanPage, ClassEmptyRun}
 
-// Cleanup defaults and bounds (§5.8).
+// Cleanup defaults and bounds (docs/contracts.md#retention-and-cleanup).
 const (
 	DefaultCleanupBatch = 100
 	MaxCleanupBatch     = 1000
@@ -55,7 +55,7 @@ type CleanupResult struct {
 	Failures                           []CleanupFailure
 }
 
-// Line is the §5.8 output line.
+// Line is the docs/contracts.md#retention-and-cleanup output line.
 func (r *CleanupResult) Line() string {
 	mode := "dry-run"
 	if r.Delete {
@@ -114,7 +114,7 @@ var classSQL = map[string]struct{ candidates, recheck, del, fail string }{
 // ErrCleanupFailed is returned (with the result) when any candidate failed.
 var ErrCleanupFailed = errors.New("progressstore: cleanup failed for some candidates")
 
-// Cleanup applies retention (§5.8) to at most BatchSize candidates per
+// Cleanup applies retention (docs/contracts.md#retention-and-cleanup) to at most BatchSize candidates per
 // class: expired runs (detail_expires_at passed; deleting a run cascades
 // its topology and detail and leaves the task and attempt summaries
 // untouched), pending manifests and orphan pages older than an hour, and

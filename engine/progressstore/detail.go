@@ -22,7 +22,7 @@ type detailRow struct {
 	digest      string
 }
 
-// prepareDetail selects the stored detail rows (§5.5): sorted by node id,
+// prepareDetail selects the stored detail rows (docs/contracts.md#node-detail): sorted by node id,
 // only nodes of the retained topology, each ≤ RecordBytes, admitted while
 // within DetailRows, DetailBytes and, with the topology, CombinedBytes;
 // then only the RecentEvents most recent events run-wide are kept, the

@@ -1,12 +1,12 @@
-// Package progressstore is rayflow's PostgreSQL progress storage (ADR-0004,
-// CONTRACTS §5): it owns the progress tables created by the durable
-// migration 0002_progress_storage (rayflow_progress_runs, _manifests,
+// Package progressstore is rayflow's PostgreSQL progress storage
+// (docs/contracts.md#progress-storage): it owns the progress tables created
+// by the durable migration 0002_progress_storage (rayflow_progress_runs, _manifests,
 // _pages, _manifest_pages, _nodes), the summary v3 columns on
 // rayflow_tasks and rayflow_task_attempts, and everything that writes or
 // verifies them.
 //
 // A [Sink] is a progress.Sink for one durable run. Each Publish is one
-// fenced publication (§5.7): the topology, when it changed, is prepared
+// fenced publication (docs/contracts.md#publication): the topology, when it changed, is prepared
 // (deterministic truncation, greedy content-addressed pages, manifest)
 // and staged as the run's one PENDING manifest outside the task lock;
 // then one transaction locks the task row with the exact run fence
@@ -28,7 +28,7 @@
 // [TerminalEnvelope] derives the terminal summary the durable lifecycle
 // archives on the attempt row when it ends an attempt before the run's own
 // terminal publication. [Verify] is the reader-side integrity check
-// (MISSING / CORRUPT); [Cleanup] implements retention (§5.8).
+// (MISSING / CORRUPT); [Cleanup] implements retention (docs/contracts.md#retention-and-cleanup).
 //
 // Preparation is bounded by the retained caps, not by what was observed:
 // [PrepareTopology] consumes node and edge sequences once, keeping only

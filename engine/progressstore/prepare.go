@@ -17,7 +17,7 @@ import (
 )
 
 // Limits are the storage caps applied when preparing a publication. V1 is
-// CONTRACTS §5.1; a profile may only narrow them.
+// docs/contracts.md#limits-profiles; a profile may only narrow them.
 type Limits struct {
 	Nodes          int   // retained topology nodes (25,000)
 	Edges          int   // retained topology edges (100,000)
@@ -34,7 +34,7 @@ type Limits struct {
 	SummaryMaxSize int   // summary canonical bytes (16 KiB)
 }
 
-// V1 returns the v1 limits of CONTRACTS §5.1.
+// V1 returns the v1 limits of docs/contracts.md#limits-profiles.
 func V1() Limits {
 	return Limits{Nodes: topology.MaxNodes, Edges: topology.MaxEdges, PageItems: topology.PageItems,
 		PageBytes: topology.PageMaxBytes, ManifestBytes: topology.ManifestMaxBytes, TopologyBytes: topology.MaxEncodedBytes,
@@ -71,7 +71,7 @@ type Page struct {
 	Index      int
 	Items      int
 	Payload    []byte // canonical {"collection","records","schema_version":1}
-	Digest     string // bare hex, §1.4 page domain
+	Digest     string // bare hex, docs/contracts.md#digests-and-fingerprints page domain
 }
 
 // Topology is one prepared topology version: its pages and manifest.

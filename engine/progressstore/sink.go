@@ -193,7 +193,7 @@ var ErrRevision = errors.New("progressstore: summary_revision does not advance")
 
 const fenceSQL = `id = $1 AND attempt_number = $2 AND execution_generation = $3 AND workflow_run_id = $4::uuid`
 
-// Publish stores p (§5.7).
+// Publish stores p (docs/contracts.md#publication).
 func (s *Sink) Publish(ctx context.Context, p *progress.Publication) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -238,7 +238,7 @@ func (s *Sink) encodeSummary(sum *summary.Summary) ([]byte, error) {
 	return b, nil
 }
 
-// updateSummarySQL is the conditional summary update (§5.7 step 6); as the
+// updateSummarySQL is the conditional summary update (docs/contracts.md#publication step 6); as the
 // transaction's first statement it also locks the task row (step 3).
 const updateSummarySQL = `UPDATE rayflow_tasks SET workflow_progress_summary_json = $5, progress_summary_revision = $6
  WHERE ` + fenceSQL + ` AND state = 'RUNNING' AND (progress_summary_revision IS NULL OR progress_summary_revision < $6)`
@@ -271,7 +271,7 @@ func fenceError(ctx context.Context, q interface {
 		return fmt.Errorf("progressstore: checking the fence: %w", err)
 	case state == "CANCELLING":
 		// The run still owns its task but is being cancelled: nothing is
-		// written (§5.7 writes only while RUNNING) and the run is not told
+		// written (docs/contracts.md#publication writes only while RUNNING) and the run is not told
 		// its fence is stale; the lifecycle archives the terminal envelope
 		// derived from the last accepted summary.
 		return errCancelling
@@ -361,7 +361,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	// 2. The run row (created once; an existing one is reloaded so deltas
 	// stay exact when a sink is recreated for the same run) and the staged
 	// topology as the run's one PENDING manifest: one batch (one round trip,
-	// one implicit transaction), outside the task lock (§5.7 step 2).
+	// one implicit transaction), outside the task lock (docs/contracts.md#publication step 2).
 	prepared := time.Since(t0)
 	t1 := time.Now()
 	runPK, fresh := s.runPK, false
@@ -419,7 +419,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	dPend, dRun, dSucc, dFail, dTrunc, events, bytes := pl.dPend, pl.dRun, pl.dSucc, pl.dFail, pl.dTrunc, pl.events, pl.bytes
 	s.last.Prepare = prepared + time.Since(t0)
 
-	// 3. The publication (§5.7 steps 3–7): one batch, one implicit
+	// 3. The publication (docs/contracts.md#publication steps 3–7): one batch, one implicit
 	// transaction. Its first statement locks the task row and checks the
 	// fence (aborting everything with RF001 when it no longer matches);
 	// then the run (counters by deltas), the manifests (the staged one

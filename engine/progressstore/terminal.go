@@ -18,7 +18,7 @@ var ErrSummaryTooLarge = errors.New("progressstore: summary over 16 KiB")
 // TerminalEnvelope returns the terminal summary archived when the
 // lifecycle ends an attempt in state: last (the task row's last accepted
 // summary) unchanged when it already is that terminal state's summary;
-// otherwise an envelope derived from it (§5.7): the reserved revision,
+// otherwise an envelope derived from it (docs/contracts.md#publication): the reserved revision,
 // the terminal state and finish time (now, not before updated_at), success
 // marking every discovered node succeeded (terminal_state_unreported when
 // detail was published), any other state keeping the counters. nil last

@@ -181,7 +181,7 @@ func TestRayJobAttemptPublishesProgress(t *testing.T) {
 	}
 	// A Ray run may succeed before a leaf's terminal event reaches the
 	// coordinator (engine/ray's event delivery, not the storage): the
-	// final summary then says terminal_state_unreported (CONTRACTS §5.7)
+	// final summary then says terminal_state_unreported (docs/contracts.md#publication)
 	// and that node's detail row keeps its last reported state.
 	unreported := slices.Contains(s.Detail.TruncationReasons, summary.TruncationReasonTerminalStateUnreported)
 	if unreported {

@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of the node-detail
-// payload and the output preview envelope (CONTRACTS §5.5, §6.3, §6.4) that
+// payload and the output preview envelope (docs/contracts.md#node-detail, docs/contracts.md#metrics-and-metadata, docs/contracts.md#output-previews) that
 // tools/cuegen cannot translate. The same rules are written in CUE in
 // schema/detail.cue, each marked @rayflow(rule=ID); schema/differential_test.go
 // breaks every rule once and checks that CUE and this file agree.
@@ -104,7 +104,7 @@ func ruleMetricsShape(x *NodeProgress, p *rt.Path, e *rt.Errors) {
 	CheckMetrics(x.Metrics, p.Key("metrics"), e, CodeRuleMetricsShape)
 }
 
-// MetricValueOK reports whether one metrics entry has the shape of §6.3: key
+// MetricValueOK reports whether one metrics entry has the shape of docs/contracts.md#metrics-and-metadata: key
 // 1–64 UTF-8 bytes; value null, bool, an int64 literal, a finite number, or
 // a string of at most 256 UTF-8 bytes.
 func MetricValueOK(k string, raw json.RawMessage) bool {
@@ -209,7 +209,7 @@ func rulePreviewValueOnlyOnSuccess(x *NodeDetail, p *rt.Path, e *rt.Errors) {
 // PreviewMaxSafeInteger is 2^53−1, the integer bound of preview values.
 const PreviewMaxSafeInteger = 1<<53 - 1
 
-// previewShapeOK checks the §6.4 shape limits of a preview value: at most 32
+// previewShapeOK checks the docs/contracts.md#output-previews shape limits of a preview value: at most 32
 // items in all containers together, 16 per list, 15 entries per object,
 // keys 1–64 UTF-8 bytes, strings ≤ 256 UTF-8 bytes, integer literals within
 // ±(2^53−1). (Floats are finite: the strict parser has no others.)

@@ -7,7 +7,8 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// detail.cue: CONTRACTS §5.5, §6.4: node detail payload schema 2 and the
+// detail.cue: docs/contracts.md#node-detail,
+// docs/contracts.md#output-previews: node detail payload schema 2 and the
 // output preview envelope (schema 1).
 package detail
 
@@ -25,9 +26,9 @@ var (
 )
 
 const (
-	// PreviewMarker is the redaction marker (§6.5).
+	// PreviewMarker is the redaction marker (docs/contracts.md#redaction).
 	PreviewMarker = "[REDACTED]"
-	// PreviewMaxDepth is the container nesting cap of a preview value (§6.4).
+	// PreviewMaxDepth is the container nesting cap of a preview value (docs/contracts.md#output-previews).
 	PreviewMaxDepth = 4
 	// NodeDetailMaxBytes is the byte cap of one #NodeDetail record.
 	NodeDetailMaxBytes = 16384
@@ -100,7 +101,7 @@ func (x NodeState) Valid() bool {
 }
 
 // NodeEventKind is the event of a recent-event entry: the live event kinds
-// that concern one node (§6.2).
+// that concern one node (docs/contracts.md#live-events).
 type NodeEventKind string
 
 // Values of NodeEventKind.

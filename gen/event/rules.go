@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of the live progress
-// events (CONTRACTS §6.2, §6.3) that tools/cuegen cannot translate. The same
+// events (docs/contracts.md#live-events, docs/contracts.md#metrics-and-metadata) that tools/cuegen cannot translate. The same
 // rules are written in CUE in schema/event.cue, each marked
 // @rayflow(rule=ID); schema/differential_test.go breaks every rule once and
 // checks that CUE and this file agree.

@@ -7,9 +7,9 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// event.cue: CONTRACTS §6.2: live progress event wire protocol, schema 1,
-// encoding identity, limits profile v1. One record per kind; #Event is the
-// union.
+// event.cue: docs/contracts.md#live-events: live progress event wire
+// protocol, schema 1, encoding identity, limits profile v1. One record per
+// kind; #Event is the union.
 package event
 
 import (

@@ -7,7 +7,7 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// lifecycle.cue: CONTRACTS §4: ADR-0003 compiled-invocation lifecycle
+// lifecycle.cue: docs/lifecycle.md: the compiled-invocation lifecycle
 // reducer, protocol v1.
 package lifecycle
 
@@ -43,7 +43,7 @@ const (
 	SnapshotMaxBytes = 16384
 )
 
-// SessionState is the session state (§4.1).
+// SessionState is the session state (docs/lifecycle.md#vocabularies).
 type SessionState string
 
 // Values of SessionState.
@@ -81,7 +81,7 @@ func (x SessionState) Valid() bool {
 	return false
 }
 
-// InvocationState is the invocation state (§4.1).
+// InvocationState is the invocation state (docs/lifecycle.md#vocabularies).
 type InvocationState string
 
 // Values of InvocationState.
@@ -121,7 +121,7 @@ func (x InvocationState) Valid() bool {
 	return false
 }
 
-// Action is an action issued to the adapter (§4.1).
+// Action is an action issued to the adapter (docs/lifecycle.md#vocabularies).
 type Action string
 
 // Values of Action.
@@ -163,7 +163,7 @@ func (x Action) Valid() bool {
 	return false
 }
 
-// Command is a command event (§4.1, §4.4).
+// Command is a command event (docs/lifecycle.md#vocabularies, docs/lifecycle.md#commands).
 type Command string
 
 // Values of Command.
@@ -203,7 +203,7 @@ func (x Command) Valid() bool {
 	return false
 }
 
-// Callback is a callback event answering a pending action (§4.1, §4.5).
+// Callback is a callback event answering a pending action (docs/lifecycle.md#vocabularies, docs/lifecycle.md#callbacks).
 type Callback string
 
 // Values of Callback.
@@ -273,7 +273,7 @@ func (x Callback) Valid() bool {
 	return false
 }
 
-// Outcome is the primary outcome of an invocation (§4.1).
+// Outcome is the primary outcome of an invocation (docs/lifecycle.md#vocabularies).
 type Outcome string
 
 // Values of Outcome.
@@ -327,7 +327,7 @@ func (x Outcome) Valid() bool {
 	return false
 }
 
-// EffectState says whether effects may have started (§4.1).
+// EffectState says whether effects may have started (docs/lifecycle.md#vocabularies).
 type EffectState string
 
 // Values of EffectState.
@@ -351,7 +351,7 @@ func (x EffectState) Valid() bool {
 	return false
 }
 
-// GraphDisposition is the compiled graph's disposition (§4.1).
+// GraphDisposition is the compiled graph's disposition (docs/lifecycle.md#vocabularies).
 type GraphDisposition string
 
 // Values of GraphDisposition.
@@ -383,7 +383,7 @@ func (x GraphDisposition) Valid() bool {
 	return false
 }
 
-// RetryDisposition says how a retry may proceed (§4.1).
+// RetryDisposition says how a retry may proceed (docs/lifecycle.md#vocabularies).
 type RetryDisposition string
 
 // Values of RetryDisposition.
@@ -411,7 +411,7 @@ func (x RetryDisposition) Valid() bool {
 	return false
 }
 
-// OutputState is the state of one declared output slot (§4.1).
+// OutputState is the state of one declared output slot (docs/lifecycle.md#vocabularies).
 // Terminal: NOT_CREATED, CONSUMED, ADAPTER_RELEASED, LOST_WITH_OWNER,
 // CLEANUP_UNCONFIRMED, UNAVAILABLE_AFTER_TEARDOWN. Reuse-safe: NOT_CREATED,
 // CONSUMED, ADAPTER_RELEASED.
@@ -454,7 +454,7 @@ func (x OutputState) Valid() bool {
 	return false
 }
 
-// CleanupDiagnostic is one kept cleanup diagnostic (§4.1).
+// CleanupDiagnostic is one kept cleanup diagnostic (docs/lifecycle.md#vocabularies).
 type CleanupDiagnostic string
 
 // Values of CleanupDiagnostic.
@@ -1513,9 +1513,9 @@ func DecodePendingAction(data []byte) (*PendingAction, error) {
 	return x, nil
 }
 
-// Snapshot is the reducer state, snapshot schema 1 (§4.8). It never
+// Snapshot is the reducer state, snapshot schema 1 (docs/lifecycle.md#snapshot). It never
 // contains payloads, results, error text or handles. The state invariants of
-// §4.7 are the reducer's business (INVALID_STATE), not this schema's.
+// docs/lifecycle.md#state-invariants are the reducer's business (INVALID_STATE), not this schema's.
 type Snapshot struct {
 	SchemaVersion           int64               `json:"schema_version"`
 	ProtocolVersion         int64               `json:"protocol_version"`

@@ -7,9 +7,11 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// limits.cue: CONTRACTS §5.1, §6.3, §6.4: limits profiles.
-// #LimitsProfile's bounds are the v1 caps, so every profile that validates
-// only narrows v1 (1 <= value <= v1 cap for every field).
+// limits.cue: Limits profiles (docs/contracts.md#limits-profiles), metrics
+// and preview limits (docs/contracts.md#metrics-and-metadata,
+// docs/contracts.md#output-previews). #LimitsProfile's bounds are the v1
+// caps, so every profile that validates only narrows v1 (1 <= value <= v1
+// cap for every field).
 package limits
 
 import (
@@ -997,7 +999,7 @@ func DecodeProfile(data []byte) (*Profile, error) {
 	return x, nil
 }
 
-// PreviewProfile is an output preview limits profile (§6.4): shape
+// PreviewProfile is an output preview limits profile (docs/contracts.md#output-previews): shape
 // caps and the decoded budget with its per-value costs.
 type PreviewProfile struct {
 	Name           string `json:"name"`
@@ -1417,7 +1419,7 @@ func DecodePreviewProfile(data []byte) (*PreviewProfile, error) {
 	return x, nil
 }
 
-// MetricsProfile holds the metrics and generic metadata limits (§6.3).
+// MetricsProfile holds the metrics and generic metadata limits (docs/contracts.md#metrics-and-metadata).
 type MetricsProfile struct {
 	Name           string `json:"name"`
 	Keys           int64  `json:"keys"`
@@ -1789,7 +1791,7 @@ func DecodeMetricsProfile(data []byte) (*MetricsProfile, error) {
 }
 
 // ProfileV1 is the schema value profile.v1 (#LimitsProfile).
-// v1 is the hard-limit profile "v1" (§5.1).
+// v1 is the hard-limit profile "v1" (docs/contracts.md#limits-profiles).
 var ProfileV1 = func() Profile {
 	x, err := DecodeProfile([]byte("{\"name\":\"v1\",\"summary_bytes\":16384,\"topology_page_items\":256,\"topology_page_encoded_bytes\":262144,\"topology_page_decoded_bytes\":1048576,\"record_bytes\":16384,\"service_page_items\":256,\"service_response_encoded_bytes\":524288,\"service_records_decoded_bytes\":1048576,\"cursor_bytes\":2048,\"topology_nodes\":25000,\"topology_edges\":100000,\"topology_encoded_bytes\":16777216,\"topology_decoded_bytes\":33554432,\"detail_rows\":25000,\"detail_encoded_bytes\":8388608,\"detail_decoded_bytes\":16777216,\"combined_encoded_bytes\":33554432,\"combined_decoded_bytes\":67108864,\"pending_topologies\":1,\"pending_topology_encoded_bytes\":16777216,\"pending_topology_decoded_bytes\":33554432,\"legacy_snapshot_encoded_bytes\":67108864,\"topology_manifest_bytes\":262144,\"event_payload_bytes\":16384,\"event_wire_bytes\":32768,\"event_decoded_bytes\":32768,\"edge_batch\":32,\"value_depth\":6,\"metrics_keys\":32,\"metrics_encoded_bytes\":4096,\"metric_key_bytes\":64,\"metric_string_bytes\":256,\"node_id_bytes\":256,\"label_bytes\":512,\"message_bytes\":2048,\"recent_events\":32,\"recent_event_bytes\":1024}"))
 	if err != nil {
@@ -1810,7 +1812,7 @@ var ProfileTerminalV1 = func() Profile {
 }()
 
 // PreviewV1 is the schema value preview.v1 (#LimitsPreviewProfile).
-// v1 is output preview limits profile v1 (§6.4).
+// v1 is output preview limits profile v1 (docs/contracts.md#output-previews).
 var PreviewV1 = func() PreviewProfile {
 	x, err := DecodePreviewProfile([]byte("{\"name\":\"v1\",\"depth\":4,\"aggregate_items\":32,\"list_items\":16,\"object_entries\":15,\"key_min_bytes\":1,\"key_bytes\":64,\"string_bytes\":256,\"canonical_bytes\":512,\"decoded_budget\":2048,\"cost_null\":4,\"cost_bool\":1,\"cost_number\":8,\"cost_string_base\":16,\"cost_list\":16,\"cost_object\":24,\"cost_key_base\":8,\"max_safe_integer\":9007199254740991}"))
 	if err != nil {
@@ -1820,7 +1822,7 @@ var PreviewV1 = func() PreviewProfile {
 }()
 
 // MetricsV1 is the schema value metrics.v1 (#LimitsMetricsProfile).
-// v1 is the metrics limits of profile v1 (§6.3).
+// v1 is the metrics limits of profile v1 (docs/contracts.md#metrics-and-metadata).
 var MetricsV1 = func() MetricsProfile {
 	x, err := DecodeMetricsProfile([]byte("{\"name\":\"v1\",\"keys\":32,\"key_min_bytes\":1,\"key_bytes\":64,\"string_bytes\":256,\"canonical_bytes\":4096,\"metadata_depth\":6,\"metadata_budget\":16384,\"cost_null\":4,\"cost_bool\":5,\"cost_number\":24,\"cost_string_overhead\":2,\"cost_key_overhead\":4,\"cost_object\":2,\"cost_list\":2,\"cost_list_item\":1}"))
 	if err != nil {

@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of #PlanSelection
-// (CONTRACTS §3) that tools/cuegen cannot translate. The same rules are
+// (docs/contracts.md#plan-selection) that tools/cuegen cannot translate. The same rules are
 // written in CUE in schema/plan_selection.cue, each marked
 // @rayflow(rule=ID); schema/differential_test.go breaks each once.
 

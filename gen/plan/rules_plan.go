@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of #Plan,
-// #PlanRuntimeEnvIdentity and #PlanRetrySafety (CONTRACTS §2) that
+// #PlanRuntimeEnvIdentity and #PlanRetrySafety (docs/contracts.md#the-effective-plan) that
 // tools/cuegen cannot translate. The same rules are written in CUE in
 // schema/plan.cue, each marked @rayflow(rule=ID); schema/differential_test.go
 // breaks each once and checks that CUE and this file agree.

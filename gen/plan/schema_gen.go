@@ -7,12 +7,12 @@
 // and stable codes), and the definitions' constants. Regenerate with go
 // generate ./schema; never edit by hand.
 //
-// plan.cue: CONTRACTS §2: the effective plan IR, format version 1, in its
-// detailed and overflow forms. Go-specific identity choices are explained
-// in README.md.
+// plan.cue: docs/contracts.md#the-effective-plan: the effective plan IR,
+// format version 1, in its detailed and overflow forms. Go-specific
+// identity choices are explained in README.md.
 //
-// plan_selection.cue: CONTRACTS §3: plan selection format v2 and the
-// rejection codes.
+// plan_selection.cue: docs/contracts.md#plan-selection: plan selection
+// format v2 and the rejection codes.
 package plan
 
 import (
@@ -43,7 +43,7 @@ var (
 )
 
 const (
-	// Format names the plan format (PLAN_FORMAT, renamed per CONTRACTS §0).
+	// Format names the plan format (PLAN_FORMAT, renamed per docs/contracts.md#naming).
 	Format = "rayflow.workflow-plan"
 	// FormatVersion is PLAN_FORMAT_VERSION.
 	FormatVersion = 1
@@ -510,7 +510,7 @@ func (x CompiledGraphReason) Valid() bool {
 	return false
 }
 
-// RejectionCode says why a strategy cannot run a plan (§3).
+// RejectionCode says why a strategy cannot run a plan (docs/contracts.md#plan-selection).
 type RejectionCode string
 
 // Values of RejectionCode.
@@ -761,7 +761,7 @@ type Definition struct {
 	// name is "workflow:" + the first registered callable's Go function name,
 	// or "workflow:anonymous".
 	Name string `json:"name"`
-	// revision is the definition digest (§1.4).
+	// revision is the definition digest (docs/contracts.md#digests-and-fingerprints).
 	Revision string `json:"revision"`
 	// build_revision is "environment:<VAR>:<value>" or a configured revision.
 	BuildRevision        *string `json:"build_revision"`

@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of the read-service
-// envelopes and cursor payloads (CONTRACTS §5.6) that tools/cuegen cannot
+// envelopes and cursor payloads (docs/contracts.md#reads-cursors-and-error-codes) that tools/cuegen cannot
 // translate. The same rules are written in CUE in schema/read.cue, each
 // marked @rayflow(rule=ID); schema/differential_test.go breaks every rule
 // once and checks that CUE and this file agree.

@@ -7,9 +7,9 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// read.cue: CONTRACTS §5.6: read-service envelopes (summary, page, node;
-// read schema version 1), the read error body and the cursor payload, with
-// rayflow's format names.
+// read.cue: docs/contracts.md#reads-cursors-and-error-codes: read-service
+// envelopes (summary, page, node; read schema version 1), the read error
+// body and the cursor payload, with rayflow's format names.
 package read
 
 import (
@@ -747,7 +747,7 @@ func DecodePublicSummaryStorage(data []byte) (*PublicSummaryStorage, error) {
 	return x, nil
 }
 
-// PublicSummary is the public form of a progress summary v3 (§5.3
+// PublicSummary is the public form of a progress summary v3 (docs/contracts.md#summary-v3
 // "Public summary"): the 4-field run identity and a null manifest_id. Its
 // field types are the summary's; the cross-field rules are checked on the
 // private summary before it is projected, not repeated here.

@@ -1,5 +1,5 @@
-// Hand-written, not generated: the cross-field rules of #Summary (CONTRACTS
-// §5.3) that tools/cuegen cannot translate. The same rules are written in CUE
+// Hand-written, not generated: the cross-field rules of #Summary
+// (docs/contracts.md#summary-v3) that tools/cuegen cannot translate. The same rules are written in CUE
 // in schema/summary.cue, each marked @rayflow(rule=ID); the generated code
 // calls one function per ID (a missing one fails to compile), and
 // schema/differential_test.go breaks every rule once and checks that CUE and

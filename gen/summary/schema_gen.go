@@ -7,7 +7,8 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// summary.cue: CONTRACTS §5.2, §5.3: progress summary schema v3, storage
+// summary.cue: docs/contracts.md#detail-availability,
+// docs/contracts.md#summary-v3: progress summary schema v3, storage
 // protocol v1.
 package summary
 
@@ -37,7 +38,7 @@ const (
 	SummaryMaxBytes = 16384
 )
 
-// DetailAvailability is the detail availability vocabulary (§5.2).
+// DetailAvailability is the detail availability vocabulary (docs/contracts.md#detail-availability).
 type DetailAvailability string
 
 // Values of DetailAvailability.
@@ -109,7 +110,7 @@ func (x State) Valid() bool {
 	return false
 }
 
-// TruncationReason names why retained detail is a subset (§5.2).
+// TruncationReason names why retained detail is a subset (docs/contracts.md#detail-availability).
 type TruncationReason string
 
 // Values of TruncationReason.

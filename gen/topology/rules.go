@@ -1,5 +1,5 @@
 // Hand-written, not generated: the cross-field rules of the topology records
-// (CONTRACTS §5.4) that tools/cuegen cannot translate. The same rules are
+// (docs/contracts.md#topology-pages-and-manifest) that tools/cuegen cannot translate. The same rules are
 // written in CUE in schema/topology.cue, each marked @rayflow(rule=ID);
 // schema/differential_test.go breaks every rule once and checks that CUE and
 // this file agree.
@@ -101,7 +101,7 @@ func ruleManifestReasonsSorted(x *Manifest, p *rt.Path, e *rt.Errors) {
 }
 
 // MetadataMaxDepth is the container nesting cap of generic metadata
-// (runtime_env, ray_options), the metadata object itself included (§6.3).
+// (runtime_env, ray_options), the metadata object itself included (docs/contracts.md#metrics-and-metadata).
 const MetadataMaxDepth = 6
 
 // MetadataDepth is the container nesting of a metadata object: the object

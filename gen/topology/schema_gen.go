@@ -7,8 +7,9 @@
 // and the definitions' constants. Regenerate with go generate ./schema;
 // never edit by hand.
 //
-// topology.cue: CONTRACTS §5.4: topology node and edge records, topology
-// pages and the topology manifest (schema 1), with the v1 limits of §5.1.
+// topology.cue: docs/contracts.md#topology-pages-and-manifest: topology
+// node and edge records, topology pages and the topology manifest (schema
+// 1), with the v1 limits of docs/contracts.md#limits-profiles.
 package topology
 
 import (
@@ -96,7 +97,7 @@ func (x Collection) Valid() bool {
 	return false
 }
 
-// TruncationReason is a topology-side truncation reason (§5.2).
+// TruncationReason is a topology-side truncation reason (docs/contracts.md#detail-availability).
 type TruncationReason string
 
 // Values of TruncationReason.

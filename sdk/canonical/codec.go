@@ -1,6 +1,6 @@
 package canonical
 
-// Caps of canonical JSON v1 (CONTRACTS §1.2).
+// Caps of canonical JSON v1 (docs/contracts.md#canonical-json-v1).
 const (
 	MaxDepth            = 16   // a value at depth > MaxDepth is rejected; the root is at depth 0
 	MaxObjectEntries    = 256  // members per object

@@ -10,7 +10,7 @@ import (
 )
 
 // Domain is the ASCII separator hashed, followed by one NUL byte, before the
-// canonical bytes of a digest (CONTRACTS §1.4, renamed to rayflow).
+// canonical bytes of a digest (docs/contracts.md#digests-and-fingerprints, renamed to rayflow).
 type Domain string
 
 // The digest domains of rayflow.

@@ -13,7 +13,8 @@ func TestDigests(t *testing.T) {
 		v      any
 		want   string
 	}{
-		// CONTRACTS §0: vectors 1 and 4 under the rayflow plan domain.
+		// Fixed vectors 1 and 4 under the rayflow plan domain
+		// (docs/contracts.md#number-lines-and-vectors).
 		{"plan vector 1", DomainPlan, []byte(`{"b":1,"a":[1.0,-0.0,0.5,1e-05,1e20,1e23,123456789.125,0.0001,-1.5e-07,true,null,1180591620717411303424]}`),
 			"sha256:f865c1540454abea0fd2cee073418f6d45f6f2ee43ae8ab7e7e9d88682c7d64f"},
 		{"plan vector 4", DomainPlan, map[string]any{"plan_format": "rayflow.workflow-plan", "plan_format_version": 1},

@@ -51,7 +51,7 @@ func textCases() []textCase {
 	compose := strings.Repeat("e\u0301", 1024) + "a" // 2049 code points, 1025 after NFC
 	keyCompose := strings.Repeat("a", 2047) + "e\u0301"
 	return []textCase{
-		// Contract §1.6 vectors.
+		// The fixed vectors (docs/contracts.md#number-lines-and-vectors).
 		{name: "contract-1", codec: V1,
 			in:   `{"b":1,"a":[1.0,-0.0,0.5,1e-05,1e20,1e23,123456789.125,0.0001,-1.5e-07,true,null,1180591620717411303424]}`,
 			want: `{"a":[1,0,0.5,1e-05,100000000000000000000,99999999999999991611392,123456789.125,0.0001,-1.5e-07,true,null,1180591620717411303424],"b":1}`},

@@ -6,7 +6,7 @@ import "strconv"
 const RootID = "0"
 
 // ChildID is the node id of child i of the node id of kind parent: "id.i"
-// for a chain's children, "id.gi" for a group's branches (CONTRACTS §2.2).
+// for a chain's children, "id.gi" for a group's branches (docs/contracts.md#the-effective-plan).
 // This and ItemID are the only places the id scheme is spelled; the
 // materializer, both engines and progress use them.
 func ChildID(parent Kind, id string, i int) string {

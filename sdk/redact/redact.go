@@ -12,18 +12,18 @@ import (
 // Marker replaces redacted text.
 const Marker = "[REDACTED]"
 
-// Markers of bounded work (CONTRACTS §6.5).
+// Markers of bounded work (docs/contracts.md#redaction).
 const (
 	MaxDepthMarker = "<max-depth>"
 	BudgetKey      = "<redacted>"
 )
 
-// DefaultPatterns are always on (CONTRACTS §6.5).
+// DefaultPatterns are always on (docs/contracts.md#redaction).
 var DefaultPatterns = []string{
 	`password`, `passwd`, `secret`, `token`, `api[_-]?key`, `authorization`, `cookie`, `credential`, `private[_-]?key`,
 }
 
-// Limits of configured patterns and of the work per value (CONTRACTS §6.5).
+// Limits of configured patterns and of the work per value (docs/contracts.md#redaction).
 const (
 	MaxPatterns        = 64
 	MaxPrograms        = 80

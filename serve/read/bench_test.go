@@ -18,7 +18,7 @@ import (
 )
 
 // BenchmarkReads measures every read on chain graphs of 1k, 10k and 25k
-// nodes, page 100 (CONTRACTS §8.4 shape); p50/p95 are reported as
+// nodes, page 100 (the reference system's shape, docs/operations.md#benchmarks); p50/p95 are reported as
 // metrics, with the SQL statements one read sends (BEGIN and COMMIT
 // included). "next" pages start from a cursor in the middle of the run.
 // RAYFLOW_BENCH_READ_COLD=1 turns the decoded-record cache off.
@@ -35,7 +35,7 @@ func BenchmarkReads(b *testing.B) {
 		if len(results) == 0 {
 			return
 		}
-		fmt.Printf("\n| read | 1,000 p50/p95 ms | 10,000 | 25,000 | SQL/read | seed (CONTRACTS §8.4) 1,000 / 10,000 / 25,000 |\n|---|---:|---:|---:|---:|---|\n")
+		fmt.Printf("\n| read | 1,000 p50/p95 ms | 10,000 | 25,000 | SQL/read | reference 1,000 / 10,000 / 25,000 |\n|---|---:|---:|---:|---:|---|\n")
 		for _, name := range order {
 			fmt.Printf("| %s |", name)
 			sql := 0.0
@@ -188,7 +188,8 @@ func (c countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 
 func (countTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// seedReads are CONTRACTS §8.4's p50/p95 (ms) of the seed's reads.
+// seedReads are the reference system's published p50/p95 (ms) of its reads
+// (docs/operations.md#benchmarks).
 var seedReads = map[string]string{
 	"summary":       "1.439/1.738, 1.422/1.544, 2.552/3.686",
 	"nodes_first":   "20.266/41.646, 20.233/20.685, 23.641/30.345",

@@ -16,7 +16,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// Salts separate the HMACs derived from one key (CONTRACTS §5.6).
+// Salts separate the HMACs derived from one key (docs/contracts.md#reads-cursors-and-error-codes).
 const (
 	saltCursor = "rayflow.workflow-progress.cursor.v1"
 	saltOwner  = "rayflow.workflow-progress.cursor-owner.v1"

@@ -1,4 +1,4 @@
-// Package read is rayflow's progress read service (CONTRACTS §5.6): the
+// Package read is rayflow's progress read service (docs/contracts.md#reads-cursors-and-error-codes): the
 // summary, topology nodes, topology edges, node details (optionally of one
 // state) and single node reads of a durable task's current or archived
 // attempt, as the gen/read envelopes, validated before they are returned.
@@ -21,7 +21,7 @@
 // single node read is one primary-key lookup.
 //
 // Cursors are opaque tokens of at most 2 KiB: base64url of the cursor
-// payload (gen/read, every field of §5.6) and of its HMAC-SHA256 under a
+// payload (gen/read, every field of docs/contracts.md#reads-cursors-and-error-codes) and of its HMAC-SHA256 under a
 // key derived from the first of [Keys] (every key verifies: rotation).
 // The owner and run fields are HMACs of the task primary key and of the
 // canonical run identity, so a cursor says nothing a client could use. A

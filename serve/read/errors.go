@@ -8,7 +8,7 @@ import (
 	"github.com/rayflow/rayflow/gen/read"
 )
 
-// Error is a read failure with its contract code (CONTRACTS §5.6).
+// Error is a read failure with its contract code (docs/contracts.md#reads-cursors-and-error-codes).
 type Error struct {
 	Code    read.ErrorCode
 	Message string

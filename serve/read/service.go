@@ -32,7 +32,7 @@ const nilRunID = "00000000-0000-0000-0000-000000000000"
 
 var taskIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// Service serves the progress reads of CONTRACTS §5.6 from the durable
+// Service serves the progress reads of docs/contracts.md#reads-cursors-and-error-codes from the durable
 // PostgreSQL store. Every read authorizes first, then reads in one
 // read-only REPEATABLE READ transaction (one consistent snapshot).
 type Service struct {

@@ -21,7 +21,7 @@ const maxInputDefault = 64 << 20
 func init() {
 	register("canon", "canonical JSON v1 of JSON text on stdin", cmdCanon)
 	register("fingerprint", "domain-separated sha256 of the canonical form of stdin", cmdFingerprint)
-	register("numbers", "hash of the conformance number lines (CONTRACTS Appendix A)", cmdNumbers)
+	register("numbers", "hash of the conformance number lines (docs/contracts.md#number-lines-and-vectors)", cmdNumbers)
 	register("batch", "canonicalize JSON lines of hex inputs (differential testing)", cmdBatch)
 }
 

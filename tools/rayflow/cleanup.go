@@ -13,7 +13,7 @@ func init() {
 
 func cmdCleanup(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "cleanup", "cleanup progress [--batch-size N] [--delete] [--database-url URL]\n\n"+
-		"Applies the progress retention of CONTRACTS §5.8. Dry run by default: it counts the\n"+
+		"Applies the progress retention of docs/contracts.md#retention-and-cleanup. Dry run by default: it counts the\n"+
 		"candidates of each class (expired_run: detail past its expiry; pending_manifest and\n"+
 		"orphan_page: older than one hour; empty_run) without deleting. --delete rechecks each\n"+
 		"candidate under lock and deletes it; the active run is never touched and the summaries\n"+

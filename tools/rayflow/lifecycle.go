@@ -14,7 +14,7 @@ func init() {
 }
 
 const lifecycleHelp = `replay FILE runs a JSON-lines scenario through the compiled-invocation
-lifecycle reducer (protocol v1, CONTRACTS §4) and prints one canonical JSON
+lifecycle reducer (protocol v1, docs/lifecycle.md) and prints one canonical JSON
 line per event, then the final snapshot (schema 1) as canonical JSON.
 
 Input (one JSON object per line; blank lines are skipped):

@@ -26,7 +26,7 @@ type progressTarget struct {
 
 func cmdProgress(ctx context.Context, e env, args []string) int {
 	fs := newFlags(e, "progress", "progress verify [--all] [TASK_ID...] [--database-url URL]\n\n"+
-		"Checks the progress stored for each task, as the readers do (CONTRACTS §5): the summary on\n"+
+		"Checks the progress stored for each task, as the readers do (docs/contracts.md#progress-storage): the summary on\n"+
 		"the task row and on every attempt row (16 KiB cap, schema), and for a run with detail its\n"+
 		"storage row, manifest, every topology page (link, digest, size, count, schema) and node\n"+
 		"detail row (digest, schema, counts against the summary). Prints one line per summary that\n"+

@@ -33,8 +33,9 @@ DEFINITION = "rayflow.workflow-definition-v1"
 TRUST = "rayflow.workflow-plan-trust-v1"
 TOPOLOGY_PAGE = "rayflow:workflow-progress:topology-page:v1"
 
-# CONTRACTS.md section 1.6 with the django-ray domains (reproduced by the tests)
-# and section 0 with the rayflow plan domain.
+# The fixed fingerprint vectors of the reference system, under its django-ray domains
+# (reproduced by the tests) and under rayflow's plan domain
+# (docs/contracts.md#number-lines-and-vectors).
 CONTRACT_DJANGO_RAY = {
     "v1": ("django-ray.workflow-plan-v1", "sha256:0bbe2a4302b0895c609182d1f504c3e60d266cc5641650967f19149fedc75b15"),
     "v2": ("django-ray.workflow-plan-v1", "sha256:67d7bd12b88266ca10304bf96901328cee853bd871f111a5429f7d619ee55a34"),
@@ -90,7 +91,7 @@ def J(s: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# contract: CONTRACTS.md section 1.6 (rayflow domains)
+# the fixed vectors, rayflow domains (docs/contracts.md#number-lines-and-vectors)
 
 add("contract/v1_plan/fold", "fold", CONTRACT_V1_INPUT, expect=CONTRACT_V1_CANON, fingerprints=[PLAN])
 add(

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Independent Python reference implementation of rayflow canonical JSON v1.
 
-Written from the contract (shared/design/CONTRACTS.md section 1 and Appendices A
-and B) and conformance/README.md, not from rayflow's Go code. Python 3.11, stdlib
+Written from the rules (docs/contracts.md#canonical-json-v1, its number lines and its
+Unicode pin) and conformance/README.md, not from rayflow's Go code. Python 3.11, stdlib
 only. Usable as a module and as the conformance command line::
 
     rayflow_canon.py canon [--no-fold]                      < json > canonical bytes
@@ -26,7 +26,7 @@ Pipeline
    (no-fold) containers, the root being at depth 0 (``depth``). A literal without
    fraction or exponent is an exact integer (``-0`` is 0); any other literal is a
    double rounded to nearest by ``float()`` (``1e-400`` is 0.0, ``-1e-400`` -0.0).
-2. ``fold`` mode only, CONTRACTS section 1.2: a string value longer than 2,048
+2. ``fold`` mode only (normalization): a string value longer than 2,048
    code points before NFC (``string_length``), a code point reserved in Unicode
    15.0.0 in a key or string (``unassigned_code_point``), an object with more than
    256 members (``object_entries``), an array with more than 1,024 items
@@ -35,14 +35,14 @@ Pipeline
    distinct after NFC (``duplicate_key_nfc``); string values are NFC-normalized;
    an integral double becomes the exact integer of its binary value (``-0.0`` is
    0). ``no-fold`` mode does none of this.
-3. Serialization, CONTRACTS section 1.3: ``json.dumps(v, ensure_ascii=False,
+3. Serialization: ``json.dumps(v, ensure_ascii=False,
    sort_keys=True, separators=(",", ":"), allow_nan=False)`` encoded as UTF-8,
    reimplemented here: keys in code point order, escapes ``\\"`` ``\\\\`` ``\\b``
    ``\\f`` ``\\n`` ``\\r`` ``\\t`` and ``\\u00xx`` (lowercase) for the other C0
    controls, everything else raw; integers in decimal; doubles as ``repr``.
 
-Unicode 15.0.0 (Appendix B)
----------------------------
+Unicode 15.0.0
+--------------
 Python 3.11's ``unicodedata`` is Unicode 14.0.0, rayflow pins 15.0.0. NFC is
 implemented here from scratch (UAX #15: full canonical decomposition including
 algorithmic Hangul, canonical ordering by combining class, canonical composition
@@ -514,7 +514,7 @@ def decode(data: bytes, fold: bool = True):
 
 
 # ---------------------------------------------------------------------------
-# Normalization (fold mode, CONTRACTS 1.2)
+# Normalization (fold mode)
 
 
 def _check_assigned(s: str, what: str) -> None:
@@ -524,7 +524,7 @@ def _check_assigned(s: str, what: str) -> None:
 
 
 def normalize(v, depth: int = 0):
-    """CONTRACTS 1.2 over a decoded value (fold mode)."""
+    """Normalization over a decoded value (fold mode)."""
     if depth > FOLD_MAX_DEPTH:
         raise Rejected("depth", f"exceeds maximum nesting depth {FOLD_MAX_DEPTH}")
     if v is None or isinstance(v, bool):
@@ -567,7 +567,7 @@ def normalize(v, depth: int = 0):
 
 
 # ---------------------------------------------------------------------------
-# Serialization (CONTRACTS 1.3)
+# Serialization
 
 _ESCAPE_RE = re.compile(r'["\\\x00-\x1f]')
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -634,11 +634,11 @@ def fingerprint(domain: str, data: bytes, fold: bool = True, bare: bool = False)
 
 
 # ---------------------------------------------------------------------------
-# Appendix A number sequence
+# The number-line sequence (docs/contracts.md#number-lines-and-vectors)
 
 
 def number_bits(spec: dict | None = None):
-    """Yield the 64-bit patterns of the Appendix A sequence (endless)."""
+    """Yield the 64-bit patterns of the number-line sequence (endless)."""
     if spec is None:
         with open(NUMBERS_PATH, "rb") as f:
             spec = json.load(f)
@@ -716,7 +716,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--domain", required=True)
     f.add_argument("--no-fold", action="store_true")
     f.add_argument("--bare", action="store_true")
-    n = sub.add_parser("numbers", allow_abbrev=False, help="digest of the Appendix A number lines")
+    n = sub.add_parser("numbers", allow_abbrev=False, help="digest of the conformance number lines")
     n.add_argument("--count", required=True)
     n.add_argument("--no-fold", action="store_true")
     sub.add_parser("batch", allow_abbrev=False, help="JSON lines in, JSON lines out")

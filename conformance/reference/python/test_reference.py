@@ -61,7 +61,7 @@ def expand(ranges):
 
 
 class ContractVectors(unittest.TestCase):
-    """CONTRACTS.md section 1.6 and section 0, checked against the literal values."""
+    """The fixed fingerprint vectors (docs/contracts.md#number-lines-and-vectors), both domains, checked against the literal values."""
 
     def test_v1_canonical_and_fingerprints(self):
         c = canon(make_vectors.CONTRACT_V1_INPUT)
@@ -522,7 +522,7 @@ def _random_value(rng, depth=0):
 
 
 def _seed_normalize(v, depth=0):
-    """CONTRACTS 1.2 written out literally for Python values (Unicode 14 NFC)."""
+    """Normalization (docs/contracts.md#canonical-json-v1) written out literally for Python values (Unicode 14 NFC)."""
     if depth > 16:
         raise ValueError("depth")
     if isinstance(v, float):

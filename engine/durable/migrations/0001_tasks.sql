@@ -1,4 +1,4 @@
--- rayflow durable tasks, schema version 1 (CONTRACTS §9).
+-- rayflow durable tasks, schema version 1 (docs/durable.md).
 -- rayflow_tasks: one row per enqueued task, the single source of truth.
 -- Every bound the Go code enforces is also a CHECK constraint here.
 CREATE TABLE rayflow_tasks (

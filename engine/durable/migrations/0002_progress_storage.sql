@@ -1,4 +1,4 @@
--- rayflow progress storage, storage protocol 1 (CONTRACTS §5, ADR-0004).
+-- rayflow progress storage, storage protocol 1 (docs/contracts.md#progress-storage).
 -- Owned by engine/progressstore; applied in the durable migration sequence.
 -- Every bound the Go code enforces is also a CHECK constraint here.
 

@@ -1,5 +1,6 @@
-// Package workflow is the order-fulfillment showcase of the seed's test
-// project ("Order-fulfillment showcase", seed 001), importable so that
+// Package workflow is the order-fulfillment showcase of the reference
+// system's test project (docs/serve.md#enqueue-routes-and-the-showcase-workflows),
+// importable so that
 // `rayflow worker`, `rayflow serve` and the Ray leaf process find it by
 // name. It builds one order, validates each item, joins customer and
 // inventory context, splits reservation preparation from commercial

@@ -1,5 +1,5 @@
-// Package workflow is the three-attempt recovery showcase of the seed's
-// test project ("Three-attempt recovery showcase", seed 001): the
+// Package workflow is the three-attempt recovery showcase of the reference
+// system's test project (docs/serve.md#enqueue-routes-and-the-showcase-workflows): the
 // order-fulfillment workflow (examples/orderfulfillment/workflow, the same
 // 21 nodes) run as one durable task with three attempts and a fixed,
 // server-owned failure sequence driven by the attempt number:
