@@ -106,13 +106,13 @@ type Cluster struct {
 	script   string
 }
 
-// StartCluster starts a private cluster with tools/pg/pg.sh (found
+// StartCluster starts a private cluster with scripts/pg.sh (found
 // upwards from the working directory) in a fresh directory; cleanup stops
 // it and removes the directory. It skips like ServerURL.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	ServerURL(t)
-	script, err := findUp("tools/pg/pg.sh")
+	script, err := findUp("scripts/pg.sh")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}

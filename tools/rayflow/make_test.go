@@ -75,7 +75,23 @@ func newMakeDir(t *testing.T) makeDir {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string]string{"Makefile": string(mk), "probe.mk": probeMakefile, "python3": fakePython} {
+	files := map[string]string{"Makefile": string(mk), "probe.mk": probeMakefile, "python3": fakePython}
+	// The scripts behind the targets, as in the checkout.
+	scripts, err := filepath.Glob("../../scripts/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scripts/*.sh: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range scripts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Join("scripts", filepath.Base(p))] = string(b)
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +113,7 @@ func (d makeDir) run(env []string, args ...string) (int, string) {
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "PYTHON=" + filepath.Join(d.dir, "python3"),
 		"RAY_PORT=1", "TEST_CHECKS=probe"}, args...)...)
 	cmd.Dir = d.dir
-	// The PostgreSQL half is given (pg.sh is not in the scratch directory).
+	// The PostgreSQL half is given (RAYFLOW_TEST_DATABASE_URL), so no cluster starts.
 	cmd.Env = append(os.Environ(), "MAKEFILES=probe.mk", "RAYFLOW_RAY_ADDRESS=", "MAKEFLAGS=", "RAYFLOW_TEST_DATABASE_URL=postgres://probe",
 		"PATH="+filepath.Join(d.dir, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Env = append(cmd.Env, env...)
@@ -197,4 +213,34 @@ func TestMakeTestUsesRayflowRayAddress(t *testing.T) {
 	if got := strings.TrimSpace(d.read("addresses")); got != "127.0.0.1:6399" {
 		t.Errorf("checks ran with %q", got)
 	}
+}
+
+// The Makefile stays a table of entry points: a target's recipe is a few lines,
+// the shell logic lives in scripts/ (each script runnable on its own).
+func TestMakefileRecipesAreShort(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxLines = 3
+	target, lines := "", 0
+	check := func() {
+		if target != "" && lines > maxLines {
+			t.Errorf("target %s has a recipe of %d lines (continuations included), want at most %d: move its shell into scripts/", target, lines, maxLines)
+		}
+	}
+	for _, line := range strings.Split(string(mk), "\n") {
+		switch {
+		case strings.HasPrefix(line, "\t"):
+			lines++
+		case line == "" || strings.HasPrefix(line, "#"):
+		default:
+			check()
+			target, lines = "", 0
+			if i := strings.Index(line, ":"); i > 0 && !strings.Contains(line[:i], "=") && !strings.HasPrefix(line, ".") {
+				target = line[:i]
+			}
+		}
+	}
+	check()
 }

@@ -1,4 +1,4 @@
-package pg_test
+package scripts_test
 
 import (
 	"context"

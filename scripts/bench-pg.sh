@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make bench-durable / bench-progress / bench-read: the PostgreSQL benchmarks, on the server
+# named by RAYFLOW_TEST_DATABASE_URL, else on the private cluster (scripts/pg.sh up).
+#   scripts/bench-pg.sh durable    durable queue: claim latency, idle queries, throughput, saturation
+#   scripts/bench-pg.sh progress   progress storage: chains of 1k-100k nodes, sparse update, heap
+#   scripts/bench-pg.sh read       progress reads with the record cache on, then off
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+GO=${GO:-go}
+PG_STATE=${PG_STATE:-.pg-local}
+what=${1:?usage: bench-pg.sh durable|progress|read}
+
+url=${RAYFLOW_TEST_DATABASE_URL:-}
+if [ -z "$url" ]; then
+	"$here/pg.sh" up "$PG_STATE" >&2
+	url=$(cat "$PG_STATE/url")
+fi
+export RAYFLOW_TEST_DATABASE_URL=$url
+
+case $what in
+durable)
+	echo "bench-durable: $url; $(uptime)"
+	RAYFLOW_BENCH_DURABLE=1 "$GO" test -count=1 -run '^TestBenchDurable$' -v -timeout 30m ./engine/durable/ |
+		grep -E '^(\||BENCH|---|ok|FAIL)'
+	;;
+progress)
+	echo "bench-progress: $url; $(uptime)"
+	RAYFLOW_BENCH_PROGRESS=1 "$GO" test -count=1 -run '^TestBenchProgress$' -v ./engine/progressstore/
+	;;
+read)
+	echo "bench-read: $(uptime)"
+	echo '--- warm: the decoded-record cache on (the default)'
+	"$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
+	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'
+	RAYFLOW_BENCH_READ_COLD=1 "$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
+	;;
+*)
+	echo "usage: bench-pg.sh durable|progress|read" >&2
+	exit 2
+	;;
+esac
