@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Private PostgreSQL cluster for development and tests (make pg-up / pg-down).
-#   tools/pg/pg.sh up   DIR   initdb into DIR (once), start on a free 127.0.0.1 port with
+#   scripts/pg.sh up   DIR   initdb into DIR (once), start on a free 127.0.0.1 port with
 #                           its unix socket in DIR, create database "rayflow", write the
 #                           URL to DIR/url. Idempotent: a running cluster is left alone.
-#   tools/pg/pg.sh down DIR   stop it (fast shutdown); the data stays in DIR.
-#   tools/pg/pg.sh restart DIR  stop then start on the same port (reliability tests).
+#   scripts/pg.sh down DIR   stop it (fast shutdown); the data stays in DIR.
+#   scripts/pg.sh restart DIR  stop then start on the same port (reliability tests).
 # PostgreSQL comes from Debian packages (/usr/lib/postgresql/*/bin); when missing it
 # is installed with apt-get. initdb refuses to run as root, so as root the server
 # runs as the "postgres" OS user (created by the package).
