@@ -21,7 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
 // Worker defaults (CONTRACTS §9).
@@ -563,8 +565,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	case errors.Is(cause, errShutdown):
 		o = w.failure(c, StateLost, r.err, false)
 	default:
-		var p *permanent
-		o = w.failure(c, StateFailed, r.err, errors.As(r.err, &p))
+		o = w.failure(c, StateFailed, r.err, isPermanent(r.err))
 	}
 	// The row's summary is known unless the run may still be publishing:
 	// none without progress storage, else the sink's last accepted one.
@@ -833,6 +834,64 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 	}
 }
 
+// contractTypes are the sdk's typed errors of its contract rules: a map
+// over its MaxItems, an invalid definition, a value the codec refuses
+// (step values, canonical JSON), a strategy the plan or the engine cannot
+// honour. A run that broke one breaks it again (same plan, same input),
+// so automatic retry would only repeat it. A recovered panic is a bug in
+// a step, which a retry runs again the same way: it is permanent too.
+var contractTypes = []reflect.Type{
+	reflect.TypeFor[*sdk.MaxItemsError](), reflect.TypeFor[*sdk.DefinitionError](),
+	reflect.TypeFor[*sdk.ValueError](), reflect.TypeFor[*canonical.Error](), reflect.TypeFor[canonical.Rule](),
+	reflect.TypeFor[*sdk.SelectionError](), reflect.TypeFor[*sdk.StrategyMismatchError](),
+	reflect.TypeFor[*sdk.PanicError](),
+}
+
+// contractSentinels match the contract errors of contractTypes (and
+// stand for them when wrapped alone).
+var contractSentinels = []error{sdk.ErrInvalidDefinition, sdk.ErrStrategyRejected, sdk.ErrStrategyMismatch, canonical.ErrRejected}
+
+// isPermanent reports whether err is a failure automatic retry would only
+// repeat: marked Permanent, or a contract error of contractTypes anywhere
+// in its chain. An error from a Ray leaf whose type is not registered
+// (sdk.RegisterErrorType) arrives as an *errwire.Remote carrying its Go
+// type name; that name counts as the type, so a contract error is
+// permanent on every runner.
+func isPermanent(err error) bool {
+	var p *permanent
+	if errors.As(err, &p) {
+		return true
+	}
+	for _, s := range contractSentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	found := false
+	walkErrors(err, func(e error) bool {
+		name := errwire.OriginalType(e)
+		if name == permanentType.String() && isRemote(e) {
+			found = true // Permanent, from a Ray leaf
+			return false
+		}
+		for _, t := range contractTypes {
+			if name == t.String() && (reflect.TypeOf(e) == t || isRemote(e)) {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+var permanentType = reflect.TypeFor[*permanent]()
+
+func isRemote(e error) bool {
+	_, ok := e.(*errwire.Remote)
+	return ok
+}
+
 // denied reports whether an error type in err's chain is denylisted.
 func (w *Worker) denied(err error) bool {
 	if len(w.o.RetryDenylist) == 0 {
@@ -873,8 +932,19 @@ func walkErrors(err error, visit func(error) bool) bool {
 	return true
 }
 
-// typeNames are the short, package and qualified names of e's type.
+// typeNames are the short, package and qualified names of e's type. An
+// *errwire.Remote (an error from a Ray leaf whose type is not registered)
+// has the short and package names of the type it was created as; its
+// package path did not cross the wire.
 func typeNames(e error) []string {
+	if r, ok := e.(*errwire.Remote); ok {
+		name := strings.TrimLeft(r.Type, "*")
+		pkg, short, ok := strings.Cut(name, ".")
+		if !ok || short == "" || strings.ContainsAny(short, ".[ ") {
+			return nil
+		}
+		return []string{short, pkg + "." + short}
+	}
 	t := reflect.TypeOf(e)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -904,9 +974,13 @@ var sentinels = []struct {
 	{context.Canceled, "context.Canceled"}, {context.DeadlineExceeded, "context.DeadlineExceeded"},
 }
 
-// errTypeName names the first sentinel of sentinels in err's chain (the
-// outermost), else the innermost error of its first chain, skipping the
-// anonymous wrappers of fmt.Errorf and the worker's own.
+// errTypeName names the first sentinel in err's chain (the outermost),
+// one of sentinels or one registered with sdk.RegisterSentinel (by its
+// registered name), else the innermost error of its first chain, skipping
+// the anonymous wrappers of fmt.Errorf and the worker's own. An error
+// that crossed from a Ray leaf is named by the type it was created as
+// (errwire.OriginalType), so one failure records one name on every
+// runner.
 func errTypeName(err error) string {
 	sentinel := ""
 	walkErrors(err, func(e error) bool {
@@ -916,6 +990,10 @@ func errTypeName(err error) string {
 				return false
 			}
 		}
+		if n := errwire.RegisteredSentinel(e); n != "" {
+			sentinel = n
+			return false
+		}
 		return true
 	})
 	if sentinel != "" {
@@ -923,12 +1001,9 @@ func errTypeName(err error) string {
 	}
 	name := fmt.Sprintf("%T", err)
 	walkErrors(err, func(e error) bool {
-		switch e.(type) {
-		case *permanent:
-			return true
-		}
-		n := fmt.Sprintf("%T", e)
-		if n != "*fmt.wrapError" && n != "*fmt.wrapErrors" && n != "*errors.joinError" {
+		switch n := errwire.OriginalType(e); n {
+		case "", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", permanentType.String():
+		default:
 			name = n
 		}
 		return true
