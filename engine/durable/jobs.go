@@ -191,6 +191,6 @@ RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_s
 		return
 	}
 	c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
-	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt)
+	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt, "flow", c.flow)
 	w.start(c)
 }

@@ -97,7 +97,12 @@ type WorkerOptions struct {
 	// context ends; then they are interrupted and recorded LOST (and
 	// retried as usual). Default 60 s.
 	DrainTimeout time.Duration
-	// Logger defaults to slog.Default().
+	// Logger defaults to slog.Default(). The worker logs one line per
+	// transition of a task it claims or sweeps, each with the task id,
+	// attempt, flow and duration: "task claimed" (duration: its wait in
+	// the queue), "task succeeded", "task cancelled" and "task retried"
+	// (next_attempt, backoff) at INFO, "task failed" and "task lost"
+	// (error_type, error) at WARN, "task expired" at INFO.
 	Logger *slog.Logger
 	// NoProgressStore turns off the PostgreSQL progress storage
 	// (engine/progressstore), which every in-process attempt publishes to
@@ -474,6 +479,8 @@ func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	w.stats.claimed.Add(int64(len(got)))
 	w.observeClaim(got)
 	for _, c := range got {
+		w.log.Info("task claimed", "task", c.id, "attempt", c.attempt, "flow", c.flow, "generation", c.gen,
+			"run_id", c.runID, "duration", max(c.waited, 0))
 		w.start(c)
 	}
 	return len(got), nil
@@ -508,7 +515,8 @@ func (p *permanent) Unwrap() error { return p.err }
 // execute runs one attempt and records its outcome under its fence.
 func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc, c claimed) {
 	f := c.fence()
-	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen, "run_id", c.runID)
+	started := time.Now()
+	log := w.log.With("task", c.id, "attempt", c.attempt, "flow", c.flow, "generation", c.gen, "run_id", c.runID)
 	runCtx, observed := w.observeAttempt(runCtx, c)
 	if c.timeout > 0 {
 		var tcancel context.CancelFunc
@@ -578,7 +586,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 		o.lastKnown = true
 	}
 	observed(&o)
-	w.finish(f, o, log)
+	w.finish(f, o, log, time.Since(started))
 }
 
 // failure is the outcome of a failed attempt: retried automatically
@@ -603,8 +611,9 @@ func backoffSeconds(base time.Duration, k int) float64 {
 
 // finish records o under f, retrying database errors (a restarting
 // server) until it lands, the fence is gone, or StuckTimeout passes (the
-// attempt is then LOST and retried anyway).
-func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
+// attempt is then LOST and retried anyway). took is the attempt's
+// duration, logged with its outcome.
+func (w *Worker) finish(f fence, o outcome, log *slog.Logger, took time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.StuckTimeout)
 	defer cancel()
 	backoff := 20 * time.Millisecond
@@ -613,6 +622,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 		if res.err == nil && res.matched {
 			w.stats.finished.Add(1)
 			log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry, "grouped", true)
+			logOutcome(log, f, o, took)
 			if o.retry {
 				signal(w.wake)
 			}
@@ -636,6 +646,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 				log.Info("attempt superseded; its outcome was not recorded", "outcome", o.state)
 			} else {
 				log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry)
+				logOutcome(log, f, o, took)
 			}
 			if o.retry {
 				signal(w.wake)
@@ -652,6 +663,28 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 		case <-time.After(jitter(backoff)):
 		}
 		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// logOutcome logs the transition of a recorded attempt (log names its
+// task, attempt and flow): one line for its outcome ("task succeeded",
+// "task failed", "task lost", "task cancelled", "task expired") with the
+// attempt's duration and, unless it succeeded, its error; FAILED and LOST
+// at WARN, the others at INFO. An automatic retry adds a "task retried"
+// line with the next attempt and its backoff.
+func logOutcome(log *slog.Logger, f fence, o outcome, took time.Duration) {
+	level := slog.LevelInfo
+	if o.state == StateFailed || o.state == StateLost {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"outcome", o.state, "duration", took}
+	if o.state != StateSucceeded {
+		attrs = append(attrs, "error_type", o.errType, "error", truncate(o.errMsg, 1024))
+	}
+	log.Log(context.Background(), level, "task "+strings.ToLower(string(o.state)), attrs...)
+	if o.retry {
+		log.Info("task retried", "next_attempt", f.attempt+1,
+			"backoff", time.Duration(o.backoffSeconds*float64(time.Second)))
 	}
 }
 
@@ -757,7 +790,8 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
 	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
-  coalesce(ray_job_id, '')
+  coalesce(ray_job_id, ''), task_id::text, flow_name,
+  extract(epoch FROM now() - CASE WHEN state = 'QUEUED' THEN enqueued_at ELSE coalesce(started_at, enqueued_at) END)::float8
 FROM rayflow_tasks
 WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
    OR (state = 'QUEUED' AND queue_deadline_at < now())
@@ -773,11 +807,13 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		state       State
 		maxAttempts int
 		job         string
+		id, flow    string
+		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job); err != nil {
+		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job, &c.id, &c.flow, &c.age); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
 			return
@@ -825,7 +861,8 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 			continue
 		}
 		if n == 1 {
-			w.log.Info("swept a task", "task_pk", c.f.pk, "outcome", o.state, "retry", o.retry)
+			log := w.log.With("task", c.id, "attempt", c.f.attempt, "flow", c.flow, "generation", c.f.gen, "swept", true)
+			logOutcome(log, c.f, o, time.Duration(c.age*float64(time.Second)))
 			observeSwept(o)
 			if o.retry {
 				signal(w.wake)
