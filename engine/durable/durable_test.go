@@ -259,7 +259,7 @@ func TestAutomaticRetryUntilMaxAttempts(t *testing.T) {
 		}
 	}
 	// Retried once and then succeeds.
-	id = e.enqueue("test.failonce", `"k1"`, EnqueueOptions{})
+	id = e.enqueue("test.failonce", fmt.Sprintf("%q", ownKey(t, "k1")), EnqueueOptions{})
 	task = e.wait(id, 20*time.Second)
 	if task.State != StateSucceeded || task.Attempt != 2 || task.Attempts[0].State != StateFailed {
 		t.Fatalf("fail once: %s at %d, %+v", task.State, task.Attempt, task.Attempts)

@@ -59,7 +59,7 @@ func TestWorkerLogsTransitions(t *testing.T) {
 		t.Fatalf("claiming as the gone worker: %d tasks, %v", len(got), err)
 	}
 	// Fails once, then succeeds.
-	flaky := e.enqueue("test.failonce", fmt.Sprintf("%q", fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())), EnqueueOptions{})
+	flaky := e.enqueue("test.failonce", fmt.Sprintf("%q", ownKey(t, "logs")), EnqueueOptions{})
 	if task := e.wait(flaky, 20*time.Second); task.State != StateSucceeded || task.Attempt != 2 {
 		t.Fatalf("flaky task: %s at attempt %d", task.State, task.Attempt)
 	}
