@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -144,6 +145,9 @@ func TestErrTypeName(t *testing.T) {
 		"context.DeadlineExceeded":  fmt.Errorf("step: %w", context.DeadlineExceeded),
 		"*durable.leafErr":          fmt.Errorf("a: %w", fmt.Errorf("b: %w", &leafErr{errors.New("boom")})),
 		"*errors.errorString":       errors.New("plain"),
+		// From a Ray leaf: the type the error was created as.
+		"*durable.remoteErr": &sdk.StepError{Err: &errwire.Remote{Type: "*fmt.wrapError",
+			Wrapped: []error{&errwire.Remote{Type: "*durable.remoteErr"}}}},
 	} {
 		if got := errTypeName(err); got != want {
 			t.Errorf("errTypeName(%v) = %s, want %s", err, got, want)

@@ -32,7 +32,17 @@
 // the error's type is in the worker's denylist or the failure is
 // permanent: a timeout (FAILED), a changed plan (the retry does not
 // reproduce the pinned fingerprint), a result over 1 MiB, an input that
-// no longer decodes. A RUNNING task without heartbeat for StuckTimeout is
+// no longer decodes, an error marked with Permanent, and a broken
+// contract rule of the sdk anywhere in the error's chain (a map input
+// over its MaxItems, an invalid definition, a value the codec or
+// canonical JSON refuses, a strategy the plan or engine cannot honour)
+// or a recovered panic of a step (a bug, which a retry would repeat).
+// These hold on every runner: an error from a Ray leaf keeps its Go type
+// name across the wire. A manual Retry runs any of them again. The
+// recorded error_type is the application's own error type (the innermost
+// of its chain past fmt's wrappers) or the name of a sentinel, one of the
+// package's or one registered with sdk.RegisterSentinel, the same on
+// every runner. A RUNNING task without heartbeat for StuckTimeout is
 // LOST and retried the same way. A QUEUED task past its queue deadline is
 // EXPIRED (no automatic retry). Cancel moves a QUEUED task to CANCELLED at
 // once and a RUNNING one to CANCELLING; its worker (woken by NOTIFY, or by

@@ -259,7 +259,7 @@ func TestAutomaticRetryUntilMaxAttempts(t *testing.T) {
 		}
 	}
 	// Retried once and then succeeds.
-	id = e.enqueue("test.failonce", `"k1"`, EnqueueOptions{})
+	id = e.enqueue("test.failonce", fmt.Sprintf("%q", ownKey(t, "k1")), EnqueueOptions{})
 	task = e.wait(id, 20*time.Second)
 	if task.State != StateSucceeded || task.Attempt != 2 || task.Attempts[0].State != StateFailed {
 		t.Fatalf("fail once: %s at %d, %+v", task.State, task.Attempt, task.Attempts)
@@ -272,15 +272,25 @@ func TestAutomaticRetryUntilMaxAttempts(t *testing.T) {
 }
 
 func TestRetryDenylist(t *testing.T) {
-	for _, name := range []string{"boomError", "durable.boomError", "github.com/rayflow/rayflow/engine/durable.boomError"} {
-		e := newEnv(t)
-		o := fastOptions()
-		o.RetryDenylist = []string{name}
-		e.startWorker(o)
-		id := e.enqueue("test.fail", `"x"`, EnqueueOptions{})
-		if task := e.wait(id, 20*time.Second); task.State != StateFailed || task.Attempt != 1 {
-			t.Fatalf("denylisted as %q: %s at attempt %d", name, task.State, task.Attempt)
-		}
+	for _, tc := range []struct {
+		r    runner
+		name string
+	}{
+		{runners[0], "boomError"}, {runners[0], "durable.boomError"}, {runners[0], "github.com/rayflow/rayflow/engine/durable.boomError"},
+		// From a Ray leaf the error's package path does not cross the wire:
+		// its short and package names match.
+		{runners[1], "boomError"}, {runners[1], "durable.boomError"},
+	} {
+		t.Run(tc.r.name+"/"+tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			o := fastOptions()
+			o.RetryDenylist = []string{tc.name}
+			e.startRunner(tc.r, o)
+			id := e.enqueue("test.fail", `"x"`, EnqueueOptions{})
+			if task := e.wait(id, 60*time.Second); task.State != StateFailed || task.Attempt != 1 {
+				t.Fatalf("denylisted as %q: %s at attempt %d", tc.name, task.State, task.Attempt)
+			}
+		})
 	}
 }
 

@@ -189,7 +189,7 @@ func TestGroupCommitManyConcurrentFinishes(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			s := "1"
-			w.finish(c.fence(), outcome{state: StateSucceeded, result: &s, lastKnown: true}, w.log)
+			w.finish(c.fence(), outcome{state: StateSucceeded, result: &s, lastKnown: true}, w.log, 0)
 		}()
 	}
 	for range n {

@@ -73,7 +73,9 @@ type JobStatus struct {
 }
 
 // Permanent marks err as a failure automatic retry would only repeat (a
-// JobRunner's refusal of an input, for example).
+// JobRunner's refusal of an input, or a step's error that no retry can
+// fix, for example): the attempt fails without automatic retry, on every
+// runner (from a Ray leaf too). errors.Is and errors.As see err.
 func Permanent(err error) error { return &permanent{err} }
 
 // submissionID is the attempt's job name: the same for every submission
@@ -189,6 +191,6 @@ RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_s
 		return
 	}
 	c.input, c.timeout = []byte(input), time.Duration(timeout)*time.Second
-	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt)
+	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt, "flow", c.flow)
 	w.start(c)
 }

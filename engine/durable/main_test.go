@@ -27,8 +27,41 @@ type EchoIn struct {
 
 func Echo(_ context.Context, in EchoIn) (string, error) { return "hello " + in.Name, nil }
 
-// executions counts runs of Noop by input (exactly-once checks).
+// executions counts runs of Noop and SlowCount by input (exactly-once
+// checks); a test that reads it counts its own inputs (ownInputs).
 var executions sync.Map
+
+// owned numbers the inputs and keys tests take for themselves.
+var owned atomic.Int64
+
+// ownInputs returns the first of n consecutive inputs of Noop and
+// SlowCount that no other test, nor another iteration of this one
+// (go test -count), uses; their counts are forgotten when t ends. The
+// ranges start above the benchmark's inputs.
+func ownInputs(t *testing.T, n int) int {
+	t.Helper()
+	const span = 1_000_000
+	if n > span {
+		t.Fatalf("ownInputs: %d inputs, at most %d", n, span)
+	}
+	base := int(100_000_000 + owned.Add(1)*span)
+	t.Cleanup(func() {
+		for i := range n {
+			executions.Delete(base + i)
+		}
+	})
+	return base
+}
+
+// ownKey returns a FailOnce input (also usable as a queue name) that no
+// other test, nor another iteration of this one, uses; FailOnce forgets
+// it when t ends.
+func ownKey(t *testing.T, prefix string) string {
+	t.Helper()
+	key := fmt.Sprintf("%s-%d", prefix, owned.Add(1))
+	t.Cleanup(func() { failures.Delete(key) })
+	return key
+}
 
 func Noop(_ context.Context, n int) (int, error) {
 	v, _ := executions.LoadOrStore(n, new(countBox))
@@ -77,7 +110,7 @@ func (e *boomError) Error() string { return "boom: " + e.msg }
 
 func Fail(_ context.Context, msg string) (string, error) { return "", &boomError{msg} }
 
-// failures counts FailOnce runs by input.
+// failures records the inputs FailOnce has run with (ownKey).
 var failures sync.Map
 
 // FailOnce fails its first run for each input, then succeeds.

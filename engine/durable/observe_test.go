@@ -79,14 +79,16 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 // every family passes the label lint.
 func TestWorkerMetrics(t *testing.T) {
 	e := newEnv(t)
-	queue := "metrics-test"
+	// Its own queue: the collectors are the process's, and count every
+	// earlier test (and -count iteration) under theirs.
+	queue := ownKey(t, "metrics-test")
 	addr := freeAddr(t)
 	o := fastOptions()
 	o.Queue, o.MetricsAddr = queue, addr
 	stop := runWorker(t, e.pool, o)
 	ids := []string{
 		e.enqueue("test.echo", `{"name":"m"}`, EnqueueOptions{Queue: queue}),
-		e.enqueue("test.failonce", fmt.Sprintf("%q", "metrics-"+t.Name()), EnqueueOptions{Queue: queue}),
+		e.enqueue("test.failonce", fmt.Sprintf("%q", ownKey(t, "metrics")), EnqueueOptions{Queue: queue}),
 		e.enqueue("test.fail", `"m"`, EnqueueOptions{Queue: queue, MaxAttempts: 2}),
 	}
 	for _, id := range ids {

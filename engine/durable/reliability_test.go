@@ -59,7 +59,8 @@ func TestKill9WorkerProcessIsLostAndRetried(t *testing.T) {
 // 4 workers × 2,000 no-op tasks: every task runs exactly once.
 func TestFourWorkersRunEveryTaskExactlyOnce(t *testing.T) {
 	e := newEnv(t)
-	const n, base = 2000, 1_000_000
+	const n = 2000
+	base := ownInputs(t, n)
 	ctx := t.Context()
 	var workers []*Worker
 	for i := range 4 {
@@ -250,7 +251,8 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewClient(pool, nil)
-	const n, base = 300, 2_000_000
+	const n = 300
+	base := ownInputs(t, n)
 	for i := range n {
 		if _, err := c.EnqueueJSON(ctx, "test.slowcount", fmt.Appendf(nil, `{"n":%d,"ms":40}`, base+i), EnqueueOptions{}); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
 // Worker defaults (docs/durable.md).
@@ -95,7 +97,12 @@ type WorkerOptions struct {
 	// context ends; then they are interrupted and recorded LOST (and
 	// retried as usual). Default 60 s.
 	DrainTimeout time.Duration
-	// Logger defaults to slog.Default().
+	// Logger defaults to slog.Default(). The worker logs one line per
+	// transition of a task it claims or sweeps, each with the task id,
+	// attempt, flow and duration: "task claimed" (duration: its wait in
+	// the queue), "task succeeded", "task cancelled" and "task retried"
+	// (next_attempt, backoff) at INFO, "task failed" and "task lost"
+	// (error_type, error) at WARN, "task expired" at INFO.
 	Logger *slog.Logger
 	// NoProgressStore turns off the PostgreSQL progress storage
 	// (engine/progressstore), which every in-process attempt publishes to
@@ -472,6 +479,8 @@ func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	w.stats.claimed.Add(int64(len(got)))
 	w.observeClaim(got)
 	for _, c := range got {
+		w.log.Info("task claimed", "task", c.id, "attempt", c.attempt, "flow", c.flow, "generation", c.gen,
+			"run_id", c.runID, "duration", max(c.waited, 0))
 		w.start(c)
 	}
 	return len(got), nil
@@ -506,7 +515,8 @@ func (p *permanent) Unwrap() error { return p.err }
 // execute runs one attempt and records its outcome under its fence.
 func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc, c claimed) {
 	f := c.fence()
-	log := w.log.With("task", c.id, "attempt", c.attempt, "generation", c.gen, "run_id", c.runID)
+	started := time.Now()
+	log := w.log.With("task", c.id, "attempt", c.attempt, "flow", c.flow, "generation", c.gen, "run_id", c.runID)
 	runCtx, observed := w.observeAttempt(runCtx, c)
 	if c.timeout > 0 {
 		var tcancel context.CancelFunc
@@ -563,8 +573,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	case errors.Is(cause, errShutdown):
 		o = w.failure(c, StateLost, r.err, false)
 	default:
-		var p *permanent
-		o = w.failure(c, StateFailed, r.err, errors.As(r.err, &p))
+		o = w.failure(c, StateFailed, r.err, isPermanent(r.err))
 	}
 	// The row's summary is known unless the run may still be publishing:
 	// none without progress storage, else the sink's last accepted one.
@@ -577,7 +586,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 		o.lastKnown = true
 	}
 	observed(&o)
-	w.finish(f, o, log)
+	w.finish(f, o, log, time.Since(started))
 }
 
 // failure is the outcome of a failed attempt: retried automatically
@@ -602,8 +611,9 @@ func backoffSeconds(base time.Duration, k int) float64 {
 
 // finish records o under f, retrying database errors (a restarting
 // server) until it lands, the fence is gone, or StuckTimeout passes (the
-// attempt is then LOST and retried anyway).
-func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
+// attempt is then LOST and retried anyway). took is the attempt's
+// duration, logged with its outcome.
+func (w *Worker) finish(f fence, o outcome, log *slog.Logger, took time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.StuckTimeout)
 	defer cancel()
 	backoff := 20 * time.Millisecond
@@ -612,6 +622,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 		if res.err == nil && res.matched {
 			w.stats.finished.Add(1)
 			log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry, "grouped", true)
+			logOutcome(log, f, o, took)
 			if o.retry {
 				signal(w.wake)
 			}
@@ -635,6 +646,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 				log.Info("attempt superseded; its outcome was not recorded", "outcome", o.state)
 			} else {
 				log.Debug("attempt recorded", "outcome", o.state, "retry", o.retry)
+				logOutcome(log, f, o, took)
 			}
 			if o.retry {
 				signal(w.wake)
@@ -651,6 +663,28 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger) {
 		case <-time.After(jitter(backoff)):
 		}
 		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// logOutcome logs the transition of a recorded attempt (log names its
+// task, attempt and flow): one line for its outcome ("task succeeded",
+// "task failed", "task lost", "task cancelled", "task expired") with the
+// attempt's duration and, unless it succeeded, its error; FAILED and LOST
+// at WARN, the others at INFO. An automatic retry adds a "task retried"
+// line with the next attempt and its backoff.
+func logOutcome(log *slog.Logger, f fence, o outcome, took time.Duration) {
+	level := slog.LevelInfo
+	if o.state == StateFailed || o.state == StateLost {
+		level = slog.LevelWarn
+	}
+	attrs := []any{"outcome", o.state, "duration", took}
+	if o.state != StateSucceeded {
+		attrs = append(attrs, "error_type", o.errType, "error", truncate(o.errMsg, 1024))
+	}
+	log.Log(context.Background(), level, "task "+strings.ToLower(string(o.state)), attrs...)
+	if o.retry {
+		log.Info("task retried", "next_attempt", f.attempt+1,
+			"backoff", time.Duration(o.backoffSeconds*float64(time.Second)))
 	}
 }
 
@@ -756,7 +790,8 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
 	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
-  coalesce(ray_job_id, '')
+  coalesce(ray_job_id, ''), task_id::text, flow_name,
+  extract(epoch FROM now() - CASE WHEN state = 'QUEUED' THEN enqueued_at ELSE coalesce(started_at, enqueued_at) END)::float8
 FROM rayflow_tasks
 WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
    OR (state = 'QUEUED' AND queue_deadline_at < now())
@@ -772,11 +807,13 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 		state       State
 		maxAttempts int
 		job         string
+		id, flow    string
+		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job); err != nil {
+		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job, &c.id, &c.flow, &c.age); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
 			return
@@ -824,13 +861,72 @@ LIMIT 500`, w.o.StuckTimeout.Seconds())
 			continue
 		}
 		if n == 1 {
-			w.log.Info("swept a task", "task_pk", c.f.pk, "outcome", o.state, "retry", o.retry)
+			log := w.log.With("task", c.id, "attempt", c.f.attempt, "flow", c.flow, "generation", c.f.gen, "swept", true)
+			logOutcome(log, c.f, o, time.Duration(c.age*float64(time.Second)))
 			observeSwept(o)
 			if o.retry {
 				signal(w.wake)
 			}
 		}
 	}
+}
+
+// contractTypes are the sdk's typed errors of its contract rules: a map
+// over its MaxItems, an invalid definition, a value the codec refuses
+// (step values, canonical JSON), a strategy the plan or the engine cannot
+// honour. A run that broke one breaks it again (same plan, same input),
+// so automatic retry would only repeat it. A recovered panic is a bug in
+// a step, which a retry runs again the same way: it is permanent too.
+var contractTypes = []reflect.Type{
+	reflect.TypeFor[*sdk.MaxItemsError](), reflect.TypeFor[*sdk.DefinitionError](),
+	reflect.TypeFor[*sdk.ValueError](), reflect.TypeFor[*canonical.Error](), reflect.TypeFor[canonical.Rule](),
+	reflect.TypeFor[*sdk.SelectionError](), reflect.TypeFor[*sdk.StrategyMismatchError](),
+	reflect.TypeFor[*sdk.PanicError](),
+}
+
+// contractSentinels match the contract errors of contractTypes (and
+// stand for them when wrapped alone).
+var contractSentinels = []error{sdk.ErrInvalidDefinition, sdk.ErrStrategyRejected, sdk.ErrStrategyMismatch, canonical.ErrRejected}
+
+// isPermanent reports whether err is a failure automatic retry would only
+// repeat: marked Permanent, or a contract error of contractTypes anywhere
+// in its chain. An error from a Ray leaf whose type is not registered
+// (sdk.RegisterErrorType) arrives as an *errwire.Remote carrying its Go
+// type name; that name counts as the type, so a contract error is
+// permanent on every runner.
+func isPermanent(err error) bool {
+	var p *permanent
+	if errors.As(err, &p) {
+		return true
+	}
+	for _, s := range contractSentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	found := false
+	walkErrors(err, func(e error) bool {
+		name := errwire.OriginalType(e)
+		if name == permanentType.String() && isRemote(e) {
+			found = true // Permanent, from a Ray leaf
+			return false
+		}
+		for _, t := range contractTypes {
+			if name == t.String() && (reflect.TypeOf(e) == t || isRemote(e)) {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+var permanentType = reflect.TypeFor[*permanent]()
+
+func isRemote(e error) bool {
+	_, ok := e.(*errwire.Remote)
+	return ok
 }
 
 // denied reports whether an error type in err's chain is denylisted.
@@ -873,8 +969,19 @@ func walkErrors(err error, visit func(error) bool) bool {
 	return true
 }
 
-// typeNames are the short, package and qualified names of e's type.
+// typeNames are the short, package and qualified names of e's type. An
+// *errwire.Remote (an error from a Ray leaf whose type is not registered)
+// has the short and package names of the type it was created as; its
+// package path did not cross the wire.
 func typeNames(e error) []string {
+	if r, ok := e.(*errwire.Remote); ok {
+		name := strings.TrimLeft(r.Type, "*")
+		pkg, short, ok := strings.Cut(name, ".")
+		if !ok || short == "" || strings.ContainsAny(short, ".[ ") {
+			return nil
+		}
+		return []string{short, pkg + "." + short}
+	}
 	t := reflect.TypeOf(e)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -904,9 +1011,13 @@ var sentinels = []struct {
 	{context.Canceled, "context.Canceled"}, {context.DeadlineExceeded, "context.DeadlineExceeded"},
 }
 
-// errTypeName names the first sentinel of sentinels in err's chain (the
-// outermost), else the innermost error of its first chain, skipping the
-// anonymous wrappers of fmt.Errorf and the worker's own.
+// errTypeName names the first sentinel in err's chain (the outermost),
+// one of sentinels or one registered with sdk.RegisterSentinel (by its
+// registered name), else the innermost error of its first chain, skipping
+// the anonymous wrappers of fmt.Errorf and the worker's own. An error
+// that crossed from a Ray leaf is named by the type it was created as
+// (errwire.OriginalType), so one failure records one name on every
+// runner.
 func errTypeName(err error) string {
 	sentinel := ""
 	walkErrors(err, func(e error) bool {
@@ -916,6 +1027,10 @@ func errTypeName(err error) string {
 				return false
 			}
 		}
+		if n := errwire.RegisteredSentinel(e); n != "" {
+			sentinel = n
+			return false
+		}
 		return true
 	})
 	if sentinel != "" {
@@ -923,12 +1038,9 @@ func errTypeName(err error) string {
 	}
 	name := fmt.Sprintf("%T", err)
 	walkErrors(err, func(e error) bool {
-		switch e.(type) {
-		case *permanent:
-			return true
-		}
-		n := fmt.Sprintf("%T", e)
-		if n != "*fmt.wrapError" && n != "*fmt.wrapErrors" && n != "*errors.joinError" {
+		switch n := errwire.OriginalType(e); n {
+		case "", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", permanentType.String():
+		default:
 			name = n
 		}
 		return true

@@ -94,6 +94,33 @@ func funcPackage(sym string) string {
 	return sym
 }
 
+// RegisteredSentinel returns the name e is registered under
+// (RegisterSentinel), or "" when e is no registered sentinel. A decoded
+// chain holds the registered value itself, so the name is the same on
+// both sides of the wire.
+func RegisteredSentinel(e error) string {
+	if e == nil {
+		return ""
+	}
+	return sentinelName(e)
+}
+
+// OriginalType is the Go type name e had where it was created: a
+// *Remote's Type, "" for the wrapper a decoded registered value that
+// wrapped further links comes in (the value follows it in Unwrap), and
+// e's own type name otherwise.
+func OriginalType(e error) string {
+	switch v := e.(type) {
+	case nil:
+		return ""
+	case *Remote:
+		return v.Type
+	case *typedWrapper:
+		return ""
+	}
+	return reflect.TypeOf(e).String()
+}
+
 // sentinelName returns the registered name of e, or "".
 func sentinelName(e error) (name string) {
 	if !reflect.TypeOf(e).Comparable() {

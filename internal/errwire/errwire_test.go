@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 type codeErr struct {
@@ -185,3 +187,67 @@ func FuzzUnmarshal(f *testing.F) {
 		errors.As(err, &c)
 	})
 }
+
+// TestOriginalTypeAndSentinelSurviveTheWire: every link of a decoded chain
+// reports the Go type name (OriginalType) and registered sentinel name
+// (RegisteredSentinel) its original link had, in the same order, so that
+// a name recorded from either side is the same.
+func TestOriginalTypeAndSentinelSurviveTheWire(t *testing.T) {
+	t.Parallel()
+	type link struct{ Type, Sentinel string }
+	links := func(err error) []link {
+		var out []link
+		var walk func(e error)
+		walk = func(e error) {
+			if ty := OriginalType(e); ty != "" {
+				out = append(out, link{ty, RegisteredSentinel(e)})
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() error }:
+				if k := u.Unwrap(); k != nil {
+					walk(k)
+				}
+			case interface{ Unwrap() []error }:
+				for _, k := range u.Unwrap() {
+					walk(k)
+				}
+			}
+		}
+		walk(err)
+		return out
+	}
+	for name, err := range map[string]error{
+		"unregistered":         fmt.Errorf("a: %w", io.EOF),
+		"plain":                errors.New("plain"),
+		"sentinel":             fmt.Errorf("a: %w", errNegative),
+		"typed":                &codeErr{2},
+		"typed wrapping more":  &wrapCode{codeErr{4}, errNegative},
+		"joined":               errors.Join(&codeErr{1}, fmt.Errorf("b: %w", errOther)),
+		"unregistered wrapper": fmt.Errorf("c: %w", &wrapCode{codeErr{5}, io.EOF}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want, got := links(err), links(roundTrip(t, err))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("links of the decoded chain differ from the original's (-original +decoded):\n%s", diff)
+			}
+		})
+	}
+	if RegisteredSentinel(errOther) != "" || RegisteredSentinel(nil) != "" || OriginalType(nil) != "" {
+		t.Fatal("an unregistered sentinel or nil has a name")
+	}
+	if RegisteredSentinel(errNegative) == "" {
+		t.Fatal("the registered sentinel has no name")
+	}
+}
+
+// wrapCode is a registered type that wraps a further error.
+type wrapCode struct {
+	codeErr
+	Err error `json:"-"`
+}
+
+func (e *wrapCode) Error() string { return e.codeErr.Error() + ": " + e.Err.Error() }
+func (e *wrapCode) Unwrap() error { return e.Err }
+
+func init() { RegisterType(reflect.TypeFor[*wrapCode]()) }

@@ -19,7 +19,12 @@ import (
 // records get the same. done flushes the
 // spans.
 func observe(ctx context.Context, e env) (log *slog.Logger, done func(), code int) {
-	log = slog.New(telemetry.LogHandler(slog.NewTextHandler(e.stderr, nil)))
+	return observeWith(ctx, e, slog.NewTextHandler(e.stderr, nil))
+}
+
+// observeWith is observe with h (writing to e.stderr) as the log handler.
+func observeWith(ctx context.Context, e env, h slog.Handler) (log *slog.Logger, done func(), code int) {
+	log = slog.New(telemetry.LogHandler(h))
 	if e.stderr == os.Stderr { // the process's own (not a test's buffer)
 		slog.SetDefault(log)
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -52,6 +55,7 @@ func cmdWorker(ctx context.Context, e env, args []string) int {
 		`rayflow worker --database-url $(cat .pg-local/url)
 rayflow worker --queue reports --concurrency 4 --runner ray --ray-address 127.0.0.1:6390
 rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* variables export traces
+rayflow worker --log-format json --log-level debug
 `)
 	dbURL := databaseFlag(fs)
 	queue := fs.String("queue", durable.DefaultQueue, "queue to claim from")
@@ -69,6 +73,8 @@ rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* vari
 	cancelTimeout := fs.Duration("cancel-timeout", durable.DefaultCancelTimeout, "how long a cancelled or timed-out run gets to stop")
 	drain := fs.Duration("drain-timeout", durable.DefaultDrainTimeout, "how long to wait for running tasks on shutdown")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("RAYFLOW_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default $RAYFLOW_METRICS_ADDR; empty: none)")
+	logLevel := fs.String("log-level", "info", "log level: "+strings.Join(logLevelNames, ", ")+" (info logs each task's claim and outcome)")
+	logFormat := fs.String("log-format", "text", "log format: "+strings.Join(logFormatNames, ", "))
 	if code := parse(fs, e, args); code >= 0 {
 		return code
 	}
@@ -76,7 +82,12 @@ rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* vari
 		fs.Usage()
 		return exitUsage
 	}
-	log, flush, code := observe(ctx, e)
+	h, err := logHandler(e.stderr, *logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+		return exitUsage
+	}
+	log, flush, code := observeWith(ctx, e, h)
 	if code >= 0 {
 		return code
 	}
@@ -139,6 +150,33 @@ rayflow worker --metrics-addr 127.0.0.1:9464   # Prometheus metrics; OTEL_* vari
 		return exitError
 	}
 	return exitOK
+}
+
+// The values of rayflow worker's --log-level and --log-format.
+var (
+	logLevelNames  = []string{"debug", "info", "warn", "error"}
+	logFormatNames = []string{"text", "json"}
+	logLevels      = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+)
+
+// errLogFlag is a --log-level or --log-format value outside its set.
+var errLogFlag = errors.New("invalid log flag")
+
+// logHandler is the slog handler of a --log-level and --log-format pair,
+// writing to w.
+func logHandler(w io.Writer, level, format string) (slog.Handler, error) {
+	l, ok := logLevels[level]
+	if !ok {
+		return nil, fmt.Errorf("%w: --log-level %q: want one of %s", errLogFlag, level, strings.Join(logLevelNames, ", "))
+	}
+	o := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.NewTextHandler(w, o), nil
+	case "json":
+		return slog.NewJSONHandler(w, o), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format %q: want one of %s", errLogFlag, format, strings.Join(logFormatNames, ", "))
 }
 
 func envOr(name, def string) string {
