@@ -47,7 +47,7 @@ func leafFor[In, Out any](fn func(context.Context, In) (Out, error)) sdkrt.Leaf 
 		if err != nil {
 			return nil, err
 		}
-		return codec.Marshal(out)
+		return marshalOutput[Out](codec, out)
 	}
 }
 
@@ -65,8 +65,19 @@ func boundLeafFor[B, In, Out any](fn func(context.Context, B, In) (Out, error)) 
 		if err != nil {
 			return nil, err
 		}
-		return codec.Marshal(out)
+		return marshalOutput[Out](codec, out)
 	}
+}
+
+// marshalOutput encodes a leaf's result. A value the codec refuses (a
+// non-finite float) is a *ValueError for the step's output, as the local
+// engine reports it; the engine fills in the node.
+func marshalOutput[Out any](codec sdkrt.Codec, out Out) ([]byte, error) {
+	b, err := codec.Marshal(out)
+	if err != nil {
+		return nil, &flowgraph.ValueError{Value: "output", Type: typeName[Out](), Err: err}
+	}
+	return b, nil
 }
 
 var flows = struct {

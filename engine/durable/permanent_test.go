@@ -147,13 +147,10 @@ func TestContractErrorsArePermanent(t *testing.T) {
 				{"marked Permanent", "test.failas", `"permanent"`, ended{StateFailed, 1, "*durable.boomError"}},
 				{"application error", "test.fail", `"x"`, ended{StateFailed, 3, "*durable.boomError"}},
 			}
-			if !r.ray {
-				// A Ray leaf reports the codec's refusal of its result as
-				// the codec's bare error, not as a *sdk.ValueError (the
-				// local engine's): only the local runner knows it as one.
-				tests = append(tests, contractCase{"value the codec refuses", "test.notfinite", "1",
-					ended{StateFailed, 1, "*json.UnsupportedValueError"}})
-			}
+			// A result the codec refuses: the node's *sdk.ValueError on both
+			// runners, recorded by the codec's own error type.
+			tests = append(tests, contractCase{"value the codec refuses", "test.notfinite", "1",
+				ended{StateFailed, 1, "*json.UnsupportedValueError"}})
 			ids := make([]string, len(tests))
 			for i, tc := range tests {
 				ids[i] = e.enqueue(tc.flow, tc.input, EnqueueOptions{})

@@ -151,13 +151,17 @@ type errorInfo struct {
 	Message  string `json:"message"`
 	Panic    bool   `json:"panic"`
 	Stack    string `json:"stack"`
-	Typed    bool   `json:"typed"`  // value is the codec's encoding of a registered type (leaf protocol 1)
-	Chain    bool   `json:"chain"`  // value is the error chain (internal/errwire)
-	Reason   string `json:"reason"` // leaf_start
-	Want     string `json:"want"`   // leaf_start
-	Got      string `json:"got"`    // leaf_start
-	Bytes    int64  `json:"bytes"`  // actor_limit: the prospective size
-	Limit    int64  `json:"limit"`  // actor_limit: the limit
+	Typed    bool   `json:"typed"` // value is the codec's encoding of a registered type (leaf protocol 1)
+	Chain    bool   `json:"chain"` // value is the error chain (internal/errwire)
+	// A value the codec refused in the leaf (leaf protocol 3): which one
+	// ("output") and its type; value is then the codec's error chain.
+	Refused     string `json:"refused,omitempty"`
+	RefusedType string `json:"refused_type,omitempty"`
+	Reason      string `json:"reason"` // leaf_start
+	Want        string `json:"want"`   // leaf_start
+	Got         string `json:"got"`    // leaf_start
+	Bytes       int64  `json:"bytes"`  // actor_limit: the prospective size
+	Limit       int64  `json:"limit"`  // actor_limit: the limit
 }
 
 // ActorLimitError reports that a result-buffer or fold actor refused a
@@ -195,6 +199,10 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 		}
 		if err == nil {
 			err = &LeafError{Type: i.Type, Message: i.Message}
+		}
+		if i.Refused != "" {
+			// As the local engine reports it: the node's value, not the step's error.
+			return &sdk.ValueError{Node: i.Node, Value: i.Refused, Type: i.RefusedType, Err: err}
 		}
 		return &sdk.StepError{Node: i.Node, Callable: i.Callable, Err: err}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -41,9 +42,18 @@ func Billing(_ context.Context, n int) (int, error) {
 // Panics panics.
 func Panics(_ context.Context, n int) (int, error) { panic(fmt.Sprintf("boom %d", n)) }
 
+// NotFinite returns a value the codec refuses (a NaN) for 2, else n.
+func NotFinite(_ context.Context, n int) (float64, error) {
+	if n == 2 {
+		return math.NaN(), nil
+	}
+	return float64(n), nil
+}
+
 var (
-	billingFlow = sdk.Step(Billing)
-	panicsFlow  = sdk.Step(Panics)
+	billingFlow   = sdk.Step(Billing)
+	panicsFlow    = sdk.Step(Panics)
+	notFiniteFlow = sdk.Step(NotFinite)
 )
 
 // leafConn runs serveLeaves in this process over pipes, as a Ray worker
@@ -228,6 +238,40 @@ func TestErrorsAcrossRay(t *testing.T) {
 	_, remote := Run(ctx, testEngine, items, []int{-5})
 	_, local := sdk.Run(ctx, items, []int{-5})
 	compareErrors(t, "map item", local, remote)
+
+	// A result the codec refuses is the node's *sdk.ValueError on both
+	// engines (a step, a map item, a batched map item), not a step error.
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, opts ...sdk.RunOption) error
+	}{
+		{"refused output", func(ctx context.Context, opts ...sdk.RunOption) error {
+			_, err := sdk.Run(ctx, sdk.Then(sdk.Step(Inc), notFiniteFlow), 1, opts...)
+			return err
+		}},
+		{"refused item output", func(ctx context.Context, opts ...sdk.RunOption) error {
+			_, err := sdk.Run(ctx, sdk.Map(notFiniteFlow).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}), []int{1, 2}, opts...)
+			return err
+		}},
+		{"refused batched item output", func(ctx context.Context, opts ...sdk.RunOption) error {
+			_, err := sdk.Run(ctx, sdk.Map(notFiniteFlow).WithLimits(sdk.Limits{MaxConcurrency: 4, MaxItems: 10}).WithItemBatching(2), []int{1, 2, 3}, opts...)
+			return err
+		}},
+	} {
+		local, remote := tc.run(ctx), tc.run(ctx, sdk.WithEngine(testEngine))
+		var lv, rv *sdk.ValueError
+		if !errors.As(local, &lv) || !errors.As(remote, &rv) {
+			t.Errorf("%s: want a *sdk.ValueError on both engines: local %v, ray %v", tc.name, local, remote)
+			continue
+		}
+		if local.Error() != remote.Error() || lv.Node != rv.Node || lv.Value != rv.Value || lv.Type != rv.Type {
+			t.Errorf("%s: differ:\nlocal %q (%+v)\nray   %q (%+v)", tc.name, local, *lv, remote, *rv)
+		}
+		var ls, rs *sdk.StepError
+		if errors.As(local, &ls) || errors.As(remote, &rs) {
+			t.Errorf("%s: a refused value is not a step error: local %v, ray %v", tc.name, ls, rs)
+		}
+	}
 }
 
 // A plan made by another build is refused by the leaf process, naming

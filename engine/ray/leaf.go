@@ -404,7 +404,15 @@ func runLeaf(ctx context.Context, codec sdk.Codec, req leafRequest, bound, in []
 	}
 	// The whole chain: every link's message and type, registered types'
 	// values and registered sentinels' names (internal/errwire).
-	info = &errorInfo{Node: req.Node, Callable: req.Name, Type: fmt.Sprintf("%T", err), Message: err.Error(), Chain: true}
+	info = &errorInfo{Node: req.Node, Callable: req.Name, Chain: true}
+	var ve *flowgraph.ValueError
+	if errors.As(err, &ve) && ve.Node == "" {
+		// The codec refused the leaf's result: the engine reports the
+		// node's value error, carrying the codec's own error.
+		info.Refused, info.RefusedType = ve.Value, ve.Type
+		err = ve.Err
+	}
+	info.Type, info.Message = fmt.Sprintf("%T", err), err.Error()
 	return nil, info, errwire.Marshal(codec, err)
 }
 
