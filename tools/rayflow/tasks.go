@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -67,6 +68,11 @@ rayflow tasks cancel $id
 		fs.Usage()
 		return exitUsage
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if code := checkTaskFlags(e, verb, given, *queue, *maxAttempts, *limit); code >= 0 {
+		return code
+	}
 	pool, code := openPool(ctx, e, *dbURL, 2)
 	if code >= 0 {
 		return code
@@ -90,6 +96,32 @@ rayflow tasks cancel $id
 		out, err := c.Retry(ctx, rest[0], exp)
 		return outcome(e, string(out), err, out == durable.RetryAccepted)
 	}
+}
+
+// maxListLimit is the largest page durable.Client.List returns.
+const maxListLimit = 1000
+
+// checkTaskFlags refuses flag values outside the ranges the help states
+// (before connecting), rather than letting the library rewrite them: a
+// given --queue must be a queue name (an empty one is not "default"),
+// --max-attempts is 1–100 and --limit 1–1000 (0 is not the default). It
+// returns -1 to go on, or exitUsage.
+func checkTaskFlags(e env, verb string, given map[string]bool, queue string, maxAttempts, limit int) int {
+	if given["queue"] && (verb == "enqueue" || verb == "list") {
+		if err := durable.CheckQueueName(queue); err != nil {
+			errorLine(e, "--queue: %v", err)
+			return exitUsage
+		}
+	}
+	if verb == "enqueue" && (maxAttempts < 1 || maxAttempts > durable.MaxAttemptsLimit) {
+		errorLine(e, "--max-attempts %d: must be between 1 and %d", maxAttempts, durable.MaxAttemptsLimit)
+		return exitUsage
+	}
+	if verb == "list" && (limit < 1 || limit > maxListLimit) {
+		errorLine(e, "--limit %d: must be between 1 and %d", limit, maxListLimit)
+		return exitUsage
+	}
+	return -1
 }
 
 func outcome(e env, out string, err error, ok bool) int {
