@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // TestFlagRangesAsDocumented: flag values outside the ranges the help
@@ -39,6 +41,10 @@ func TestFlagRangesAsDocumented(t *testing.T) {
 		{"enqueue queue with a newline", []string{"tasks", "enqueue", "fanout", "--input", "1", "--queue", "a\nb"}, exitUsage,
 			`rayflow: --queue: durable: invalid option: queue name "a\nb" has a control character (1–128 characters, none of them a control character)` + "\n"},
 		{"list queue with a tab", []string{"tasks", "list", "--queue", "a\tb"}, exitUsage, `rayflow: --queue: durable: invalid option: queue name "a\tb" has a control character`},
+		{"enqueue fanout without --input", []string{"tasks", "enqueue", "fanout"}, exitUsage,
+			"rayflow: tasks enqueue fanout: the flow's input is required (int): pass --input JSON, or --input - to read it from stdin\n"},
+		{"enqueue sleep without --input", []string{"tasks", "enqueue", "sleep", "--priority", "1"}, exitUsage, "rayflow: tasks enqueue sleep: the flow's input is required (int): "},
+		{"enqueue recovery without --input", []string{"tasks", "enqueue", "recovery"}, exitUsage, "rayflow: tasks enqueue recovery: the flow's input is required (workflow.Request): "},
 		{"manifest memory at the largest", m("--memory", "9223372036854775806"), exitOK, ""},
 		{"manifest memory 7Ei", m("--memory", "7Ei"), exitOK, ""},
 		{"manifest memory one over", m("--memory", "9223372036854775807"), exitUsage, `rayflow: invalid RayJob manifest: memory "9223372036854775807": must be at most 9223372036854775806 bytes` + "\n"},
@@ -104,8 +110,12 @@ func TestTaskFlagEdgesStored(t *testing.T) {
 	}
 	// Refused values enqueue nothing (the library used to store 3 for
 	// --max-attempts 0, and "default" for --queue '').
-	for _, args := range [][]string{{"--max-attempts", "0"}, {"--max-attempts", "101"}, {"--queue", ""}, {"--queue", "a\nb"}} {
-		if code, _, errOut := runCLI(t, "", append([]string{"tasks", "enqueue", "sleep", "--input", "1"}, args...)...); code != exitUsage {
+	for _, args := range [][]string{
+		{"sleep", "--input", "1", "--max-attempts", "0"}, {"sleep", "--input", "1", "--max-attempts", "101"},
+		{"sleep", "--input", "1", "--queue", ""}, {"sleep", "--input", "1", "--queue", "a\nb"},
+		{"sleep"}, {"fanout", "--priority", "1"}, // no input for an int: not null (0 items)
+	} {
+		if code, _, errOut := runCLI(t, "", append([]string{"tasks", "enqueue"}, args...)...); code != exitUsage {
 			t.Errorf("enqueue %q: exit %d (%s), want %d", args, code, errOut, exitUsage)
 		}
 	}
@@ -123,5 +133,36 @@ func TestTaskFlagEdgesStored(t *testing.T) {
 		if rows := strings.Count(out, "\n") - 1; code != exitOK || rows != tc.rows {
 			t.Errorf("tasks list %q: exit %d, %d rows (stderr %q), want %d rows:\n%s", tc.args, code, rows, errOut, tc.rows, out)
 		}
+	}
+}
+
+// OptionalCount is the step of test.optional, a flow whose input (a
+// pointer) may be null: no input means the default.
+func OptionalCount(_ context.Context, n *int) (int, error) {
+	if n == nil {
+		return 3, nil
+	}
+	return *n, nil
+}
+
+func init() { durable.Register("test.optional", sdk.Step(OptionalCount)) }
+
+// TestMissingInput: a flow whose input type cannot be null refuses an
+// enqueue without --input (TestFlagRangesAsDocumented,
+// TestTaskFlagEdgesStored); one whose input can be null is enqueued with
+// null, as before.
+func TestMissingInput(t *testing.T) {
+	t.Setenv("RAYFLOW_DATABASE_URL", pgtest.URL(t))
+	if code, _, errOut := runCLI(t, "", "migrate", "up"); code != exitOK {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "tasks", "enqueue", "test.optional")
+	if code != exitOK {
+		t.Fatalf("enqueue test.optional: exit %d: %s", code, errOut)
+	}
+	_, out, _ = runCLI(t, "", "tasks", "show", strings.TrimSpace(out), "--json")
+	var task durable.Task
+	if err := json.Unmarshal([]byte(out), &task); err != nil || string(task.Input) != "null" {
+		t.Fatalf("show: %v, input %q, want null", err, task.Input)
 	}
 }
