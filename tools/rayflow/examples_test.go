@@ -98,6 +98,8 @@ var exitComment = regexp.MustCompile(`#\s*exit (\d+)`)
 // PostgreSQL (a worker runs during the tasks examples). A line must exit
 // 0, or the status its "# exit N" comment states, and print the output
 // lines the help shows under it ("…" elides). A wrong example fails here.
+// The subtests share one database and run in order, migrate first: run
+// the whole test, not one subtest alone.
 func TestHelpExamplesRun(t *testing.T) {
 	db := pgtest.URL(t)
 	bin := builtCLI(t)
