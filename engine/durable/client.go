@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -70,8 +72,8 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 	if o.Queue == "" {
 		o.Queue = DefaultQueue
 	}
-	if n := utf8.RuneCountInString(o.Queue); n > MaxQueueNameLen || !utf8.ValidString(o.Queue) {
-		return o, fmt.Errorf("%w: queue name of %d characters (1–%d)", ErrInvalidOption, n, MaxQueueNameLen)
+	if err := CheckQueueName(o.Queue); err != nil {
+		return o, err
 	}
 	if o.Priority < MinPriority || o.Priority > MaxPriority {
 		return o, fmt.Errorf("%w: priority %d outside %d…%d", ErrInvalidOption, o.Priority, MinPriority, MaxPriority)
@@ -92,6 +94,21 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 		return o, fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)
 	}
 	return o, nil
+}
+
+// CheckQueueName refuses a name no queue can have: a queue name is 1 to
+// MaxQueueNameLen characters of valid UTF-8, none of them a control
+// character (queue names are shown one per line and in table cells).
+// The error wraps ErrInvalidOption.
+func CheckQueueName(q string) error {
+	if n := utf8.RuneCountInString(q); n < 1 || n > MaxQueueNameLen || !utf8.ValidString(q) {
+		return fmt.Errorf("%w: queue name of %d characters (1–%d)", ErrInvalidOption, n, MaxQueueNameLen)
+	}
+	if strings.ContainsFunc(q, unicode.IsControl) {
+		return fmt.Errorf("%w: queue name %q has a control character (1–%d characters, none of them a control character)",
+			ErrInvalidOption, q, MaxQueueNameLen)
+	}
+	return nil
 }
 
 func checkSeconds(what string, d time.Duration) error {

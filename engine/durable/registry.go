@@ -39,6 +39,7 @@ func NewRegistry() *Registry {
 type flowEntry struct {
 	name      string
 	graph     *flowgraph.Node
+	inType    reflect.Type
 	inputType string
 	// decode checks that raw decodes into the flow's input type.
 	decode func(raw []byte) error
@@ -105,6 +106,7 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out], opts
 	e := &flowEntry{
 		name:      name,
 		graph:     sdkrt.Graph(f),
+		inType:    reflect.TypeFor[In](),
 		inputType: reflect.TypeFor[In]().String(),
 		decode: func(raw []byte) error {
 			_, err := decodeStrict[In](raw)
@@ -199,6 +201,16 @@ func (r *Registry) AttemptInput(name string, raw []byte, attempt int) ([]byte, e
 		return raw, nil
 	}
 	return e.withAttempt(raw, attempt)
+}
+
+// InputType returns the Go type of the input of the flow registered as
+// name (an unknown name is an error wrapping ErrUnknownFlow).
+func (r *Registry) InputType(name string) (reflect.Type, error) {
+	e, err := r.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.inType, nil
 }
 
 // Names lists the registered flow names, sorted.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode"
 
@@ -68,7 +69,10 @@ func invalid(format string, args ...any) error {
 // cluster: the name is a DNS-1035 label of at most MaxNameLength
 // characters (KubeRay's rule for RayJob names), the namespace a DNS-1123
 // label, the flow a valid label value (it becomes the rayflow.dev/flow
-// label), counts in range and quantities positive. Nothing is rewritten.
+// label), the submission id a DNS-1123 subdomain (a Kubernetes object
+// name: KubeRay passes it to the submitter's environment and shell command),
+// counts in range and quantities positive and within the int64 range
+// Kubernetes counts them in (millicores, bytes). Nothing is rewritten.
 func (o ManifestOptions) Validate() error {
 	switch {
 	case o.Name == "":
@@ -100,7 +104,22 @@ func (o ManifestOptions) Validate() error {
 		}
 		return invalid("flow %q (the value of label %s): %s", o.Flow, flowLabel, strings.Join(errs, "; "))
 	}
-	for _, q := range []struct{ what, v string }{{"cpu", o.CPU}, {"memory", o.Memory}} {
+	if o.SubmissionID != "" {
+		if errs := validation.IsDNS1123Subdomain(o.SubmissionID); len(errs) > 0 {
+			return invalid("submission id %q: %s", o.SubmissionID, strings.Join(errs, "; "))
+		}
+	}
+	for _, q := range []struct {
+		what, v string
+		max     resource.Quantity
+		unit    string
+	}{
+		{"cpu", o.CPU, *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI), "cores"},
+		// ParseQuantity turns a larger value with a binary suffix
+		// ("99999999999999999999Ei") into exactly MaxInt64 bytes, so that
+		// value itself is refused as well.
+		{"memory", o.Memory, *resource.NewQuantity(math.MaxInt64-1, resource.BinarySI), "bytes"},
+	} {
 		if q.v == "" {
 			continue
 		}
@@ -110,6 +129,9 @@ func (o ManifestOptions) Validate() error {
 		}
 		if v.Sign() <= 0 {
 			return invalid("%s %q: must be positive", q.what, q.v)
+		}
+		if v.Cmp(q.max) > 0 {
+			return invalid("%s %q: must be at most %s %s", q.what, q.v, q.max.AsDec().String(), q.unit)
 		}
 	}
 	return nil

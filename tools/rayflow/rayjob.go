@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/sdk"
 )
+
+// errUnknownFlow is a flow name this binary has not registered.
+var errUnknownFlow = errors.New("no flow named")
 
 func init() {
 	register("rayjob", "run a flow as a Ray Job (submit, status, logs, result, stop) or render a KubeRay RayJob", cmdRayJob)
@@ -28,6 +33,7 @@ logs:
   RAYFLOW_RESULT {"version":1,"flow":…,"fingerprint":…,"ok":true,"output":…}
 
   manifest FLOW   print a KubeRay RayJob custom resource (YAML; --json) that runs FLOW
+                  (a flow this binary knows: rayflow plan list)
   submit FLOW     submit FLOW as a Ray Job; prints the submission id (with --wait: the result)
   status ID       the job's status (JSON)
   wait ID         poll until the job ends; prints its status (JSON)
@@ -55,7 +61,7 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 	input := fs.String("input", "", "manifest, submit: the flow's input as JSON (required)")
 	exe := fs.String("exe", "", "manifest, submit: the application binary's path on the cluster's nodes (required)")
 	python := fs.String("python", "", "manifest, submit: the Python with ray[default] on the cluster's nodes (default: the coordinator's)")
-	id := fs.String("id", "", "manifest, submit: the submission id (idempotent; default: chosen by Ray or KubeRay)")
+	id := fs.String("id", "", "manifest, submit: the submission id (idempotent; default: chosen by Ray or KubeRay); manifest: a DNS-1123 subdomain")
 	wait := fs.Bool("wait", false, "submit: wait for the job to end and print its result as the result verb does")
 	poll := fs.Duration("poll", time.Second, "submit --wait, wait: the status polling interval")
 	name := fs.String("name", "", "manifest: the RayJob's name (required)")
@@ -93,9 +99,20 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 			return exitUsage
 		}
 		w, t := int32(*workers), int32(*ttl)
-		job, err := rayjob.Manifest(rayjob.ManifestOptions{Name: *name, Namespace: *namespace, Image: *image,
+		o := rayjob.ManifestOptions{Name: *name, Namespace: *namespace, Image: *image,
 			Executable: *exe, Flow: arg, Input: json.RawMessage(*input), Python: *python, SubmissionID: *id,
-			Workers: w, CPU: *cpu, Memory: *memory, TTLSecondsAfterFinished: &t})
+			Workers: w, CPU: *cpu, Memory: *memory, TTLSecondsAfterFinished: &t}
+		if err := o.Validate(); err != nil {
+			errorLine(e, "%v", err)
+			return exitUsage
+		}
+		// The job runs the flow by name; a name this binary does not know
+		// would only fail on the cluster, after it started.
+		if !slices.Contains(sdk.RegisteredFlows(), arg) {
+			errorLine(e, "%v", fmt.Errorf("%w %q (known: %s)", errUnknownFlow, arg, strings.Join(sdk.RegisteredFlows(), ", ")))
+			return exitUsage
+		}
+		job, err := rayjob.Manifest(o)
 		if errors.Is(err, rayjob.ErrInvalidManifest) {
 			errorLine(e, "%v", err)
 			return exitUsage

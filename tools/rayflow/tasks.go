@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +21,7 @@ func init() {
 
 const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
 
-  enqueue FLOW [--input JSON|-] [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
+  enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
                                          prints the task id
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
@@ -31,16 +33,20 @@ const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
 
 The connection comes from --database-url or RAYFLOW_DATABASE_URL.`
 
-func cmdTasks(ctx context.Context, e env, args []string) int {
-	fs := newFlags(e, "tasks", tasksSynopsis, `id=$(rayflow tasks enqueue fanout --input 200)
+// tasksExamples run in this order as written (TestHelpExamplesRun):
+// the second task is a minute's sleep, cancelled.
+const tasksExamples = `id=$(rayflow tasks enqueue fanout --input 200)
 rayflow tasks wait $id --timeout 5m
-echo '{"ms": 60000}' | rayflow tasks enqueue sleep --input - --priority 10
-rayflow tasks list --state RUNNING
 rayflow tasks show $id --json
+id=$(echo 60000 | rayflow tasks enqueue sleep --input - --priority 10)
+rayflow tasks list --state RUNNING
 rayflow tasks cancel $id
-`)
+`
+
+func cmdTasks(ctx context.Context, e env, args []string) int {
+	fs := newFlags(e, "tasks", tasksSynopsis, tasksExamples)
 	dbURL := databaseFlag(fs)
-	input := fs.String("input", "null", "enqueue: the input JSON, or - to read it from stdin")
+	input := fs.String("input", "", "enqueue: the input JSON, or - to read it from stdin (required unless the flow's input type can be null)")
 	priority := fs.Int("priority", 0, "enqueue: priority -100..100, larger first")
 	queue := fs.String("queue", "", `enqueue: queue (default "default"); list: only this queue`)
 	timeout := fs.Duration("timeout", 0, "enqueue: per-attempt run timeout (whole seconds; 0 none); wait: how long to wait (0 forever)")
@@ -67,6 +73,18 @@ rayflow tasks cancel $id
 		fs.Usage()
 		return exitUsage
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if code := checkTaskFlags(e, verb, given, *queue, *maxAttempts, *limit); code >= 0 {
+		return code
+	}
+	if verb == "enqueue" && !given["input"] {
+		if err := inputOptional(rest[0]); err != nil {
+			errorLine(e, "%v", err)
+			return exitUsage
+		}
+		*input = "null"
+	}
 	pool, code := openPool(ctx, e, *dbURL, 2)
 	if code >= 0 {
 		return code
@@ -90,6 +108,53 @@ rayflow tasks cancel $id
 		out, err := c.Retry(ctx, rest[0], exp)
 		return outcome(e, string(out), err, out == durable.RetryAccepted)
 	}
+}
+
+// maxListLimit is the largest page durable.Client.List returns.
+const maxListLimit = 1000
+
+// checkTaskFlags refuses flag values outside the ranges the help states
+// (before connecting), rather than letting the library rewrite them: a
+// given --queue must be a queue name (an empty one is not "default"),
+// --max-attempts is 1–100 and --limit 1–1000 (0 is not the default). It
+// returns -1 to go on, or exitUsage.
+func checkTaskFlags(e env, verb string, given map[string]bool, queue string, maxAttempts, limit int) int {
+	if given["queue"] && (verb == "enqueue" || verb == "list") {
+		if err := durable.CheckQueueName(queue); err != nil {
+			errorLine(e, "--queue: %v", err)
+			return exitUsage
+		}
+	}
+	if verb == "enqueue" && (maxAttempts < 1 || maxAttempts > durable.MaxAttemptsLimit) {
+		errorLine(e, "--max-attempts %d: must be between 1 and %d", maxAttempts, durable.MaxAttemptsLimit)
+		return exitUsage
+	}
+	if verb == "list" && (limit < 1 || limit > maxListLimit) {
+		errorLine(e, "--limit %d: must be between 1 and %d", limit, maxListLimit)
+		return exitUsage
+	}
+	return -1
+}
+
+// errInputRequired is a tasks enqueue without --input for a flow whose
+// input type cannot be null.
+var errInputRequired = errors.New("the flow's input is required")
+
+// inputOptional reports whether the flow registered as flow may be
+// enqueued without an input (as null): only when null is a value of its
+// input type (a pointer, interface, map or slice). For an int or a
+// struct, null would silently be the zero value (fanout would run 0
+// items). An unknown flow is left to the enqueue, which refuses it.
+func inputOptional(flow string) error {
+	t, err := durable.DefaultRegistry.InputType(flow)
+	if err != nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice:
+		return nil
+	}
+	return fmt.Errorf("tasks enqueue %s: %w (%s): pass --input JSON, or --input - to read it from stdin", flow, errInputRequired, t)
 }
 
 func outcome(e env, out string, err error, ok bool) int {

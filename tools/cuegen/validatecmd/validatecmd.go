@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -47,10 +48,61 @@ Examples:
 `)
 }
 
+// readLimit is how many bytes of a record of s are read at most: its byte
+// cap, or the largest cap of any record for a definition without one.
+func readLimit(s registry.Schema) int {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return registry.MaxRecordBytes
+}
+
+// readFile reads the record in the file name (a regular file, a device or
+// a pipe such as /dev/stdin) for s, never more than readLimit(s)+1 bytes.
+// A longer record is a *rt.ValidationError with one TOO_LARGE error at the
+// root; any other error is the file's.
+func readFile(name string, s registry.Schema) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readRecord(f, readLimit(s))
+	var ve *rt.ValidationError
+	if errors.As(err, &ve) {
+		// A regular file's size is known: report it, as the decoder does.
+		if fi, serr := f.Stat(); serr == nil && fi.Mode().IsRegular() && fi.Size() > int64(readLimit(s)) {
+			var e rt.Errors
+			rt.TooLarge(&e, int(min(fi.Size(), math.MaxInt)), readLimit(s))
+			return nil, e.Err()
+		}
+	}
+	return data, err
+}
+
+// readRecord reads r to its end if it holds at most limit bytes; after
+// limit+1 bytes it stops and returns a *rt.ValidationError with one
+// TOO_LARGE error at the root (the length of an endless or unsized stream
+// is not known, so the message gives the cap only).
+func readRecord(r io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		var e rt.Errors
+		e.Add(rt.Root, rt.CodeTooLarge, "record is more than the %d-byte cap (reading stopped at %d bytes)", limit, limit+1)
+		return nil, e.Err()
+	}
+	return data, nil
+}
+
 // Run parses args (without the program and subcommand names) and validates
 // each file. Output lines are "FILE: ok" or "FILE: PATH: CODE: message",
 // where PATH is a JSON pointer ("/" for the record itself). Records are read
-// from files (no stdin).
+// from files (no stdin), each only up to its definition's byte cap plus one
+// byte (the largest cap of any record for a definition without one): a
+// longer file is TOO_LARGE without being read further.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -85,12 +137,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "rayflow: validate:", err)
 			return ExitError
 		}
-		data, err := os.ReadFile(name)
-		if err != nil {
+		data, err := readFile(name, s)
+		if err != nil && !errors.As(err, new(*rt.ValidationError)) {
 			fmt.Fprintln(stderr, "rayflow: validate:", err)
 			return ExitError
 		}
-		_, err = s.Decode(data)
+		if err == nil {
+			_, err = s.Decode(data)
+		}
 		if err == nil {
 			fmt.Fprintf(stdout, "%s: ok\n", name)
 			continue

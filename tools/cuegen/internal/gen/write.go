@@ -25,10 +25,16 @@ func EmitRegistry(s *Schema, opt Options) ([]byte, error) {
 		}
 	}
 	sort.Strings(names)
+	largest := 0
 	for _, n := range names {
 		d := byName[n]
 		used[d.GoPkg] = true
-		entries = append(entries, fmt.Sprintf("\t{Name: %q, Decode: func(b []byte) (any, error) { return %s.Decode%s(b) }},", d.Name, d.GoPkg, d.GoName))
+		capField := ""
+		if d.MaxBytes > 0 {
+			capField = fmt.Sprintf(" MaxBytes: %d,", d.MaxBytes)
+			largest = max(largest, d.MaxBytes)
+		}
+		entries = append(entries, fmt.Sprintf("\t{Name: %q,%s Decode: func(b []byte) (any, error) { return %s.Decode%s(b) }},", d.Name, capField, d.GoPkg, d.GoName))
 	}
 	b.WriteString("import (\n")
 	for _, p := range s.GoPkgs {
@@ -41,13 +47,23 @@ func EmitRegistry(s *Schema, opt Options) ([]byte, error) {
 type Schema struct {
 	// Name is the CUE definition name without '#', e.g. "Summary".
 	Name string
+	// MaxBytes is the record's byte cap (its @rayflow(maxBytes=N)); 0 when
+	// the definition has none of its own. Decode refuses a longer record
+	// with TOO_LARGE before parsing it.
+	MaxBytes int
 	// Decode decodes and validates one record; errors are *rt.ValidationError
 	// values.
 	Decode func([]byte) (any, error)
 }
 
-var all = []Schema{
 `)
+	fmt.Fprintf(&b, `
+// MaxRecordBytes is the largest byte cap of any definition; rayflow
+// validate reads a definition without a cap of its own up to this bound.
+const MaxRecordBytes = %d
+
+var all = []Schema{
+`, largest)
 	b.WriteString(strings.Join(entries, "\n"))
 	b.WriteString(`
 }

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// TestFlagRangesAsDocumented: flag values outside the ranges the help
+// states are refused with exit 2 and a message naming the range or form,
+// before anything is connected to; the values at the edges are accepted.
+// (The accepted edges of tasks are stored: TestTaskFlagEdgesStored.)
+func TestFlagRangesAsDocumented(t *testing.T) {
+	t.Parallel()
+	manifest := []string{"rayjob", "manifest", "--name", "fanout", "--image", "ghcr.io/x/fanout:1", "--exe", "/opt/fanout", "--input", "1"}
+	m := func(extra ...string) []string {
+		return append(append(append([]string{}, manifest...), extra...), "fanout")
+	}
+	queueForm := "durable: invalid option: queue name of "
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // prefix of stderr ("" when it must be empty)
+	}{
+		{"enqueue max-attempts 0", []string{"tasks", "enqueue", "fanout", "--input", "1", "--max-attempts", "0"}, exitUsage, "rayflow: --max-attempts 0: must be between 1 and 100\n"},
+		{"enqueue max-attempts 101", []string{"tasks", "enqueue", "fanout", "--input", "1", "--max-attempts", "101"}, exitUsage, "rayflow: --max-attempts 101: must be between 1 and 100\n"},
+		{"enqueue max-attempts -1", []string{"tasks", "enqueue", "fanout", "--input", "1", "--max-attempts", "-1"}, exitUsage, "rayflow: --max-attempts -1: must be between 1 and 100\n"},
+		{"list limit 0", []string{"tasks", "list", "--limit", "0"}, exitUsage, "rayflow: --limit 0: must be between 1 and 1000\n"},
+		{"list limit 1001", []string{"tasks", "list", "--limit", "1001"}, exitUsage, "rayflow: --limit 1001: must be between 1 and 1000\n"},
+		{"enqueue empty queue", []string{"tasks", "enqueue", "fanout", "--input", "1", "--queue", ""}, exitUsage, "rayflow: --queue: " + queueForm + "0 characters (1–128)\n"},
+		{"list empty queue", []string{"tasks", "list", "--queue", ""}, exitUsage, "rayflow: --queue: " + queueForm + "0 characters (1–128)\n"},
+		{"enqueue queue of 129", []string{"tasks", "enqueue", "fanout", "--input", "1", "--queue", strings.Repeat("q", 129)}, exitUsage, "rayflow: --queue: " + queueForm + "129 characters (1–128)\n"},
+		{"enqueue queue with a newline", []string{"tasks", "enqueue", "fanout", "--input", "1", "--queue", "a\nb"}, exitUsage,
+			`rayflow: --queue: durable: invalid option: queue name "a\nb" has a control character (1–128 characters, none of them a control character)` + "\n"},
+		{"list queue with a tab", []string{"tasks", "list", "--queue", "a\tb"}, exitUsage, `rayflow: --queue: durable: invalid option: queue name "a\tb" has a control character`},
+		{"enqueue fanout without --input", []string{"tasks", "enqueue", "fanout"}, exitUsage,
+			"rayflow: tasks enqueue fanout: the flow's input is required (int): pass --input JSON, or --input - to read it from stdin\n"},
+		{"enqueue sleep without --input", []string{"tasks", "enqueue", "sleep", "--priority", "1"}, exitUsage, "rayflow: tasks enqueue sleep: the flow's input is required (int): "},
+		{"enqueue recovery without --input", []string{"tasks", "enqueue", "recovery"}, exitUsage, "rayflow: tasks enqueue recovery: the flow's input is required (workflow.Request): "},
+		{"manifest memory at the largest", m("--memory", "9223372036854775806"), exitOK, ""},
+		{"manifest memory 7Ei", m("--memory", "7Ei"), exitOK, ""},
+		{"manifest memory one over", m("--memory", "9223372036854775807"), exitUsage, `rayflow: invalid RayJob manifest: memory "9223372036854775807": must be at most 9223372036854775806 bytes` + "\n"},
+		{"manifest memory 8Ei", m("--memory", "8Ei"), exitUsage, `rayflow: invalid RayJob manifest: memory "8Ei": must be at most 9223372036854775806 bytes` + "\n"},
+		{"manifest memory 99999999999999999999Ei", m("--memory", "99999999999999999999Ei"), exitUsage, `rayflow: invalid RayJob manifest: memory "99999999999999999999Ei": must be at most`},
+		{"manifest cpu at the largest", m("--cpu", "9223372036854775.807"), exitOK, ""},
+		{"manifest cpu one millicore over", m("--cpu", "9223372036854775.808"), exitUsage, `rayflow: invalid RayJob manifest: cpu "9223372036854775.808": must be at most 9223372036854775.807 cores` + "\n"},
+		{"manifest id", m("--id", "fanout-200-1"), exitOK, ""},
+		{"manifest id of 253", m("--id", strings.Repeat("a.", 126)+"b"), exitOK, ""},
+		{"manifest id of 254", m("--id", strings.Repeat("a.", 127)), exitUsage, `rayflow: invalid RayJob manifest: submission id "`},
+		{"manifest id bad id!", m("--id", "bad id!"), exitUsage, `rayflow: invalid RayJob manifest: submission id "bad id!": a lowercase RFC 1123 subdomain must consist of`},
+		{"manifest id upper case", m("--id", "Fanout-1"), exitUsage, `rayflow: invalid RayJob manifest: submission id "Fanout-1": a lowercase RFC 1123 subdomain`},
+		{"manifest unknown flow", append(manifest[:len(manifest):len(manifest)], "nope"), exitUsage, `rayflow: no flow named "nope" (known: complex, fanout, `},
+		{"manifest flow sleep", append(manifest[:len(manifest):len(manifest)], "sleep"), exitOK, ""},
+	} {
+		code, out, errOut := runCLI(t, "", tc.args...)
+		if code != tc.code || !strings.HasPrefix(errOut, tc.stderr) || (tc.stderr == "") != (errOut == "") {
+			t.Errorf("%s: rayflow %q: exit %d, stderr %q; want exit %d, stderr %q…", tc.name, tc.args, code, errOut, tc.code, tc.stderr)
+		}
+		if code == exitOK && !strings.HasPrefix(out, "apiVersion: ray.io/v1") {
+			t.Errorf("%s: stdout %.80q", tc.name, out)
+		}
+	}
+}
+
+// TestTaskFlagEdgesStored enqueues tasks with flag values at the edges of
+// their ranges on a real PostgreSQL and reads back what was stored.
+func TestTaskFlagEdgesStored(t *testing.T) {
+	db := pgtest.URL(t)
+	t.Setenv("RAYFLOW_DATABASE_URL", db)
+	if code, _, errOut := runCLI(t, "", "migrate", "up"); code != exitOK {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
+	type stored struct {
+		Queue       string
+		MaxAttempts int
+	}
+	q128 := strings.Repeat("é", durable.MaxQueueNameLen)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want stored
+	}{
+		{"max-attempts 1", []string{"--max-attempts", "1"}, stored{"default", 1}},
+		{"max-attempts 100", []string{"--max-attempts", "100"}, stored{"default", 100}},
+		{"max-attempts not given", nil, stored{"default", durable.DefaultMaxAttempts}},
+		{"queue of one character", []string{"--queue", "q"}, stored{"q", durable.DefaultMaxAttempts}},
+		{"queue of 128 characters", []string{"--queue", q128}, stored{q128, durable.DefaultMaxAttempts}},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"tasks", "enqueue", "sleep", "--input", "1"}, tc.args...)...)
+		if code != exitOK {
+			t.Fatalf("%s: enqueue: exit %d: %s", tc.name, code, errOut)
+		}
+		id := strings.TrimSpace(out)
+		_, out, _ = runCLI(t, "", "tasks", "show", id, "--json")
+		var task durable.Task
+		if err := json.Unmarshal([]byte(out), &task); err != nil {
+			t.Fatalf("%s: show --json: %v %q", tc.name, err, out)
+		}
+		if d := cmp.Diff(tc.want, stored{task.Queue, task.MaxAttempts}); d != "" {
+			t.Errorf("%s: stored (-want +got):\n%s", tc.name, d)
+		}
+	}
+	// Refused values enqueue nothing (the library used to store 3 for
+	// --max-attempts 0, and "default" for --queue '').
+	for _, args := range [][]string{
+		{"sleep", "--input", "1", "--max-attempts", "0"}, {"sleep", "--input", "1", "--max-attempts", "101"},
+		{"sleep", "--input", "1", "--queue", ""}, {"sleep", "--input", "1", "--queue", "a\nb"},
+		{"sleep"}, {"fanout", "--priority", "1"}, // no input for an int: not null (0 items)
+	} {
+		if code, _, errOut := runCLI(t, "", append([]string{"tasks", "enqueue"}, args...)...); code != exitUsage {
+			t.Errorf("enqueue %q: exit %d (%s), want %d", args, code, errOut, exitUsage)
+		}
+	}
+	// The list edges: a page of 1 and of 1000, and one queue.
+	for _, tc := range []struct {
+		args []string
+		rows int
+	}{
+		{[]string{"--limit", "1"}, 1},
+		{[]string{"--limit", "1000"}, 5},
+		{[]string{"--queue", "q"}, 1},
+		{[]string{"--queue", q128, "--limit", "1000"}, 1},
+	} {
+		code, out, errOut := runCLI(t, "", append([]string{"tasks", "list"}, tc.args...)...)
+		if rows := strings.Count(out, "\n") - 1; code != exitOK || rows != tc.rows {
+			t.Errorf("tasks list %q: exit %d, %d rows (stderr %q), want %d rows:\n%s", tc.args, code, rows, errOut, tc.rows, out)
+		}
+	}
+}
+
+// OptionalCount is the step of test.optional, a flow whose input (a
+// pointer) may be null: no input means the default.
+func OptionalCount(_ context.Context, n *int) (int, error) {
+	if n == nil {
+		return 3, nil
+	}
+	return *n, nil
+}
+
+func init() { durable.Register("test.optional", sdk.Step(OptionalCount)) }
+
+// TestMissingInput: a flow whose input type cannot be null refuses an
+// enqueue without --input (TestFlagRangesAsDocumented,
+// TestTaskFlagEdgesStored); one whose input can be null is enqueued with
+// null, as before.
+func TestMissingInput(t *testing.T) {
+	t.Setenv("RAYFLOW_DATABASE_URL", pgtest.URL(t))
+	if code, _, errOut := runCLI(t, "", "migrate", "up"); code != exitOK {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "", "tasks", "enqueue", "test.optional")
+	if code != exitOK {
+		t.Fatalf("enqueue test.optional: exit %d: %s", code, errOut)
+	}
+	_, out, _ = runCLI(t, "", "tasks", "show", strings.TrimSpace(out), "--json")
+	var task durable.Task
+	if err := json.Unmarshal([]byte(out), &task); err != nil || string(task.Input) != "null" {
+		t.Fatalf("show: %v, input %q, want null", err, task.Input)
+	}
+}
