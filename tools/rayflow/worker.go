@@ -82,6 +82,10 @@ rayflow worker --log-format json --log-level debug
 		fs.Usage()
 		return exitUsage
 	}
+	if err := durable.CheckQueueName(*queue); err != nil {
+		errorLine(e, "--queue: %v", err)
+		return exitUsage
+	}
 	h, err := logHandler(e.stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)

@@ -26,6 +26,9 @@ func TestWorkerLogFlagsRefuseBadValues(t *testing.T) {
 		{[]string{"--log-level", "INFO"}, `--log-level "INFO": want one of debug, info, warn, error`},
 		{[]string{"--log-format", "xml"}, `--log-format "xml": want one of text, json`},
 		{[]string{"--log-format", ""}, `--log-format "": want one of text, json`},
+		{[]string{"--queue", ""}, `--queue: `},
+		{[]string{"--queue", "a\nb"}, `--queue: `},
+		{[]string{"--queue", strings.Repeat("q", 129)}, `--queue: `},
 	} {
 		code, _, errOut := runCLI(t, "", append([]string{"worker"}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
