@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/gen/detail"
@@ -106,12 +108,36 @@ func (s *Server) browserPrincipal(r *http.Request) string {
 	return ""
 }
 
-// safeNext keeps a post-login redirect on this site (a path, not //host).
+// safeNext keeps a post-login redirect on this site: next must be a
+// path of this origin ("/tasks/x/graph?a=b"), else the sign-in goes to
+// "/". Refused: anything not starting with one "/", a scheme or host
+// (parsed as a URL), backslashes and control characters (browsers drop
+// a tab or newline and read "/\t/evil.example" as "//evil.example"),
+// raw or percent-encoded, and invalid UTF-8.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || len(next) > 2048 || !plainPath(next) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	// u.Path is percent-decoded: "/%2F%2Fevil.example" and "/%09/x" fail here.
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") || !plainPath(u.Path) {
 		return "/"
 	}
 	return next
+}
+
+// plainPath: valid UTF-8, no "//" or "/\" start, no backslash and no
+// control character.
+func plainPath(p string) bool {
+	if !utf8.ValidString(p) || strings.HasPrefix(p, "//") || strings.ContainsRune(p, '\\') {
+		return false
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameOrigin refuses a cross-site form post: by Sec-Fetch-Site when the

@@ -422,3 +422,44 @@ func TestSparseDetailBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeNext: a post-login redirect stays a path of this origin; every
+// hostile form falls back to "/", whether posted or echoed into the form.
+func TestSafeNext(t *testing.T) {
+	hostile := []string{
+		"", "x", "tasks/x", "//evil.example", "//evil.example/x", "///evil.example", "/\\evil.example", "\\\\evil.example",
+		"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "\t//evil.example", "/\x00/evil.example", "/\x7f/evil.example",
+		"/\u0085/evil.example", "/tasks\\..\\x", "https://evil.example", "https:evil.example", "http://evil.example/x",
+		"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", " /x", "/%2F%2Fevil.example", "/%2f/evil.example",
+		"/%5Cevil.example", "/%09/evil.example", "/%0a/evil.example", "/%0D%0A/evil.example", "/%00", "/%zz", "/\xff",
+		"/" + strings.Repeat("a", 2048),
+	}
+	for _, next := range hostile {
+		if got := safeNext(next); got != "/" {
+			t.Errorf("safeNext(%q) = %q, want /", next, got)
+		}
+	}
+	good := []string{"/", "/tasks/x/graph?a=b", "/tasks/00000000-0000-4000-8000-000000000000/graph?attempt_number=1&window=2",
+		"/tasks/x/graph/node?attempt_number=1&node_id=0.1", "/tasks/x#top", "/tasks/x/graph?next=%2F%2Fy", "/" + strings.Repeat("a", 2047)}
+	for _, next := range good {
+		if got := safeNext(next); got != next {
+			t.Errorf("safeNext(%q) = %q, want it kept", next, got)
+		}
+	}
+	s := lazyServer(t)
+	for _, next := range []string{"/\t/evil.example", "/\r\n/evil.example", "/%09/evil.example", "//evil.example"} {
+		req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {tokensOf["chain"]}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/" {
+			t.Errorf("POST /login next=%q: %d Location %q", next, w.Code, w.Header().Get("Location"))
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/login?next="+url.QueryEscape(next), nil))
+		in := parse(t, w.Body.Bytes()).all("input", func(n *html.Node) bool { return attr(n, "name") == "next" })
+		if w.Code != 200 || len(in) != 1 || attr(in[0], "value") != "/" {
+			t.Errorf("GET /login?next=%q: %d, the form's next is not /", next, w.Code)
+		}
+	}
+}
