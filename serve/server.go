@@ -23,15 +23,17 @@ import (
 
 // Server is the HTTP API.
 type Server struct {
-	pool    *pgxpool.Pool
-	tokens  *Tokens
-	reads   *read.Service
-	keys    *read.Keys
-	client  *durable.Client
-	log     *slog.Logger
-	mux     *http.ServeMux
-	graphs  graphCache
-	metrics *metrics
+	pool   *pgxpool.Pool
+	tokens *Tokens
+	// sessions are the browser sign-ins (the cookie holds a session id).
+	sessions *sessions
+	reads    *read.Service
+	keys     *read.Keys
+	client   *durable.Client
+	log      *slog.Logger
+	mux      *http.ServeMux
+	graphs   graphCache
+	metrics  *metrics
 	// enqueueRoutes are the installed EnqueueRoutes; openAPI documents
 	// them with the core API.
 	enqueueRoutes []EnqueueRoute
@@ -64,7 +66,7 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics()}
+	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics(), sessions: newSessions()}
 	for _, o := range opts {
 		o(s)
 	}

@@ -100,7 +100,11 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 // Principal returns the principal of a presented token, or "" when no
 // token matches. Every stored digest is compared, whatever matches.
 func (t *Tokens) Principal(token string) string {
-	d := sha256.Sum256([]byte(token))
+	return t.principalOf(sha256.Sum256([]byte(token)))
+}
+
+// principalOf is Principal of a token's SHA-256 digest.
+func (t *Tokens) principalOf(d [sha256.Size]byte) string {
 	found := ""
 	for i := range t.entries {
 		if subtle.ConstantTimeCompare(d[:], t.entries[i].digest[:]) == 1 {

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
 	"errors"
 	"fmt"
@@ -34,7 +35,10 @@ var webFS embed.FS
 
 var pages = template.Must(template.New("").ParseFS(webFS, "web/pages.html"))
 
-// SessionCookie holds a browser's bearer token (HttpOnly, SameSite=Strict).
+// SessionCookie holds a browser's session id (HttpOnly, SameSite=Strict;
+// Secure over TLS), never the bearer token: the session lives on the
+// server (see sessions) and ends at sign-out, expiry, or when its token
+// no longer names its principal.
 const SessionCookie = "rayflow_token"
 
 // RefreshSeconds is the live pages' refresh period.
@@ -103,7 +107,9 @@ func (s *Server) browserPrincipal(r *http.Request) string {
 		return s.tokens.Principal(strings.TrimSpace(tok))
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		return s.tokens.Principal(c.Value)
+		if ss, ok := s.sessions.lookup(c.Value); ok && s.tokens.principalOf(ss.token) == ss.principal {
+			return ss.principal
+		}
 	}
 	return ""
 }
@@ -172,7 +178,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	tok, next := strings.TrimSpace(r.PostForm.Get("token")), safeNext(r.PostForm.Get("next"))
-	if s.tokens.Principal(tok) == "" {
+	digest := sha256.Sum256([]byte(tok))
+	principal := s.tokens.principalOf(digest)
+	if principal == "" {
 		s.log.Info("sign-in refused") // never the token
 		s.render(w, r, http.StatusForbidden, "login", struct {
 			page
@@ -180,8 +188,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
 		}{page{Title: "Sign in", Message: "unknown token"}, next})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.sessions.start(principal, digest), Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionTTL.Seconds())})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -189,6 +197,9 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
 	if !sameOrigin(r) {
 		s.render(w, r, http.StatusForbidden, "error", page{Title: "Sign out", Code: "ACCESS_DENIED", Message: "cross-site sign-out refused"})
 		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.end(c.Value) // a copy of the cookie no longer signs in
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
