@@ -270,6 +270,22 @@ type box struct {
 	Href, Aria, Class, ID, State, Label, Text string
 	X, Y, RX, TX, TY1, TY2                    int
 	G                                         glyph
+	// Counts is a map's item counts, on a line of their own at (CX, TY3).
+	Counts  string
+	CX, TY3 int
+	// TextFit and CountsFit, when set, are the textLength (px) that
+	// squeezes a long Text or Counts line into the box.
+	TextFit, CountsFit int
+}
+
+// fit is the textLength (px) that keeps s within width px, or 0 when s
+// is short enough to need none (at most width/8 characters: a 12px
+// character of the pages' font is narrower than 8px).
+func fit(s string, width int) int {
+	if utf8.RuneCountInString(s) > width/8 {
+		return width
+	}
+	return 0
 }
 
 type line struct{ X1, Y1, X2, Y2 int }
@@ -465,6 +481,7 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 			}
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
 			b.TX = x + 8
+			b.TextFit = fit(b.Text, boxW-16)
 		} else {
 			n := &g.Nodes[it.Node]
 			at[it.Node] = [2]int{x, y}
@@ -486,7 +503,11 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 				if c.Pending > 0 && n.Fanout != nil && !n.Fanout.InputExhausted {
 					atMost, atMostText = "≤", "at most "
 				}
-				b.Text = fmt.Sprintf("%s %s ○%s%d ▶%d ✓%d ✗%d", glyphText(st), st, atMost, c.Pending, c.Running, c.Succeeded, c.Failed)
+				// Three lines: the label, the state, the item counts
+				// (squeezed in when long).
+				b.TY1, b.TY2 = y+17, y+32
+				b.Counts = fmt.Sprintf("○%s%d ▶%d ✓%d ✗%d", atMost, c.Pending, c.Running, c.Succeeded, c.Failed)
+				b.CX, b.TY3, b.CountsFit = b.TX, y+47, fit(b.Counts, x+boxW-8-b.TX)
 				b.Aria = fmt.Sprintf("map %s: %s; items %s%d pending, %d running, %d succeeded, %d failed", n.Label, st, atMostText, c.Pending, c.Running, c.Succeeded, c.Failed)
 			}
 		}
