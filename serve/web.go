@@ -279,8 +279,8 @@ type box struct {
 }
 
 // fit is the textLength (px) that keeps s within width px, or 0 when s
-// is short enough to need none (at most width/8 characters: a 12px
-// character of the pages' font is narrower than 8px).
+// is short enough to need none: at most width/8 characters, 8px being a
+// generous average width of the 12px digits, spaces and state glyphs.
 func fit(s string, width int) int {
 	if utf8.RuneCountInString(s) > width/8 {
 		return width
