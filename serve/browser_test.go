@@ -131,6 +131,7 @@ func TestBrowserGraph(t *testing.T) {
 	if !strings.HasPrefix(focused, "node:") || len(focused) <= len("node:") {
 		t.Errorf("tabbing never reached a labelled node link (last focus %q)", focused)
 	}
+	checkLayout(t, ctx, "live page")
 	screenshot(t, ctx, "live")
 
 	for i := range c.States {
@@ -146,7 +147,40 @@ func TestBrowserGraph(t *testing.T) {
 	if boxes != 16 || refresh != 0 || state != "SUCCEEDED" {
 		t.Errorf("finished page: %d succeeded boxes, %d refresh, state %q", boxes, refresh, state)
 	}
+	checkLayout(t, ctx, "finished page")
 	screenshot(t, ctx, "finished")
+}
+
+// checkLayout: as Chromium lays the graph page out, every text of a node
+// box (a bounded map's item counts too) lies inside the box, and the
+// legend's text shows each state glyph once.
+func checkLayout(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	outside := eval[[]string](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].flatMap(a => {
+  const b = a.querySelector('rect.box').getBoundingClientRect();
+  return [...a.querySelectorAll('text')].filter(x => {
+    const r = x.getBoundingClientRect();
+    return r.left < b.left - 0.5 || r.right > b.right + 0.5 || r.top < b.top - 0.5 || r.bottom > b.bottom + 0.5;
+  }).map(x => a.dataset.nodeId + ': ' + JSON.stringify(x.textContent) + ' ' + Math.round(x.getBoundingClientRect().right - b.right) + 'px past the right edge');
+})`)
+	if len(outside) > 0 {
+		t.Errorf("%s: text outside its node box: %v", page, outside)
+	}
+	maps := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a.map text')].filter(x => /○/.test(x.textContent)).length`)
+	if maps != 1 {
+		t.Errorf("%s: %d map count texts, want 1", page, maps)
+	}
+	legend := eval[string](t, ctx, `document.querySelector('ul.legend').innerText`)
+	for _, g := range []string{"○", "▶", "✓", "✗"} {
+		if n := strings.Count(legend, g); n != 1 {
+			t.Errorf("%s: the legend shows %s %d times: %q", page, g, n, legend)
+		}
+	}
+	for _, st := range []string{"PENDING", "RUNNING", "SUCCEEDED", "FAILED"} {
+		if !strings.Contains(legend, st) {
+			t.Errorf("%s: the legend lacks %s: %q", page, st, legend)
+		}
+	}
 }
 
 // TestBrowserGraph25k: the first window of a 25,000-node run renders in

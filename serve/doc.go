@@ -10,4 +10,10 @@
 // ACCESS_DENIED 403, NOT_FOUND 404, CURSOR_MISMATCH and MISSING 409,
 // CORRUPT 503), and a page or node whose publication is EXPIRED (retired
 // by a newer revision, or removed by retention) is served with 410 Gone.
+// While PostgreSQL cannot be reached a JSON route answers 503 UNAVAILABLE
+// with Retry-After (as /readyz answers 503); another failure is 500
+// INTERNAL.
+//
+// The browser pages sign in at /login: the cookie holds a server-side
+// session id, never the token (see session.go).
 package serve

@@ -235,6 +235,7 @@ func openAPIDocument(core []byte, routes []EnqueueRoute) ([]byte, error) {
 			"schema": map[string]any{"$ref": "#/components/schemas/" + schema}}}}
 	}
 	errRef := map[string]any{"$ref": "#/components/responses/Error"}
+	unavailableRef := map[string]any{"$ref": "#/components/responses/Unavailable"}
 	for _, ex := range routes {
 		if _, dup := paths[ex.Path]; dup {
 			return nil, fmt.Errorf("serve: enqueue route %s is already a path of the API", ex.Path)
@@ -263,7 +264,7 @@ func openAPIDocument(core []byte, routes []EnqueueRoute) ([]byte, error) {
 		paths[ex.Path] = map[string]any{"post": map[string]any{
 			"summary": ex.Summary, "description": desc + " " + enqueueContract, "parameters": params,
 			"responses": map[string]any{"201": body("the task is queued", "Enqueued"), "400": body("invalid input", "InputError"),
-				"401": errRef, "403": errRef},
+				"401": errRef, "403": errRef, "503": unavailableRef},
 		}}
 	}
 	var out bytes.Buffer

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rayflow/rayflow/gen/detail"
@@ -103,6 +104,20 @@ func TestMapCounts(t *testing.T) {
 	} {
 		if got := MapCounts(tc.state, &tc.f); got != tc.want {
 			t.Errorf("%s %+v: %+v, want %+v", tc.state, tc.f, got, tc.want)
+		}
+	}
+}
+
+// TestFit: a line of at most width/8 characters keeps its natural length;
+// one character more is squeezed into width (textLength).
+func TestFit(t *testing.T) {
+	for _, tc := range []struct {
+		runes, width, want int
+	}{
+		{0, 160, 0}, {20, 160, 0}, {21, 160, 160}, {19, 156, 0}, {20, 156, 156}, {200, 174, 174},
+	} {
+		if got := fit(strings.Repeat("✓", tc.runes), tc.width); got != tc.want {
+			t.Errorf("fit(%d runes, %d) = %d, want %d", tc.runes, tc.width, got, tc.want)
 		}
 	}
 }

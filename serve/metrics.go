@@ -121,6 +121,7 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 	}
 	scrape := prometheus.NewRegistry()
 	scrape.MustRegister(counts, db)
+	w.Header().Set("Cache-Control", "no-store") // a principal's own counts
 	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape, prom.Gatherer()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 

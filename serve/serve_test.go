@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	gread "github.com/rayflow/rayflow/gen/read"
@@ -72,6 +75,38 @@ func TestParseTokens(t *testing.T) {
 		if err := tk.Authorize(ctx, tc.principal, tc.task, read.ActionReadProgress); (err == nil) != tc.allow {
 			t.Errorf("Authorize(%s, %+v) = %v, want allow %v", tc.principal, tc.task, err, tc.allow)
 		}
+	}
+}
+
+// TestParseTokensDuplicateToken: one token under two principals is
+// refused with a *DuplicateTokenError naming both lines (not "last line
+// wins"); the message never quotes the token.
+func TestParseTokensDuplicateToken(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     *DuplicateTokenError
+	}{
+		{"adjacent", "a tokentokentokentoken1 *\nb tokentokentokentoken1 x\n", &DuplicateTokenError{FirstLine: 1, Line: 2}},
+		{"with comments and blanks between", "# file\na tokentokentokentoken1 *\n\nc tokentokentokentoken2 y\n# x\nb tokentokentokentoken1 -\n", &DuplicateTokenError{FirstLine: 2, Line: 6}},
+		{"third of three", "a tokentokentokentoken1 *\nb tokentokentokentoken2 *\nc tokentokentokentoken2 *\n", &DuplicateTokenError{FirstLine: 2, Line: 3}},
+	} {
+		_, err := ParseTokens(strings.NewReader(tc.in))
+		var got *DuplicateTokenError
+		if !errors.As(err, &got) || !errors.Is(err, ErrDuplicateToken) {
+			t.Errorf("%s: err = %v, want a *DuplicateTokenError", tc.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: (-want +got)\n%s", tc.name, diff)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "tokentoken") || !strings.Contains(msg, fmt.Sprintf("line %d", tc.want.FirstLine)) || !strings.Contains(msg, fmt.Sprintf("line %d", tc.want.Line)) {
+			t.Errorf("%s: message %q", tc.name, msg)
+		}
+	}
+	// Distinct tokens that share a prefix are fine.
+	if _, err := ParseTokens(strings.NewReader("a tokentokentokentoken1 *\nb tokentokentokentoken12 *\n")); err != nil {
+		t.Errorf("distinct tokens: %v", err)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/engine/durable"
@@ -23,15 +26,17 @@ import (
 
 // Server is the HTTP API.
 type Server struct {
-	pool    *pgxpool.Pool
-	tokens  *Tokens
-	reads   *read.Service
-	keys    *read.Keys
-	client  *durable.Client
-	log     *slog.Logger
-	mux     *http.ServeMux
-	graphs  graphCache
-	metrics *metrics
+	pool   *pgxpool.Pool
+	tokens *Tokens
+	// sessions are the browser sign-ins (the cookie holds a session id).
+	sessions *sessions
+	reads    *read.Service
+	keys     *read.Keys
+	client   *durable.Client
+	log      *slog.Logger
+	mux      *http.ServeMux
+	graphs   graphCache
+	metrics  *metrics
 	// enqueueRoutes are the installed EnqueueRoutes; openAPI documents
 	// them with the core API.
 	enqueueRoutes []EnqueueRoute
@@ -64,7 +69,7 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics()}
+	s := &Server{pool: pool, tokens: tokens, reads: svc, keys: keys, client: durable.NewClient(pool, nil), log: log, mux: http.NewServeMux(), metrics: newMetrics(), sessions: newSessions()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -152,6 +157,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
@@ -192,8 +198,44 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
+	if storeUnavailable(err) {
+		s.log.Warn("request: database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"code": CodeUnavailable, "message": "the database is unavailable; retry later"})
+		return
+	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeJSON(w, http.StatusInternalServerError, map[string]string{"code": "INTERNAL", "message": "internal error"})
+}
+
+// CodeUnavailable is the error code of an API request that PostgreSQL
+// could not serve because it cannot be reached (503 with Retry-After, as
+// /readyz answers 503 "unavailable" then); serve/openapi.json lists it.
+const CodeUnavailable = "UNAVAILABLE"
+
+// RetryAfterSeconds is the Retry-After of a 503 UNAVAILABLE answer.
+const RetryAfterSeconds = 5
+
+// storeUnavailable reports whether err says PostgreSQL cannot be reached:
+// no connection could be made (the pool cannot acquire one), the server
+// ended or refused the connection (SQLSTATE class 08, 57P01–57P03, 53300
+// too many connections), or the connection broke. Other database errors
+// stay 500 INTERNAL.
+func storeUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08")
+	}
+	var ne *net.OpError
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func invalid(format string, args ...any) error {

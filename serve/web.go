@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/gen/detail"
@@ -32,7 +35,10 @@ var webFS embed.FS
 
 var pages = template.Must(template.New("").ParseFS(webFS, "web/pages.html"))
 
-// SessionCookie holds a browser's bearer token (HttpOnly, SameSite=Strict).
+// SessionCookie holds a browser's session id (HttpOnly, SameSite=Strict;
+// Secure over TLS), never the bearer token: the session lives on the
+// server (see sessions) and ends at sign-out, expiry, or when its token
+// no longer names its principal.
 const SessionCookie = "rayflow_token"
 
 // RefreshSeconds is the live pages' refresh period.
@@ -101,17 +107,43 @@ func (s *Server) browserPrincipal(r *http.Request) string {
 		return s.tokens.Principal(strings.TrimSpace(tok))
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		return s.tokens.Principal(c.Value)
+		if ss, ok := s.sessions.lookup(c.Value); ok && s.tokens.principalOf(ss.token) == ss.principal {
+			return ss.principal
+		}
 	}
 	return ""
 }
 
-// safeNext keeps a post-login redirect on this site (a path, not //host).
+// safeNext keeps a post-login redirect on this site: next must be a
+// path of this origin ("/tasks/x/graph?a=b"), else the sign-in goes to
+// "/". Refused: anything not starting with one "/", a scheme or host
+// (parsed as a URL), backslashes and control characters (browsers drop
+// a tab or newline and read "/\t/evil.example" as "//evil.example"),
+// raw or percent-encoded, and invalid UTF-8.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || len(next) > 2048 || !plainPath(next) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	// u.Path is percent-decoded: "/%2F%2Fevil.example" and "/%09/x" fail here.
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") || !plainPath(u.Path) {
 		return "/"
 	}
 	return next
+}
+
+// plainPath: valid UTF-8, no "//" or "/\" start, no backslash and no
+// control character.
+func plainPath(p string) bool {
+	if !utf8.ValidString(p) || strings.HasPrefix(p, "//") || strings.ContainsRune(p, '\\') {
+		return false
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameOrigin refuses a cross-site form post: by Sec-Fetch-Site when the
@@ -146,7 +178,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	tok, next := strings.TrimSpace(r.PostForm.Get("token")), safeNext(r.PostForm.Get("next"))
-	if s.tokens.Principal(tok) == "" {
+	digest := sha256.Sum256([]byte(tok))
+	principal := s.tokens.principalOf(digest)
+	if principal == "" {
 		s.log.Info("sign-in refused") // never the token
 		s.render(w, r, http.StatusForbidden, "login", struct {
 			page
@@ -154,8 +188,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ string) {
 		}{page{Title: "Sign in", Message: "unknown token"}, next})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int((12 * time.Hour).Seconds())})
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: s.sessions.start(principal, digest), Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(SessionTTL.Seconds())})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -163,6 +197,9 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ string) {
 	if !sameOrigin(r) {
 		s.render(w, r, http.StatusForbidden, "error", page{Title: "Sign out", Code: "ACCESS_DENIED", Message: "cross-site sign-out refused"})
 		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.end(c.Value) // a copy of the cookie no longer signs in
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -233,6 +270,22 @@ type box struct {
 	Href, Aria, Class, ID, State, Label, Text string
 	X, Y, RX, TX, TY1, TY2                    int
 	G                                         glyph
+	// Counts is a map's item counts, on a line of their own at (CX, TY3).
+	Counts  string
+	CX, TY3 int
+	// TextFit and CountsFit, when set, are the textLength (px) that
+	// squeezes a long Text or Counts line into the box.
+	TextFit, CountsFit int
+}
+
+// fit is the textLength (px) that keeps s within width px, or 0 when s
+// is short enough to need none: at most width/8 characters, 8px being a
+// generous average width of the 12px digits, spaces and state glyphs.
+func fit(s string, width int) int {
+	if utf8.RuneCountInString(s) > width/8 {
+		return width
+	}
+	return 0
 }
 
 type line struct{ X1, Y1, X2, Y2 int }
@@ -428,6 +481,7 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 			}
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
 			b.TX = x + 8
+			b.TextFit = fit(b.Text, boxW-16)
 		} else {
 			n := &g.Nodes[it.Node]
 			at[it.Node] = [2]int{x, y}
@@ -449,7 +503,11 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 				if c.Pending > 0 && n.Fanout != nil && !n.Fanout.InputExhausted {
 					atMost, atMostText = "≤", "at most "
 				}
-				b.Text = fmt.Sprintf("%s %s ○%s%d ▶%d ✓%d ✗%d", glyphText(st), st, atMost, c.Pending, c.Running, c.Succeeded, c.Failed)
+				// Three lines: the label, the state, the item counts
+				// (squeezed in when long).
+				b.TY1, b.TY2 = y+17, y+32
+				b.Counts = fmt.Sprintf("○%s%d ▶%d ✓%d ✗%d", atMost, c.Pending, c.Running, c.Succeeded, c.Failed)
+				b.CX, b.TY3, b.CountsFit = b.TX, y+47, fit(b.Counts, x+boxW-8-b.TX)
 				b.Aria = fmt.Sprintf("map %s: %s; items %s%d pending, %d running, %d succeeded, %d failed", n.Label, st, atMostText, c.Pending, c.Running, c.Succeeded, c.Failed)
 			}
 		}

@@ -85,11 +85,26 @@ func (d dom) boxes() []*html.Node {
 	return d.all("a", func(n *html.Node) bool { return attr(n, "data-node-id") != "" })
 }
 
-// get fetches a page as principal through the session cookie.
+// signInCookie signs principal in through the form and returns the
+// session cookie.
+func signInCookie(t *testing.T, s *Server, principal string) *http.Cookie {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {tokensOf[principal]}, "next": {"/"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	cs := w.Result().Cookies()
+	if w.Code != http.StatusSeeOther || len(cs) != 1 || cs[0].Name != SessionCookie {
+		t.Fatalf("sign-in as %s: %d %v", principal, w.Code, w.Header())
+	}
+	return cs[0]
+}
+
+// get fetches a page as principal through a session cookie.
 func (e *env) get(t *testing.T, principal, target string) (int, http.Header, []byte) {
 	t.Helper()
 	req := httptest.NewRequest("GET", target, nil)
-	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: tokensOf[principal]})
+	req.AddCookie(signInCookie(t, e.s, principal))
 	w := httptest.NewRecorder()
 	e.s.ServeHTTP(w, req)
 	return w.Code, w.Header(), w.Body.Bytes()
@@ -316,7 +331,7 @@ func TestLogin(t *testing.T) {
 	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/tasks/x/graph" || len(cs) != 1 {
 		t.Fatalf("sign-in: %d %v", w.Code, w.Header())
 	}
-	if c := cs[0]; c.Name != SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Value != tokensOf["chain"] || c.Path != "/" {
+	if c := cs[0]; c.Name != SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.MaxAge != int(SessionTTL.Seconds()) {
 		t.Errorf("cookie %+v", c)
 	}
 	for name, w := range map[string]*httptest.ResponseRecorder{
@@ -419,6 +434,165 @@ func TestSparseDetailBound(t *testing.T) {
 			if got := attr(b, "data-state"); got != want {
 				t.Fatalf("%d nodes: box %d (%s) is %s, want %s", n, i, attr(b, "data-node-id"), got, want)
 			}
+		}
+	}
+}
+
+// TestSafeNext: a post-login redirect stays a path of this origin; every
+// hostile form falls back to "/", whether posted or echoed into the form.
+func TestSafeNext(t *testing.T) {
+	hostile := []string{
+		"", "x", "tasks/x", "//evil.example", "//evil.example/x", "///evil.example", "/\\evil.example", "\\\\evil.example",
+		"/\t/evil.example", "/\n/evil.example", "/\r\n/evil.example", "\t//evil.example", "/\x00/evil.example", "/\x7f/evil.example",
+		"/\u0085/evil.example", "/tasks\\..\\x", "https://evil.example", "https:evil.example", "http://evil.example/x",
+		"javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", " /x", "/%2F%2Fevil.example", "/%2f/evil.example",
+		"/%5Cevil.example", "/%09/evil.example", "/%0a/evil.example", "/%0D%0A/evil.example", "/%00", "/%zz", "/\xff",
+		"/" + strings.Repeat("a", 2048),
+	}
+	for _, next := range hostile {
+		if got := safeNext(next); got != "/" {
+			t.Errorf("safeNext(%q) = %q, want /", next, got)
+		}
+	}
+	good := []string{"/", "/tasks/x/graph?a=b", "/tasks/00000000-0000-4000-8000-000000000000/graph?attempt_number=1&window=2",
+		"/tasks/x/graph/node?attempt_number=1&node_id=0.1", "/tasks/x#top", "/tasks/x/graph?next=%2F%2Fy", "/" + strings.Repeat("a", 2047)}
+	for _, next := range good {
+		if got := safeNext(next); got != next {
+			t.Errorf("safeNext(%q) = %q, want it kept", next, got)
+		}
+	}
+	s := lazyServer(t)
+	for _, next := range []string{"/\t/evil.example", "/\r\n/evil.example", "/%09/evil.example", "//evil.example"} {
+		req := httptest.NewRequest("POST", "/login", strings.NewReader(url.Values{"token": {tokensOf["chain"]}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/" {
+			t.Errorf("POST /login next=%q: %d Location %q", next, w.Code, w.Header().Get("Location"))
+		}
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest("GET", "/login?next="+url.QueryEscape(next), nil))
+		in := parse(t, w.Body.Bytes()).all("input", func(n *html.Node) bool { return attr(n, "name") == "next" })
+		if w.Code != 200 || len(in) != 1 || attr(in[0], "value") != "/" {
+			t.Errorf("GET /login?next=%q: %d, the form's next is not /", next, w.Code)
+		}
+	}
+}
+
+// TestSessionCookie: the sign-in cookie is a server-side session id, not
+// the token. A tampered, unknown, expired or signed-out cookie is refused
+// (a copy taken before sign-out does not sign in after it), and so is a
+// session whose token no longer names its principal.
+func TestSessionCookie(t *testing.T) {
+	s := lazyServer(t)
+	page := "/tasks/" + path("{task_id}")
+	// signedIn: whether the cookie authenticates a page request (one the
+	// server refuses sends the browser to sign in before any database read).
+	signedIn := func(c *http.Cookie) bool {
+		t.Helper()
+		req := httptest.NewRequest("GET", page, nil)
+		req.AddCookie(c)
+		return s.browserPrincipal(req) != ""
+	}
+	c := signInCookie(t, s, "chain")
+	for _, tok := range tokensOf {
+		if strings.Contains(c.Value, tok) || strings.Contains(tok, c.Value) {
+			t.Fatalf("the cookie %q holds a token", c.Value)
+		}
+	}
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure {
+		t.Errorf("cookie flags %+v", c)
+	}
+	if !signedIn(c) {
+		t.Fatal("a fresh session cookie is refused")
+	}
+	if c2 := signInCookie(t, s, "chain"); c2.Value == c.Value {
+		t.Error("two sign-ins share a session id")
+	}
+	// Tampered: every single-character change, a cut and an extension.
+	tampered := []string{"", c.Value[:len(c.Value)-1], c.Value + "A", tokensOf["chain"], strings.ToUpper(c.Value)}
+	for i := range c.Value {
+		b := []byte(c.Value)
+		b[i] ^= 1
+		tampered = append(tampered, string(b))
+	}
+	for _, v := range tampered {
+		if v != c.Value && signedIn(&http.Cookie{Name: SessionCookie, Value: v}) {
+			t.Errorf("tampered cookie %q signs in", v)
+		}
+	}
+	// Expiry: just before SessionTTL it holds; at SessionTTL it is gone.
+	start := time.Now()
+	s.sessions.now = func() time.Time { return start }
+	exp := signInCookie(t, s, "chain")
+	s.sessions.now = func() time.Time { return start.Add(SessionTTL - time.Second) }
+	if !signedIn(exp) {
+		t.Error("a session one second before its expiry is refused")
+	}
+	s.sessions.now = func() time.Time { return start.Add(SessionTTL) }
+	if signedIn(exp) {
+		t.Error("an expired session is accepted")
+	}
+	s.sessions.now = time.Now
+	// Sign-out ends the session: replaying the captured cookie is refused.
+	req := httptest.NewRequest("POST", "/logout", nil)
+	req.AddCookie(c)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("sign-out: %d", w.Code)
+	}
+	if signedIn(c) {
+		t.Error("the cookie captured before sign-out still signs in")
+	}
+	req = httptest.NewRequest("GET", page, nil)
+	req.AddCookie(c)
+	w = httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusSeeOther || !strings.HasPrefix(w.Header().Get("Location"), "/login?") {
+		t.Errorf("a page with the signed-out cookie: %d %v", w.Code, w.Header())
+	}
+	// A token dropped from the tokens: its sessions end with it.
+	c = signInCookie(t, s, "chain")
+	other := signInCookie(t, s, "admin")
+	tk, err := ParseTokens(strings.NewReader("admin admin-token-0123456789 *\nchain chain-token-changed-012345 chain\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tokens = tk
+	if signedIn(c) || !signedIn(other) {
+		t.Errorf("after the chain token changed: chain's session %v, admin's %v", signedIn(c), signedIn(other))
+	}
+}
+
+// TestSessionBound: MaxSessions sessions are all kept; one more ends the
+// oldest only.
+func TestSessionBound(t *testing.T) {
+	ss := newSessions()
+	start := time.Now()
+	var ids []string
+	for i := range MaxSessions {
+		ss.now = func() time.Time { return start.Add(time.Duration(i) * time.Millisecond) }
+		ids = append(ids, ss.start("p", [32]byte{}))
+	}
+	if ss.len() != MaxSessions {
+		t.Fatalf("%d sessions, want %d", ss.len(), MaxSessions)
+	}
+	for _, id := range []string{ids[0], ids[MaxSessions-1]} {
+		if _, ok := ss.lookup(id); !ok {
+			t.Fatal("a session at the cap is gone")
+		}
+	}
+	last := ss.start("p", [32]byte{})
+	if ss.len() != MaxSessions {
+		t.Errorf("%d sessions after one over the cap", ss.len())
+	}
+	if _, ok := ss.lookup(ids[0]); ok {
+		t.Error("the oldest session outlived the cap")
+	}
+	for _, id := range []string{ids[1], ids[MaxSessions-1], last} {
+		if _, ok := ss.lookup(id); !ok {
+			t.Error("a newer session is gone")
 		}
 	}
 }
