@@ -206,20 +206,27 @@ func encoderFor(t reflect.Type, normalize bool) encFunc {
 		return f.(encFunc)
 	}
 	// Recursive types: publish an indirection first, then the real encoder.
+	// The indirection waits on a mutex, not a WaitGroup: the cache is
+	// process-wide, and a WaitGroup first used inside a synctest bubble
+	// crashes the runtime when waited on from outside it (a mutex belongs
+	// to no bubble).
 	var (
-		wg sync.WaitGroup
+		mu sync.Mutex
 		f  encFunc
 	)
-	wg.Add(1)
+	mu.Lock()
 	fi, loaded := encoderCache.LoadOrStore(key, encFunc(func(e *encoder, v reflect.Value, depth int) error {
-		wg.Wait()
-		return f(e, v, depth)
+		mu.Lock()
+		g := f
+		mu.Unlock()
+		return g(e, v, depth)
 	}))
 	if loaded {
+		mu.Unlock()
 		return fi.(encFunc)
 	}
 	f = newEncoder(t, normalize)
-	wg.Done()
+	mu.Unlock()
 	encoderCache.Store(key, f)
 	return f
 }
