@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/event"
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -296,7 +298,7 @@ func TestProducerIntoCollector(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		Report(ctx, float64(i), 200, "rows", map[string]any{"last_row": i, "password": "x"})
 	}
-	waitFor(t, "acks", func() bool { return p.Stats().PendingAcknowledgements == 0 })
+	testwait.Until(t, 5*time.Second, "acks", func() bool { return p.Stats().PendingAcknowledgements == 0 })
 	s := c.Snapshot()
 	n := s.Graph.Nodes[0]
 	if n.State != detail.NodeStateRunning || n.Progress.Percent != 50 || string(n.Progress.Metrics["last_row"]) != "100" || !n.Truncated {

@@ -168,17 +168,6 @@ func (l loopSender) Send(w []byte) (<-chan error, error) {
 	return ch, nil
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func str(s string) *string { return &s }
 func i64(v int64) *int64   { return &v }
 

@@ -3,15 +3,18 @@ package progress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/event"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 func newProducer(t *testing.T, s Sender) *Producer {
@@ -91,69 +94,76 @@ func TestProducerRejectsInvalidValues(t *testing.T) {
 	}
 }
 
+// Run in a bubble, so synctest.Wait stands for "the producer has handled
+// every acknowledgement released so far".
 func TestProducerCoalescing(t *testing.T) {
-	s := &fakeSender{}
-	p := newProducer(t, s)
-	ctx := Context(context.Background(), p)
-	p.Started(detail.NodeExecution{RayTaskID: str("t1")})
+	synctest.Test(t, func(t *testing.T) {
+		s := &fakeSender{}
+		p := newProducer(t, s)
+		ctx := Context(context.Background(), p)
+		p.Started(detail.NodeExecution{RayTaskID: str("t1")})
 
-	// First value: sent at once (send 1); the ack stays outstanding.
-	if !Report(ctx, 1, 10, "one", nil) {
-		t.Fatal("first report refused")
-	}
-	// While the ack is pending, values replace the one slot: no sends.
-	for i := 2; i <= 5; i++ {
-		if !Report(ctx, float64(i), 10, "", map[string]any{"i": i}) {
-			t.Fatal("report refused")
+		// First value: sent at once (send 1); the ack stays outstanding.
+		if !Report(ctx, 1, 10, "one", nil) {
+			t.Fatal("first report refused")
 		}
-	}
-	if s.n() != 2 {
-		t.Fatalf("%d sends while the ack was pending, want 2 (STARTED + one value)", s.n())
-	}
-	r := p.Stats()
-	if r.Offered != 5 || r.Submitted != 1 || r.Superseded != 3 || r.PendingAcknowledgements != 1 {
-		t.Fatalf("stats %+v", r)
-	}
-	// Lifecycle events are never coalesced, even with an ack pending.
-	p.Started(detail.NodeExecution{RayTaskID: str("t1")})
-	if s.n() != 3 {
-		t.Fatal("STARTED was held back")
-	}
-	// Releasing the ack submits the latest value (5).
-	s.ack(1, nil)
-	waitFor(t, "slot pump", func() bool { return s.n() == 4 })
-	if ap := s.event(t, 3).(*event.ApplicationProgress); ap.Payload.Current != 5 || string(ap.Payload.Metrics["i"]) != "5" {
-		t.Fatalf("pumped %+v, want the latest value 5", ap.Payload)
-	}
-	// Ack pending again: two more values → one slot, one superseded.
-	Report(ctx, 6, 10, "", nil)
-	Report(ctx, 7, 10, "", nil)
-	// Leaf exit: one handoff of 7, then COMPLETED, then the report.
-	p.Complete()
-	want := []Kind{KindStarted, KindApplicationProgress, KindStarted, KindApplicationProgress, KindApplicationProgress, KindCompleted, KindProducerReport}
-	if got := s.kinds(t); !slices.Equal(got, want) {
-		t.Fatalf("sends %v\nwant %v", got, want)
-	}
-	if ap := s.event(t, 4).(*event.ApplicationProgress); ap.Payload.Current != 7 {
-		t.Fatalf("handoff carried %v, want 7", ap.Payload.Current)
-	}
-	rep := s.event(t, 6).(*event.ProducerReport).Payload
-	checkSums(t, rep)
-	wantRep := event.ProducerReportPayload{SchemaVersion: 1, Offered: 7, Submitted: 3, Superseded: 4, Acknowledged: 1, PendingAcknowledgements: 2, TerminalHandoff: event.TerminalHandoffSubmitted}
-	if rep != wantRep {
-		t.Fatalf("report %+v\nwant   %+v", rep, wantRep)
-	}
-	// After exit: Report refuses, nothing more is sent, late acks do not
-	// change the sealed report.
-	if Report(ctx, 8, 10, "", nil) {
-		t.Fatal("report after exit accepted")
-	}
-	s.ack(3, nil)
-	s.ack(4, ErrActorRejected)
-	time.Sleep(5 * time.Millisecond)
-	if p.Stats() != wantRep || s.n() != 7 {
-		t.Fatal("sealed report changed or more events sent")
-	}
+		// While the ack is pending, values replace the one slot: no sends.
+		for i := 2; i <= 5; i++ {
+			if !Report(ctx, float64(i), 10, "", map[string]any{"i": i}) {
+				t.Fatal("report refused")
+			}
+		}
+		if s.n() != 2 {
+			t.Fatalf("%d sends while the ack was pending, want 2 (STARTED + one value)", s.n())
+		}
+		r := p.Stats()
+		if r.Offered != 5 || r.Submitted != 1 || r.Superseded != 3 || r.PendingAcknowledgements != 1 {
+			t.Fatalf("stats %+v", r)
+		}
+		// Lifecycle events are never coalesced, even with an ack pending.
+		p.Started(detail.NodeExecution{RayTaskID: str("t1")})
+		if s.n() != 3 {
+			t.Fatal("STARTED was held back")
+		}
+		// Releasing the ack submits the latest value (5).
+		s.ack(1, nil)
+		synctest.Wait() // the producer has taken the ack and pumped the slot
+		if s.n() != 4 {
+			t.Fatalf("%d sends after the ack, want 4 (the slot pumped once)", s.n())
+		}
+		if ap := s.event(t, 3).(*event.ApplicationProgress); ap.Payload.Current != 5 || string(ap.Payload.Metrics["i"]) != "5" {
+			t.Fatalf("pumped %+v, want the latest value 5", ap.Payload)
+		}
+		// Ack pending again: two more values → one slot, one superseded.
+		Report(ctx, 6, 10, "", nil)
+		Report(ctx, 7, 10, "", nil)
+		// Leaf exit: one handoff of 7, then COMPLETED, then the report.
+		p.Complete()
+		want := []Kind{KindStarted, KindApplicationProgress, KindStarted, KindApplicationProgress, KindApplicationProgress, KindCompleted, KindProducerReport}
+		if got := s.kinds(t); !slices.Equal(got, want) {
+			t.Fatalf("sends %v\nwant %v", got, want)
+		}
+		if ap := s.event(t, 4).(*event.ApplicationProgress); ap.Payload.Current != 7 {
+			t.Fatalf("handoff carried %v, want 7", ap.Payload.Current)
+		}
+		rep := s.event(t, 6).(*event.ProducerReport).Payload
+		checkSums(t, rep)
+		wantRep := event.ProducerReportPayload{SchemaVersion: 1, Offered: 7, Submitted: 3, Superseded: 4, Acknowledged: 1, PendingAcknowledgements: 2, TerminalHandoff: event.TerminalHandoffSubmitted}
+		if rep != wantRep {
+			t.Fatalf("report %+v\nwant   %+v", rep, wantRep)
+		}
+		// After exit: Report refuses, nothing more is sent, late acks do not
+		// change the sealed report.
+		if Report(ctx, 8, 10, "", nil) {
+			t.Fatal("report after exit accepted")
+		}
+		s.ack(3, nil)
+		s.ack(4, ErrActorRejected)
+		synctest.Wait() // the producer has taken both acks
+		if p.Stats() != wantRep || s.n() != 7 {
+			t.Fatal("sealed report changed or more events sent")
+		}
+	})
 }
 
 func TestProducerFastAcksSendEveryValue(t *testing.T) {
@@ -162,7 +172,7 @@ func TestProducerFastAcksSendEveryValue(t *testing.T) {
 	ctx := Context(context.Background(), p)
 	for i := 1; i <= 50; i++ {
 		Report(ctx, float64(i), 50, "", nil)
-		waitFor(t, "ack", func() bool { return p.Stats().PendingAcknowledgements == 0 })
+		testwait.Until(t, 5*time.Second, "ack", func() bool { return p.Stats().PendingAcknowledgements == 0 })
 	}
 	p.Complete()
 	r := p.Stats()
@@ -179,12 +189,12 @@ func TestProducerAckOutcomesAndSettle(t *testing.T) {
 	Report(ctx, 1, 3, "", nil) // send 0
 	Report(ctx, 2, 3, "", nil) // slot
 	s.ack(0, ErrActorRejected)
-	waitFor(t, "pump", func() bool { return s.n() == 2 })
+	testwait.Until(t, 5*time.Second, "pump", func() bool { return s.n() == 2 })
 	Report(ctx, 3, 3, "", nil) // slot
 	s.ack(1, errors.New("ray: actor died"))
-	waitFor(t, "pump", func() bool { return s.n() == 3 })
+	testwait.Until(t, 5*time.Second, "pump", func() bool { return s.n() == 3 })
 	go func() {
-		waitFor(t, "FAILED sent", func() bool { return s.n() == 4 })
+		testwait.Until(t, 5*time.Second, "FAILED sent", func() bool { return s.n() == 4 })
 		s.ack(2, nil)
 	}()
 	p.Fail("boom")
@@ -254,7 +264,7 @@ func TestProducerBoundsMessageAndLabel(t *testing.T) {
 	p, _ := NewProducer(ProducerConfig{Encoder: newEnc(t), NodeID: "a", Label: strings.Repeat("l", 513), Sender: s})
 	ctx := Context(context.Background(), p)
 	Report(ctx, 1, 2, strings.Repeat("m", 2049), nil)
-	waitFor(t, "send", func() bool { return s.n() == 1 })
+	testwait.Until(t, 5*time.Second, "send", func() bool { return s.n() == 1 })
 	ap := s.event(t, 0).(*event.ApplicationProgress)
 	if *ap.Payload.Message != "<omitted:oversized>" || !ap.Truncated {
 		t.Fatalf("%+v", ap)
@@ -302,8 +312,14 @@ func TestProducerConcurrentReports(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // acknowledge everything, slowly
 		defer close(done)
+		wctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
 		for i := 0; ; i++ {
-			waitFor(t, "send", func() bool { return s.n() > i })
+			// Not Until: t.Fatalf may only be called from the test's goroutine.
+			if err := testwait.Poll(wctx, testwait.Interval, fmt.Sprintf("send %d", i), func(context.Context) (bool, error) { return s.n() > i, nil }); err != nil {
+				t.Error(err)
+				return
+			}
 			if k := s.kinds(t)[i]; k == KindProducerReport {
 				return
 			}

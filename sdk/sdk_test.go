@@ -440,6 +440,11 @@ func Bootstrapped(ctx context.Context, v int) (int, error) {
 
 func TestWithBootstrapRunsTheHookOncePerProcess(t *testing.T) {
 	t.Parallel()
+	// Each run of the test (-count) is a fresh process as far as the hook
+	// is concerned: it counts this run's hook calls only.
+	bootstrap.calls.Store(0)
+	bootstrap.done.Store(false)
+	t.Cleanup(sdk.ResetBootstrap)
 	sdk.RegisterBootstrap(func(context.Context) error {
 		bootstrap.calls.Add(1)
 		time.Sleep(20 * time.Millisecond) // concurrent leaves must wait for it

@@ -471,15 +471,17 @@ func TestBatchedFailureStopsOtherBatches(t *testing.T) {
 // Sequential mode runs one item at a time even with batching.
 func TestBatchedSequential(t *testing.T) {
 	t.Parallel()
-	l := &batchLog{}
-	f := sdk.Map(sdk.Step(shuffled(l))).WithLimits(sdk.Limits{MaxConcurrency: 16}).WithItemBatching(4)
-	got, err := sdk.Run(context.Background(), f, ints(20), sdk.Sequential())
-	if err != nil || len(got) != 20 || got[19] != 38 {
-		t.Fatalf("%v, %v", got, err)
-	}
-	if ran := l.ranItems(); !slices.Equal(ran, ints(20)) || l.peak != 1 {
-		t.Fatalf("ran %v with peak %d; want 0…19 in order, one at a time", ran, l.peak)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := &batchLog{}
+		f := sdk.Map(sdk.Step(shuffled(l))).WithLimits(sdk.Limits{MaxConcurrency: 16}).WithItemBatching(4)
+		got, err := sdk.Run(context.Background(), f, ints(20), sdk.Sequential())
+		if err != nil || len(got) != 20 || got[19] != 38 {
+			t.Fatalf("%v, %v", got, err)
+		}
+		if ran := l.ranItems(); !slices.Equal(ran, ints(20)) || l.peak != 1 {
+			t.Fatalf("ran %v with peak %d; want 0…19 in order, one at a time", ran, l.peak)
+		}
+	})
 }
 
 // A batched fold keeps head-of-line backpressure in items: while item 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -141,17 +142,18 @@ func liveHeap() uint64 {
 }
 
 // settledGoroutines waits (up to a second) for the workers of an earlier
-// run, which exit just after it returns, and returns the goroutine count.
+// run, which exit just after it returns: until two counts 2ms apart agree.
+// It returns the last count, settled or not (the caller compares counts).
 func settledGoroutines() int {
-	n := runtime.NumGoroutine()
-	for range 100 {
-		time.Sleep(2 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n := -1
+	_ = testwait.Poll(ctx, 2*time.Millisecond, "settled goroutines", func(context.Context) (bool, error) {
 		m := runtime.NumGoroutine()
-		if m == n {
-			break
-		}
+		settled := m == n
 		n = m
-	}
+		return settled, nil
+	})
 	return n
 }
 

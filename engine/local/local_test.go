@@ -190,23 +190,25 @@ func TestLazyAdmissionReadsOnlyWhatTheWindowAdmits(t *testing.T) {
 
 func TestFirstFailureCancelsAndReturnsOriginalError(t *testing.T) {
 	t.Parallel()
-	ctx, tr := withTracker()
-	f := sdk.Map(sdk.Step(FailAt)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 100, CancelTimeout: 2 * time.Second})
-	_, err := sdk.Run(ctx, f, ints(100))
-	var ie *itemError
-	if !errors.As(err, &ie) || ie.Item != 5 {
-		t.Fatalf("want the original *itemError for item 5, got %v", err)
-	}
-	var se *sdk.StepError
-	if !errors.As(err, &se) || se.Node != "0.m5" || !strings.HasSuffix(se.Callable, "local_test.FailAt") {
-		t.Fatalf("want a StepError naming node 0.m5, got %v", err)
-	}
-	if tr.started > 8 {
-		t.Fatalf("admission continued after the failure: %d leaves started", tr.started)
-	}
-	if tr.ended != tr.started {
-		t.Fatalf("%d leaves were still running when Run returned; cancellation should have drained them", tr.started-tr.ended)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, tr := withTracker()
+		f := sdk.Map(sdk.Step(FailAt)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 100, CancelTimeout: 2 * time.Second})
+		_, err := sdk.Run(ctx, f, ints(100))
+		var ie *itemError
+		if !errors.As(err, &ie) || ie.Item != 5 {
+			t.Fatalf("want the original *itemError for item 5, got %v", err)
+		}
+		var se *sdk.StepError
+		if !errors.As(err, &se) || se.Node != "0.m5" || !strings.HasSuffix(se.Callable, "local_test.FailAt") {
+			t.Fatalf("want a StepError naming node 0.m5, got %v", err)
+		}
+		if tr.started > 8 {
+			t.Fatalf("admission continued after the failure: %d leaves started", tr.started)
+		}
+		if tr.ended != tr.started {
+			t.Fatalf("%d leaves were still running when Run returned; cancellation should have drained them", tr.started-tr.ended)
+		}
+	})
 }
 
 // Stubborn ignores cancellation.
@@ -249,19 +251,21 @@ func Reverse(ctx context.Context, v int) (string, error) {
 
 func TestFoldIsStrictInputOrder(t *testing.T) {
 	t.Parallel()
-	f := sdk.Reduce(sdk.Map(sdk.Step(Reverse)).WithLimits(sdk.Limits{MaxConcurrency: 10, MaxItems: 10}),
-		Concat, []string{"init"}, sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}})
-	for range 2 { // the initial accumulator is a fresh copy each run
-		ctx, _ := withTracker()
-		got, err := sdk.Run(ctx, f, ints(10))
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		f := sdk.Reduce(sdk.Map(sdk.Step(Reverse)).WithLimits(sdk.Limits{MaxConcurrency: 10, MaxItems: 10}),
+			Concat, []string{"init"}, sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: sdk.ActorOptions{NumCPUs: 1, Memory: 1 << 20}})
+		for range 2 { // the initial accumulator is a fresh copy each run
+			ctx, _ := withTracker()
+			got, err := sdk.Run(ctx, f, ints(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"init", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("fold = %v, want %v", got, want)
+			}
 		}
-		want := []string{"init", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
-		if !slices.Equal(got, want) {
-			t.Fatalf("fold = %v, want %v", got, want)
-		}
-	}
+	})
 }
 
 func TestFoldHeadOfLineBackpressure(t *testing.T) {

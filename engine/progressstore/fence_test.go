@@ -10,6 +10,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/progress"
 )
 
@@ -70,9 +71,14 @@ func TestConcurrentStalePublishers(t *testing.T) {
 		wg.Add(1)
 		go publisher(id, uint64(g+2))
 	}
-	// The last run is never superseded: stop it by superseding it too, then check.
-	time.Sleep(30 * time.Millisecond)
+	// The last run is never superseded: once it has published, stop it by
+	// superseding it too, then check.
 	lastCurrent := ids[len(ids)-1]
+	testwait.Until(t, time.Minute, "an accepted publication of the last run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return successes[lastCurrent.RunID] > 0 || len(other) > 0 // an error ends the publisher
+	})
 	var summaryRaw *string
 	var runID string
 	// Snapshot the task row as the last run left it, then retire the fence.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -166,14 +167,15 @@ func startHead(tmp string) (func(), string, error) {
 	// The dashboard's job module can lag the runtime a little.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for ctx.Err() == nil {
+	if err := testwait.Poll(ctx, 250*time.Millisecond, "the dashboard at "+url, func(context.Context) (bool, error) {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p[1]), time.Second)
 		if err == nil {
 			c.Close()
-			return stop, url, nil
 		}
-		time.Sleep(250 * time.Millisecond)
+		return err == nil, nil
+	}); err != nil {
+		stop()
+		return nil, "", err
 	}
-	stop()
-	return nil, "", fmt.Errorf("the dashboard at %s did not come up", url)
+	return stop, url, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/syncbuf"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -295,18 +296,12 @@ func TestRayJobAttemptStaleFenceCancelsTheRun(t *testing.T) {
 	// Wait for the run's first publication.
 	var pk int64
 	var job string
-	for {
+	if err := testwait.Poll(ctx, 50*time.Millisecond, "the run's first publication", func(ctx context.Context) (bool, error) {
 		var rev *int64
-		if err := e.pool.QueryRow(ctx, `SELECT id, coalesce(ray_job_id, ''), progress_summary_revision FROM rayflow_tasks WHERE task_id = $1::uuid`, id).Scan(&pk, &job, &rev); err != nil {
-			t.Fatal(err)
-		}
-		if rev != nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no publication; worker log:\n%s", e.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		err := e.pool.QueryRow(ctx, `SELECT id, coalesce(ray_job_id, ''), progress_summary_revision FROM rayflow_tasks WHERE task_id = $1::uuid`, id).Scan(&pk, &job, &rev)
+		return rev != nil, err
+	}); err != nil {
+		t.Fatalf("%v; worker log:\n%s", err, e.log.String())
 	}
 	var before string
 	if err := e.pool.QueryRow(ctx, `UPDATE rayflow_tasks SET execution_generation = execution_generation + 1 WHERE id = $1

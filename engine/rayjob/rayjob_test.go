@@ -14,6 +14,7 @@ import (
 	"github.com/rayflow/rayflow/engine/rayjob"
 	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -174,21 +175,30 @@ func TestJobStop(t *testing.T) {
 		Input: json.RawMessage(`10000`), Python: python}); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	if err := testwait.Poll(ctx, 200*time.Millisecond, "the job running", func(ctx context.Context) (bool, error) {
 		info, err := c.Status(ctx, id)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Status == rayjob.StatusRunning {
-			break
+			return false, err
 		}
 		if info.Status.Terminal() {
-			t.Fatalf("the job ended before it was stopped: %s %s", info.Status, info.Message)
+			return false, fmt.Errorf("the job ended before it was stopped: %s %s", info.Status, info.Message)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return info.Status == rayjob.StatusRunning, nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	// Let the coordinator start its run.
-	time.Sleep(3 * time.Second)
+	// Stop it once the coordinator has started its run: its engine is
+	// connected to the cluster (the bridge's Ray log line follows the
+	// coordinator's own line in the job's log).
+	var logs string
+	if err := testwait.Poll(ctx, 200*time.Millisecond, "the coordinator's run", func(ctx context.Context) (bool, error) {
+		var err error
+		logs, err = c.Logs(ctx, id)
+		_, after, ok := strings.Cut(logs, "rayflow coordinator: flow fanout")
+		return ok && strings.Contains(after, "Connected to Ray cluster"), err
+	}); err != nil {
+		t.Fatalf("%v; job log:\n%s", err, logs)
+	}
 	if err := c.Stop(ctx, id); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rayflow/rayflow/engine/durable"
 	complexwf "github.com/rayflow/rayflow/examples/complex/workflow"
 	recoverywf "github.com/rayflow/rayflow/examples/recovery/workflow"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/telemetrytest"
 	"github.com/rayflow/rayflow/telemetry/tracing"
@@ -51,6 +52,24 @@ func showcaseApp(t *testing.T) string {
 	return showcase.exe
 }
 
+// spans records the spans of this test process (the worker's side). The
+// global tracer provider is set once per process: telemetry's tracer
+// follows only the first provider set, so a provider set again by a later
+// run of the test (-count) would never see a span.
+var (
+	spans     = tracetest.NewInMemoryExporter()
+	recording sync.Once
+)
+
+// recordSpans installs the recording provider (once) and returns its
+// exporter, emptied now and again when t ends.
+func recordSpans(t *testing.T) *tracetest.InMemoryExporter {
+	recording.Do(func() { otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))) })
+	spans.Reset()
+	t.Cleanup(spans.Reset)
+	return spans
+}
+
 // TestRayJobTraceConnected: a durable ray_job attempt of examples/complex
 // is one trace. The worker's attempt span (this process, in memory) is
 // the parent of the job coordinator's run span (the traceparent travels
@@ -63,11 +82,7 @@ func TestRayJobTraceConnected(t *testing.T) {
 	// the runner forwards.
 	file := filepath.Join(t.TempDir(), "spans.jsonl")
 	t.Setenv(tracing.TracesFileEnv, file)
-	mem := tracetest.NewInMemoryExporter()
-	prev := otel.GetTracerProvider()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev); _ = tp.Shutdown(context.Background()) })
+	mem := recordSpans(t)
 
 	e := newDurableApp(t, showcaseApp(t), "", time.Second)
 	in, _ := json.Marshal(complexwf.Request{FastItems: 4, SlowItems: 2, FastWork: 5 * time.Millisecond, SlowWork: 10 * time.Millisecond})
@@ -81,12 +96,12 @@ func TestRayJobTraceConnected(t *testing.T) {
 	if err != nil || task.State != durable.StateSucceeded || task.Runner != "ray_job" {
 		t.Fatalf("task %v: %v\nworker log:\n%s", task, err, e.log.String())
 	}
-	all := telemetrytest.FromStubs(mem.GetSpans())
 	// The worker records the attempt's end just after the transition.
-	for deadline := time.Now().Add(10 * time.Second); telemetrytest.Trace(all, telemetry.SpanAttempt, string(telemetry.AttrTaskID), id) == nil && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
+	var all []telemetrytest.Span
+	testwait.Until(t, 10*time.Second, "the worker's attempt span", func() bool {
 		all = telemetrytest.FromStubs(mem.GetSpans())
-	}
+		return telemetrytest.Trace(all, telemetry.SpanAttempt, string(telemetry.AttrTaskID), id) != nil
+	})
 	job, err := telemetrytest.ReadFile(file)
 	if err != nil {
 		t.Fatalf("the job wrote no spans: %v", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -36,8 +37,8 @@ func TestWorkflowResult(t *testing.T) {
 				Items:    8,
 				Total:    39,
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("result = %+v, want %+v", got, want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("result (-want +got):\n%s", diff)
 			}
 			b, err := json.Marshal(got)
 			if err != nil {
@@ -58,8 +59,8 @@ func TestWorkflowEmptyBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Result{Branches: []BranchSummary{{Branch: "fast"}, {Branch: "slow"}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("result = %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("result (-want +got):\n%s", diff)
 	}
 }
 
@@ -156,8 +157,8 @@ func TestEveryCallableIsPackageLevel(t *testing.T) {
 		"BuildSlowItems", "SlowLeaf", "SummarizeSlow", "SummarizeWorkflow"} {
 		want = append(want, symbolPrefix+f)
 	}
-	if !reflect.DeepEqual(names, want) {
-		t.Fatalf("callables = %v, want %v", names, want)
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("callables (-want +got):\n%s", diff)
 	}
 	if err := sdkrt.Validate(sdkrt.Graph(Workflow)); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rayflow/rayflow/engine/durable"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/recovery/workflow"
@@ -60,9 +61,25 @@ func TestOnRay(t *testing.T) {
 		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS) and not -short")
 	}
 	code, out, errs := runCmd(t, "-work", "0", "-ray", addr)
-	if code != 0 || out != wantResult || !strings.Contains(errs, wantLog) {
+	if code != 0 || out != wantResult {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
+	// The Ray engine copies the cluster's log lines (those of earlier runs'
+	// actors too) into stderr between the command's own lines.
+	if diff := cmp.Diff(wantLog, attemptLines(errs)); diff != "" {
+		t.Fatalf("attempt lines on stderr (-want +got):\n%s\nstderr %s", diff, errs)
+	}
+}
+
+// attemptLines keeps the command's per-attempt lines of stderr, in order.
+func attemptLines(stderr string) string {
+	var b strings.Builder
+	for line := range strings.Lines(stderr) {
+		if strings.HasPrefix(line, "attempt ") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // TestDurableOnRay: one durable task, three attempts, on a rayflow worker
@@ -140,4 +157,27 @@ func TestDurableOnRay(t *testing.T) {
 func TestMain(m *testing.M) {
 	rayengine.ServeLeafIfRequested() // this test binary is the Ray leaf of the Ray tests
 	os.Exit(m.Run())
+}
+
+// The attempt lines are kept in order whatever the cluster logs between
+// them, and nothing else is kept.
+func TestAttemptLines(t *testing.T) {
+	t.Parallel()
+	rayLine := "\x1b[36m(pid=gcs_server)\x1b[0m [2026-12-03 09:20:26,602 E 6531 6531] (gcs_server) gcs_actor_scheduler.cc:538: Failed to kill actor 42e7\n"
+	lines := strings.SplitAfter(wantLog, "\n")
+	for _, tc := range []struct {
+		name, stderr, want string
+	}{
+		{"only the attempts", wantLog, wantLog},
+		{"cluster lines between them", rayLine + lines[0] + rayLine + lines[1] + rayLine + lines[2] + rayLine, wantLog},
+		{"an attempt missing", lines[0] + rayLine + lines[2], lines[0] + lines[2]},
+		{"no attempt", rayLine, ""},
+		{"a last line without newline", rayLine + "attempt 3: SUCCEEDED", "attempt 3: SUCCEEDED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, attemptLines(tc.stderr)); diff != "" {
+				t.Errorf("attemptLines (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

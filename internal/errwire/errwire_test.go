@@ -78,8 +78,8 @@ func TestChainRoundTrip(t *testing.T) {
 			if got.Error() != tc.err.Error() {
 				t.Fatalf("Error() %q, want %q", got, tc.err)
 			}
-			if !reflect.DeepEqual(messages(tc.err)[0], messages(got)[0]) {
-				t.Fatal("messages differ")
+			if diff := cmp.Diff(messages(tc.err), messages(got)); diff != "" {
+				t.Fatalf("messages of the chain (-local +decoded):\n%s", diff)
 			}
 			if want, have := errors.Is(tc.err, errNegative), errors.Is(got, errNegative); want != have {
 				t.Fatalf("errors.Is(ErrNegative): local %v, decoded %v", want, have)

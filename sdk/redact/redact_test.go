@@ -1,9 +1,10 @@
 package redact
 
 import (
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestValue(t *testing.T) {
@@ -21,8 +22,11 @@ func TestValue(t *testing.T) {
 		"order": "A-1", "Api-Key": Marker, "note": Marker,
 		"items": []any{"ok", Marker, 3.5, nil}, "nested": map[string]any{"authorization": Marker}, "credentials": Marker,
 	}
-	if !changed || !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %v", got)
+	if !changed {
+		t.Error("changed = false, want true")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("redacted (-want +got):\n%s", diff)
 	}
 	if _, changed := Default.Value(map[string]any{"a": "fine"}); changed {
 		t.Fatal("clean value reported as redacted")
@@ -86,15 +90,16 @@ func TestBudgets(t *testing.T) {
 	for range MaxDepth {
 		got = got.([]any)[0]
 	}
-	if !changed || !reflect.DeepEqual(got, []any{MaxDepthMarker}) {
-		t.Fatalf("depth %d: %v", MaxDepth+1, got)
+	if diff := cmp.Diff([]any{MaxDepthMarker}, got); !changed || diff != "" {
+		t.Fatalf("depth %d: changed %v (-want +got):\n%s", MaxDepth+1, changed, diff)
 	}
 	items := make([]any, MaxRootItems)
 	if _, changed := Default.Value(items); changed {
 		t.Fatalf("exactly %d items must pass", MaxRootItems)
 	}
-	if got, _ := Default.Value(append(items, nil)); !reflect.DeepEqual(got, []any{Marker}) {
-		t.Fatalf("%d items: %v", MaxRootItems+1, got)
+	got, _ = Default.Value(append(items, nil))
+	if diff := cmp.Diff([]any{Marker}, got); diff != "" {
+		t.Fatalf("%d items (-want +got):\n%s", MaxRootItems+1, diff)
 	}
 	long := strings.Repeat("a", MaxTextRunes)
 	if got, _ := Default.Value(long); got != long {
@@ -103,8 +108,9 @@ func TestBudgets(t *testing.T) {
 	if got, _ := Default.Value(long + "a"); got != Marker {
 		t.Fatal("a text over the cap must be replaced")
 	}
-	if got, _ := Default.Value(map[string]any{"a": long, "b": "x"}); !reflect.DeepEqual(got, map[string]any{BudgetKey: Marker}) {
-		t.Fatalf("root character budget: %v", got)
+	got, _ = Default.Value(map[string]any{"a": long, "b": "x"})
+	if diff := cmp.Diff(map[string]any{BudgetKey: Marker}, got); diff != "" {
+		t.Fatalf("root character budget (-want +got):\n%s", diff)
 	}
 }
 

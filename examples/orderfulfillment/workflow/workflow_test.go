@@ -3,10 +3,10 @@ package workflow
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
@@ -36,8 +36,8 @@ func CheckShape(t *testing.T, p *progress.Publication, items int) {
 	}
 	want := []string{"0.0", "0.1.g0.0", "0.1.g0.1", "0.1.g0.2", "0.1.g1.0.g0", "0.1.g1.0.g1", "0.1.g1.1", "0.1.g2", "0.1.g3",
 		"0.2", "0.3.g0", "0.3.g1.0.g0", "0.3.g1.0.g1", "0.3.g1.1", "0.4", "0.5", "0.6", "0.7.g0", "0.7.g1", "0.7.g2", "0.8"}
-	if !reflect.DeepEqual(ids, want) {
-		t.Fatalf("node ids\n%v, want\n%v", ids, want)
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Fatalf("node ids (-want +got):\n%s", diff)
 	}
 	var edges [][2]string
 	for _, e := range p.Edges {
@@ -97,8 +97,8 @@ func TestShowcaseResult(t *testing.T) {
 	}
 	// item i has i%3+1 units: 1+2+3.
 	want := Result{OrderID: "order-3", Items: 3, ReservedUnits: 6, Recommendation: "ship", Fulfilled: true, Sinks: []string{"primary", "audit", "notification"}}
-	if !reflect.DeepEqual(res, want) {
-		t.Fatalf("result %+v, want %+v", res, want)
+	if diff := cmp.Diff(want, res); diff != "" {
+		t.Fatalf("result (-want +got):\n%s", diff)
 	}
 }
 
