@@ -105,6 +105,10 @@
 // (the bridge runs with RAY_ENABLE_AUTO_CONNECT=0), ends a private
 // cluster with the bridge's process group, so that none of its processes
 // (agents included) outlives it, and returns within Options.CloseTimeout.
+// A private cluster listens on the loopback only (its node address is
+// 127.0.0.1), and it ends with its owner: when the process that started
+// it dies without Close (SIGKILL), the bridge sees it within a fraction of
+// a second and ends the cluster's processes as Close does.
 //
 // Binary shipping: on a local cluster every worker starts the binary at
 // its own path (Options.Executable, default os.Executable). On a remote
