@@ -105,7 +105,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	// One goroutine per item: the body may be any subtree (a chain, a
 	// group, a nested map), submitted and awaited in the item's span.
 	admit := func(b []byte) {
-		isc := &scope{rt: r.e.rt, retain: true}
+		isc := &scope{rt: r.rt, retain: true}
 		idx := l.started
 		l.inflight[idx] = isc
 		l.started++
@@ -399,7 +399,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 		for range items {
 			l.mw.ItemStarted()
 		}
-		isc := &scope{rt: r.e.rt, retain: true}
+		isc := &scope{rt: r.rt, retain: true}
 		l.inflight[base] = isc
 		l.running++
 		go func() {
