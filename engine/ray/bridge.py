@@ -592,9 +592,24 @@ def _roundtrip(exe, p, node, frame, events=None):
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
     except (EOFError, BrokenPipeError, OSError) as e:
-        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         _drop_proc(exe, p)
+        if _cancelled():
+            # Ray's force-cancel ends the worker's child processes, the leaf
+            # process among them, before the worker itself: the leaf was
+            # stopped, it did not die. The task ends as cancelled, and Ray
+            # ends the worker as it intends to; exiting here instead would
+            # make Ray report an unexpected worker death.
+            raise KeyboardInterrupt("the leaf's task was cancelled")
+        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         os._exit(1)
+
+
+def _cancelled():
+    """Whether Ray cancelled the task this worker runs."""
+    try:
+        return bool(ray.get_runtime_context().is_canceled())
+    except Exception:
+        return False
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):

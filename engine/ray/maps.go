@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"time"
 
@@ -214,6 +215,12 @@ func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq i
 	}
 	r := l.r
 	if l.failure != nil {
+		if ctx.Err() == nil {
+			// The map's own failure (an item's error, MaxItems, a sink's
+			// limit), not its run's cancellation: said as such, since the
+			// items in flight are cancelled now and their workers end.
+			slog.WarnContext(ctx, "rayflow: map failed; cancelling its items in flight", "node", l.id, "err", l.failure)
+		}
 		r.abort(ctx, cancel, l.failure, l.done, l.running, l.inflight, l.cancelTimeout)
 		if l.sk != nil {
 			l.sk.kill() // discards the retained state
