@@ -290,6 +290,14 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	// Its own process group: a private cluster's processes (Ray makes the
 	// driver a group leader and starts them in its group) end with it.
 	cmd.SysProcAttr = bridgeProcAttr()
+	if o.Address == "" || o.Address == "local" {
+		// A private cluster serves this machine only. With Ray's multi-node
+		// switch off (on by default on Linux, off on macOS and Windows),
+		// its node address is the loopback's, 127.0.0.1, and the GCS, the
+		// raylet, the agents and the workers listen there rather than on
+		// every interface.
+		cmd.Env = append(cmd.Env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
+	}
 	if o.Address != "" && o.Address != "local" && os.Getenv("RAY_AUTH_MODE") == "" && authTokenAvailable() {
 		// Ray 2.60 heads started with `ray start` use token authentication;
 		// a driver must opt in to send the token.

@@ -34,6 +34,73 @@ def log(*args):
     print("rayflow-bridge:", *args, file=sys.stderr, flush=True)
 
 
+# The process that started the bridge (the Go coordinator, its owner).
+_OWNER = os.getppid()
+
+
+def _end_private_cluster():
+    """Ends the private cluster this bridge started, and the bridge, as the
+    coordinator's kill does: every other process of the bridge's process
+    group (the coordinator made the bridge its leader; Ray starts the GCS,
+    the raylet and the agents in it), every process below the bridge
+    (workers lead groups of their own) and every process naming the
+    cluster's session directory is SIGKILLed, until none is left (a process
+    forked meanwhile can miss one round), for at most about a second."""
+    import signal
+    me = os.getpid()
+    session = ""
+    try:
+        session = ray._private.worker._global_node.get_session_dir_path().encode()
+    except Exception:
+        pass
+    doomed = set()
+    for _ in range(50):
+        procs = {}  # pid -> (ppid, pgrp)
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                if st[0] in ("Z", "X"):
+                    continue
+                pid = int(name)
+                procs[pid] = (int(st[1]), int(st[2]))
+                if session and pid not in doomed:
+                    with open("/proc/%s/cmdline" % name, "rb") as f:
+                        if session in f.read():
+                            doomed.add(pid)
+            except (OSError, IndexError, ValueError):
+                continue
+        grown = True
+        while grown:
+            grown = False
+            for pid, (ppid, pgrp) in procs.items():
+                if pid not in doomed and (pgrp == me or ppid == me or ppid in doomed):
+                    doomed.add(pid)
+                    grown = True
+        left = [pid for pid in doomed if pid in procs]
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+    os._exit(1)
+
+
+def _watch_owner():
+    """Ends the private cluster when the bridge's owner is gone (killed:
+    it could not close the engine). The bridge then has another parent;
+    the main loop also sees its input close, unless an op blocks it."""
+    while os.getppid() == _OWNER:
+        time.sleep(0.2)
+    log("the owner (pid %d) is gone: ending the private cluster" % _OWNER)
+    _end_private_cluster()
+
+
 def _read_exact(f, n):
     buf = bytearray()
     while len(buf) < n:
@@ -525,9 +592,24 @@ def _roundtrip(exe, p, node, frame, events=None):
         _drop_proc(exe, p)  # cancelled: the leaf stops with its process
         raise
     except (EOFError, BrokenPipeError, OSError) as e:
-        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         _drop_proc(exe, p)
+        if _cancelled():
+            # Ray's force-cancel ends the worker's child processes, the leaf
+            # process among them, before the worker itself: the leaf was
+            # stopped, it did not die. The task ends as cancelled, and Ray
+            # ends the worker as it intends to; exiting here instead would
+            # make Ray report an unexpected worker death.
+            raise KeyboardInterrupt("the leaf's task was cancelled")
+        print("rayflow leaf process for %s died: %s" % (node, e), file=sys.stderr, flush=True)
         os._exit(1)
+
+
+def _cancelled():
+    """Whether Ray cancelled the task this worker runs."""
+    try:
+        return bool(ray.get_runtime_context().is_canceled())
+    except Exception:
+        return False
 
 
 def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
@@ -960,6 +1042,7 @@ class Bridge:
             # another one runs on this machine.
             ray.init(address="local", **{k: v for k, v in kw.items() if v is not None})
             self.started_local = True
+            threading.Thread(target=_watch_owner, daemon=True).start()
         else:
             kw.pop("include_dashboard")
             ray.init(address=address, **kw)
@@ -1342,6 +1425,10 @@ def main():
         try:
             req, sections = read_frame(_IN)
         except EOFError:
+            if b.started_local:
+                # The owner closed the protocol without a shutdown: it is
+                # gone, and its private cluster goes with it.
+                _end_private_cluster()
             break
         op = req.get("op")
         rid = req.get("id", 0)

@@ -105,6 +105,10 @@
 // (the bridge runs with RAY_ENABLE_AUTO_CONNECT=0), ends a private
 // cluster with the bridge's process group, so that none of its processes
 // (agents included) outlives it, and returns within Options.CloseTimeout.
+// A private cluster listens on the loopback only (its node address is
+// 127.0.0.1), and it ends with its owner: when the process that started
+// it dies without Close (SIGKILL), the bridge sees it within a fraction of
+// a second and ends the cluster's processes as Close does.
 //
 // Binary shipping: on a local cluster every worker starts the binary at
 // its own path (Options.Executable, default os.Executable). On a remote
@@ -119,9 +123,12 @@
 // cooperative cancellation does not reach it, so cancelled tasks are
 // force-cancelled: Ray kills the worker and the leaf process dies with it
 // (the leaf process sets PR_SET_PDEATHSIG itself, and it exits when its
-// input closes). A leaf process that dies mid-leaf makes its Ray worker
-// exit, so Ray retries the leaf per its max_retries; without retries the
-// run fails with a *TaskError of kind "worker_crashed".
+// input closes; Ray may also end it first, which its worker does not take
+// for a death). A map that fails logs its failure (slog, Warn) as it
+// cancels its items in flight. A leaf process that dies mid-leaf makes
+// its Ray worker exit, so Ray retries the leaf per its max_retries;
+// without retries the run fails with a *TaskError of kind
+// "worker_crashed".
 //
 // Result buffers and folds: a map with WithResultBuffer or sdk.Reduce gets
 // one non-detached synchronous actor (max_restarts=0, max_task_retries=0,

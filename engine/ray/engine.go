@@ -211,9 +211,13 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
+	r := &runner{e: e, rt: e.rt, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
 	r.libRev = libraryPlanRevision(m)
-	root := &scope{rt: e.rt}
+	if telemetry.Recording(ctx) {
+		r.spans = newNodeSpans(ctx, e.rt, e.codec)
+		r.rt = r.spans // the scopes' releases wait for the spans
+	}
+	root := &scope{rt: r.rt}
 	defer root.releaseAll()
 	v, err := r.exec(ctx, bind.Root, flowgraph.RootID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
@@ -228,8 +232,10 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_ = e.rt.Cancel(cctx, root.all())
 		cancel()
+		r.spans.close(false)
 		return nil, err
 	}
+	r.spans.close(true)
 	if v.local {
 		b, err := e.codec.Marshal(v.v)
 		if err != nil {
@@ -387,6 +393,8 @@ func (s *scope) releaseAll() { s.releaseExcept(0) }
 
 type runner struct {
 	e      *Engine
+	rt     rayRuntime // the scopes' runtime: e.rt, or spans when they record
+	spans  *nodeSpans // nil when the run's spans do not record
 	rp     *runProgress
 	digest string                    // the plan's executable digest, checked by every leaf process
 	libRev string                    // the plan's VCS revision, checked by the leaf library ("" for none)

@@ -25,6 +25,9 @@ var (
 
 func TestMain(m *testing.M) {
 	ServeLeafIfRequested()
+	if out := os.Getenv(clusterOwnerEnv); out != "" {
+		os.Exit(runClusterOwner(out)) // TestPrivateClusterOwner's helper
+	}
 	os.Exit(runTests(m))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"time"
 
@@ -105,7 +106,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	// One goroutine per item: the body may be any subtree (a chain, a
 	// group, a nested map), submitted and awaited in the item's span.
 	admit := func(b []byte) {
-		isc := &scope{rt: r.e.rt, retain: true}
+		isc := &scope{rt: r.rt, retain: true}
 		idx := l.started
 		l.inflight[idx] = isc
 		l.started++
@@ -214,6 +215,12 @@ func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq i
 	}
 	r := l.r
 	if l.failure != nil {
+		if ctx.Err() == nil {
+			// The map's own failure (an item's error, MaxItems, a sink's
+			// limit), not its run's cancellation: said as such, since the
+			// items in flight are cancelled now and their workers end.
+			slog.WarnContext(ctx, "rayflow: map failed; cancelling its items in flight", "node", l.id, "err", l.failure)
+		}
 		r.abort(ctx, cancel, l.failure, l.done, l.running, l.inflight, l.cancelTimeout)
 		if l.sk != nil {
 			l.sk.kill() // discards the retained state
@@ -399,7 +406,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 		for range items {
 			l.mw.ItemStarted()
 		}
-		isc := &scope{rt: r.e.rt, retain: true}
+		isc := &scope{rt: r.rt, retain: true}
 		l.inflight[base] = isc
 		l.running++
 		go func() {

@@ -8,16 +8,24 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/tracing"
 )
 
-// Telemetry on Ray. The coordinator starts a span per plan node (it
-// covers the node's submission; a map's covers its whole admission loop)
-// and per map item (its submission and completion); each leaf request
+// Telemetry on Ray. The coordinator starts a span per plan node and per
+// map item; each covers the node's execution until its result (or
+// failure) is known, as a local run's spans do. Submission is pipelined:
+// a node whose result is still a Ray future when it has been submitted
+// keeps its span open until that future is ready (nodeSpans: a goroutine
+// awaits it, and the future stays referenced meanwhile); a map item's span
+// awaits its result itself. Each leaf request
 // carries its node span's W3C trace context, and the leaf process starts
 // the leaf's span (telemetry.SpanLeaf, with the Ray task id) from it, so a
 // leaf is a child of its node across machines and the step code's spans
@@ -39,14 +47,28 @@ type itemMark struct {
 
 type itemKey struct{}
 
-// exec runs node n (id) in its span.
+// exec submits node n (id) in its span, which ends when the node's
+// result is known (see nodeSpans).
 func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+	return r.execIn(ctx, n, id, in, sc, false)
+}
+
+// execIn is exec; with await it also awaits the node's result (a map
+// item's body), in its span.
+func (r *runner) execIn(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope, await bool) (value, error) {
 	item := -1
 	if m, ok := ctx.Value(itemKey{}).(itemMark); ok && m.id == id {
 		item = m.index
 	}
 	ctx, span := telemetry.StartNode(ctx, id, n.Kind.String(), item)
 	v, err := r.execNode(ctx, n, id, in, sc)
+	if err == nil && await {
+		err = r.await(ctx, v.h, id)
+	}
+	if err == nil && !await && r.spans != nil && span.IsRecording() && !v.local && v.raw == nil {
+		r.spans.endWhenReady(span, v.h, id)
+		return v, nil
+	}
 	telemetry.End(span, err)
 	return v, err
 }
@@ -60,12 +82,127 @@ func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgr
 	if telemetry.Recording(ctx) {
 		ctx = context.WithValue(ctx, itemKey{}, itemMark{node, index})
 	}
-	v, err := r.exec(ctx, body, node, in, sc)
-	if err == nil {
-		err = r.await(ctx, v.h, node)
-	}
-	return v, err
+	return r.execIn(ctx, body, node, in, sc, true)
 }
+
+// nodeSpans ends the spans of a run's nodes whose results were still Ray
+// futures when they had been submitted, each when its future is ready,
+// with its failure. It is the run's scopes' runtime: a scope's release of
+// such a future waits until its span has ended (the bridge stops watching
+// a released future, whose ready event would then never come).
+type nodeSpans struct {
+	rayRuntime
+	codec  sdk.Codec
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	held   map[objHandle]*heldFuture
+}
+
+// heldFuture is a future that open spans wait for.
+type heldFuture struct {
+	spans    []openSpan // waiting, innermost first (a chain's last node's before the chain's)
+	released bool       // its scope released it meanwhile
+}
+
+type openSpan struct {
+	span trace.Span
+	id   string
+}
+
+func newNodeSpans(ctx context.Context, rt rayRuntime, codec sdk.Codec) *nodeSpans {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &nodeSpans{rayRuntime: rt, codec: codec, ctx: ctx, cancel: cancel, held: map[objHandle]*heldFuture{}}
+}
+
+// endWhenReady ends span (of node id) when h is ready. The spans waiting
+// for one future end in the order they began waiting, so that a node's
+// span ends before its parent's.
+func (s *nodeSpans) endWhenReady(span trace.Span, h objHandle, id string) {
+	s.mu.Lock()
+	hf := s.held[h]
+	if hf != nil {
+		hf.spans = append(hf.spans, openSpan{span, id})
+		s.mu.Unlock()
+		return
+	}
+	hf = &heldFuture{spans: []openSpan{{span, id}}}
+	s.held[h] = hf
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ready, err := s.rayRuntime.Await(s.ctx, h)
+		if err != nil && s.ctx.Err() != nil {
+			// Closed: the result may have come meanwhile (the bridge keeps
+			// it for a future not yet released).
+			ready, err = s.rayRuntime.Await(s.ctx, h)
+		}
+		for {
+			s.mu.Lock()
+			spans := hf.spans
+			hf.spans = nil
+			if len(spans) == 0 {
+				delete(s.held, h)
+				release := hf.released
+				s.mu.Unlock()
+				if release {
+					s.rayRuntime.Release([]objHandle{h})
+				}
+				return
+			}
+			s.mu.Unlock()
+			for _, o := range spans {
+				serr := err
+				if serr == nil && ready.Err != nil {
+					serr = ready.Err.toError(s.codec, o.id, ready.Value)
+				}
+				telemetry.End(o.span, serr)
+			}
+		}
+	}()
+}
+
+// Release releases hs, but a future that a span waits for only once the
+// span has ended.
+func (s *nodeSpans) Release(hs []objHandle) {
+	now := make([]objHandle, 0, len(hs))
+	s.mu.Lock()
+	for _, h := range hs {
+		if hf := s.held[h]; hf != nil {
+			hf.released = true
+			continue
+		}
+		now = append(now, h)
+	}
+	s.mu.Unlock()
+	s.rayRuntime.Release(now)
+}
+
+// close ends the spans still open when the run's result is known: with
+// wait (the run succeeded, so every node's future is ready and its event
+// is on its way) after their results, within spanCloseWait; else at once,
+// with the results that have come.
+func (s *nodeSpans) close(wait bool) {
+	if s == nil {
+		return
+	}
+	if wait {
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(spanCloseWait):
+		}
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+// spanCloseWait bounds how long a succeeded run waits for its node spans'
+// ready events (they are normally there already).
+const spanCloseWait = 10 * time.Second
 
 // telemetryEnv returns env (a job runtime environment) with this
 // process's tracing variables (tracing.Forwarded: OTEL_* but not the
