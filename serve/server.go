@@ -105,6 +105,7 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Pattern: "/login", Public: true, HTML: true, h: s.login},
 		{Method: "POST", Pattern: "/logout", Public: true, HTML: true, h: s.logout},
 		{Method: "GET", Pattern: "/assets/graph.css", Public: true, h: s.asset},
+		{Method: "GET", Pattern: "/tasks", HTML: true, h: s.tasksPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}", HTML: true, h: s.taskPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
