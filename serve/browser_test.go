@@ -211,3 +211,76 @@ func TestBrowserGraph25k(t *testing.T) {
 	}
 	screenshot(t, ctx, "25k")
 }
+
+// TestBrowserTasksAndCancel: in headless Chromium, sign in on the /tasks
+// page, tab through its form fields in order, filter by state, open a
+// task from the list, and cancel it through the confirmation form (the
+// session's CSRF token travels in the form); the task page shows the
+// outcome and the task is cancelled in PostgreSQL.
+func TestBrowserTasksAndCancel(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 3)
+	queued := addTask(t, e.pool, "chain", "default", "QUEUED", 0)
+	addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
+	srv := httptest.NewServer(e.s)
+	defer srv.Close()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/tasks"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), tokensOf["chain"]),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.ID("tasks")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval[int](t, ctx, `document.querySelectorAll('#tasks tr[data-task-id]').length`); rows != 3 {
+		t.Errorf("%d rows, want 3", rows)
+	}
+	// Every form field has a label; tabbing visits the fields in page order.
+	if unlabelled := eval[int](t, ctx, `[...document.querySelectorAll('main input, main select')].filter(x => x.type !== 'hidden' && x.labels.length === 0).length`); unlabelled != 0 {
+		t.Errorf("%d form fields without a label", unlabelled)
+	}
+	var order []string // a datetime-local field takes several tabs
+	for range 30 {
+		run(t, ctx, chromedp.KeyEvent(kb.Tab))
+		id := eval[string](t, ctx, `document.activeElement.closest('main') && document.activeElement.id || ''`)
+		if id != "" && (len(order) == 0 || order[len(order)-1] != id) {
+			order = append(order, id)
+		}
+	}
+	if got := strings.Join(order, ","); !strings.HasPrefix(got, "task_id,state,flow,queue,from,to,limit") {
+		t.Errorf("focus order %s", got)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("state"), "QUEUED"),
+		chromedp.Click(chromedp.CSS(`form[aria-label="Filter tasks"] button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tasks tr[data-task-id="`+queued+`"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval[int](t, ctx, `document.querySelectorAll('#tasks tr[data-task-id]').length`); rows != 1 {
+		t.Errorf("QUEUED: %d rows, want 1", rows)
+	}
+	screenshot(t, ctx, "tasks")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#tasks tr[data-task-id="`+queued+`"] td a`)),
+		chromedp.WaitVisible(chromedp.ID("cancel-link")),
+		chromedp.Click(chromedp.ID("cancel-link")),
+		chromedp.WaitVisible(chromedp.ID("confirm")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.stateOf(t, queued); st != "QUEUED" {
+		t.Fatalf("the confirmation page changed the task: %s", st)
+	}
+	screenshot(t, ctx, "confirm")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("outcome"))); err != nil {
+		t.Fatal(err)
+	}
+	outcome := run(t, ctx, chromedp.Text(chromedp.ID("outcome")))
+	state := run(t, ctx, chromedp.Text(chromedp.ID("task-state")))
+	if st, _ := e.stateOf(t, queued); outcome != "Cancel: ACCEPTED" || state != "CANCELLED" || st != "CANCELLED" {
+		t.Errorf("after confirming: outcome %q, page state %q, stored state %s", outcome, state, st)
+	}
+	screenshot(t, ctx, "cancelled")
+}

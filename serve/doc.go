@@ -15,5 +15,7 @@
 // INTERNAL.
 //
 // The browser pages sign in at /login: the cookie holds a server-side
-// session id, never the token (see session.go).
+// session id, never the token (see session.go). /tasks lists tasks as GET
+// /api/tasks does (list.go); a task page's Cancel and Retry post a
+// confirmation form carrying the session's CSRF token (actions.go).
 package serve

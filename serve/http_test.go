@@ -58,6 +58,9 @@ func (e *env) do(t *testing.T, principal, method, target string) (int, map[strin
 	w := httptest.NewRecorder()
 	e.s.ServeHTTP(w, req)
 	var body map[string]any
+	if w.Code == http.StatusSeeOther && method == "POST" {
+		return w.Code, map[string]any{"location": w.Header().Get("Location")} // a page's action
+	}
 	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
 		// a page: its error code is the data-code of <main>
 		m := dataCode.FindSubmatch(w.Body.Bytes())

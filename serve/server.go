@@ -105,10 +105,15 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Pattern: "/login", Public: true, HTML: true, h: s.login},
 		{Method: "POST", Pattern: "/logout", Public: true, HTML: true, h: s.logout},
 		{Method: "GET", Pattern: "/assets/graph.css", Public: true, h: s.asset},
+		{Method: "GET", Pattern: "/tasks", HTML: true, h: s.tasksPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}", HTML: true, h: s.taskPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/cancel", HTML: true, h: s.confirmPage("cancel")},
+		{Method: "POST", Pattern: "/tasks/{task_id}/cancel", HTML: true, h: s.actionPost("cancel")},
+		{Method: "GET", Pattern: "/tasks/{task_id}/retry", HTML: true, h: s.confirmPage("retry")},
+		{Method: "POST", Pattern: "/tasks/{task_id}/retry", HTML: true, h: s.actionPost("retry")},
 	}, s.routesOfEnqueue()...)
 }
 

@@ -22,11 +22,14 @@ const sessionIDBytes = 32
 
 // session is one browser sign-in: the principal, the SHA-256 digest of
 // the token it signed in with (the session ends when that token no longer
-// names the principal), and when it expires.
+// names the principal), when it expires, and its CSRF token.
 type session struct {
 	principal string
 	token     [sha256.Size]byte
 	expires   time.Time
+	// csrf is the session's CSRF token: random, sent in the forms of
+	// the task actions and checked on their posts.
+	csrf string
 }
 
 // sessions are the server's browser sessions. The cookie holds a random
@@ -46,7 +49,9 @@ func newSessions() *sessions {
 // start records a new session and returns its cookie value.
 func (ss *sessions) start(principal string, token [sha256.Size]byte) string {
 	var id [sessionIDBytes]byte
+	var csrf [sessionIDBytes]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	_, _ = rand.Read(csrf[:])
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	now := ss.now()
@@ -67,7 +72,7 @@ func (ss *sessions) start(principal string, token [sha256.Size]byte) string {
 		}
 		delete(ss.m, first)
 	}
-	ss.m[sha256.Sum256(id[:])] = session{principal: principal, token: token, expires: now.Add(SessionTTL)}
+	ss.m[sha256.Sum256(id[:])] = session{principal: principal, token: token, expires: now.Add(SessionTTL), csrf: base64.RawURLEncoding.EncodeToString(csrf[:])}
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 

@@ -1,14 +1,17 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/rayflow/rayflow/engine/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
@@ -132,11 +135,16 @@ type TaskList struct {
 
 // listCursor is the signed payload of an executions-list cursor: the
 // keyset position and every filter it was issued for, and the principal.
+// The filters only the /tasks page sets are omitted when empty, so the
+// API's cursors are what they were.
 type listCursor struct {
 	V         int      `json:"v"`
 	Principal string   `json:"principal"`
 	State     string   `json:"state"`
 	Queue     string   `json:"queue"`
+	Flow      string   `json:"flow,omitempty"`
+	From      string   `json:"from,omitempty"`
+	To        string   `json:"to,omitempty"`
 	Limit     int64    `json:"limit"`
 	Flows     []string `json:"flows"`
 	After     string   `json:"after"`
@@ -144,106 +152,278 @@ type listCursor struct {
 
 const listCursorPurpose = "rayflow.executions.cursor.v1"
 
-// listTasks lists the tasks of the principal's flows, newest first, with
-// signed cursors bound to the principal, the filters and the limit.
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal string) {
-	flows := s.tokens.Flows(principal)
-	if len(flows) == 0 {
-		s.fail(w, r, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
-		return
-	}
+// taskQuery is one request of the executions list: the filters (empty
+// or nil when unset), the page size (1 to MaxListLimit) and the cursor.
+type taskQuery struct {
+	State, Queue, Flow string
+	// From and To bound enqueued_at: From <= enqueued_at < To.
+	From, To *time.Time
+	Limit    int64
+	Cursor   string
+}
+
+// listParams parses the list parameters GET /api/tasks and the /tasks
+// page share: limit (default DefaultListLimit, at most MaxListLimit),
+// state, queue and cursor.
+func listParams(r *http.Request) (taskQuery, error) {
 	limit, err := intParam(r, "limit", 1)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return taskQuery{}, err
 	}
 	switch {
 	case limit == 0:
 		limit = DefaultListLimit
 	case limit > MaxListLimit:
-		s.fail(w, r, invalid("limit must be 1 to %d", MaxListLimit))
-		return
+		return taskQuery{}, invalid("limit must be 1 to %d", MaxListLimit)
 	}
 	q := r.URL.Query()
-	state, queue := q.Get("state"), q.Get("queue")
-	if state != "" && !durable.State(state).Valid() {
-		s.fail(w, r, invalid("unknown state %q", state))
+	tq := taskQuery{State: q.Get("state"), Queue: q.Get("queue"), Limit: limit, Cursor: q.Get("cursor")}
+	if tq.State != "" && !durable.State(tq.State).Valid() {
+		return taskQuery{}, invalid("unknown state %q", tq.State)
+	}
+	if len(tq.Queue) > durable.MaxQueueNameLen {
+		return taskQuery{}, invalid("queue name over %d bytes", durable.MaxQueueNameLen)
+	}
+	return tq, nil
+}
+
+// listTasks lists the tasks of the principal's flows, newest first, with
+// signed cursors bound to the principal, the filters and the limit.
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal string) {
+	if len(s.tokens.Flows(principal)) == 0 {
+		s.fail(w, r, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
 		return
 	}
-	if len(queue) > durable.MaxQueueNameLen {
-		s.fail(w, r, invalid("queue name over %d bytes", durable.MaxQueueNameLen))
-		return
-	}
-	want := listCursor{V: 1, Principal: principal, State: state, Queue: queue, Limit: limit, Flows: flows}
-	if tok := q.Get("cursor"); tok != "" {
-		payload, _, err := s.keys.Unseal(listCursorPurpose, tok)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		var c listCursor
-		if err := json.Unmarshal(payload, &c); err != nil || c.V != 1 || c.After == "" {
-			s.fail(w, r, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
-			return
-		}
-		after := c.After
-		c.After = ""
-		if !reflect.DeepEqual(c, want) {
-			s.fail(w, r, &read.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, filter or limit"})
-			return
-		}
-		want.After = after
-	}
-	all := slices.Contains(flows, "*")
-	var flowArg []string
-	if !all {
-		flowArg = flows
-	}
-	before := int64(math.MaxInt64)
-	if want.After != "" {
-		if before, err = strconv.ParseInt(want.After, 10, 64); err != nil {
-			s.fail(w, r, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
-			return
-		}
-	}
-	// Only the bounded columns of a list item; an error message over the
-	// inline bound is not loaded at all.
-	rows, err := s.pool.Query(r.Context(), `SELECT id, task_id::text, flow_name, queue_name, state, attempt_number, max_attempts,
- execution_generation, enqueued_at, started_at, finished_at, coalesce(cancellation_status, ''),
- CASE WHEN octet_length(error_message) <= $6 THEN error_message END, octet_length(error_message)
- FROM rayflow_tasks
- WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3) AND ($4::text[] IS NULL OR flow_name = ANY($4))
- ORDER BY id DESC LIMIT $5`, before, state, queue, flowArg, limit+1, ErrorMaxBytes)
+	tq, err := listParams(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	var tasks []*durable.Task
-	var errOmitted []bool
-	for rows.Next() {
-		var t durable.Task
-		var msg *string
-		var msgLen *int32
-		if err := rows.Scan(&t.PK, &t.ID, &t.Flow, &t.Queue, &t.State, &t.Attempt, &t.MaxAttempts, &t.Generation,
-			&t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.CancellationStatus, &msg, &msgLen); err != nil {
-			rows.Close()
-			s.fail(w, r, err)
-			return
-		}
-		if msg != nil {
-			t.ErrorMessage = *msg
-		}
-		tasks = append(tasks, &t)
-		errOmitted = append(errOmitted, msg == nil && msgLen != nil) // over the bound: not loaded
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	out, err := s.queryTasks(r.Context(), principal, tq)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listFlows is the flow condition of a principal's list: nil for every
+// flow, else the flows it may see (only flow, when one is asked for). A
+// principal without flows, or asking for a flow it may not see, is
+// ACCESS_DENIED.
+func (s *Server) listFlows(principal, flow string) ([]string, error) {
+	flows := s.tokens.Flows(principal)
+	all := slices.Contains(flows, "*")
+	switch {
+	case len(flows) == 0, flow != "" && !all && !slices.Contains(flows, flow):
+		return nil, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"}
+	case flow != "":
+		return []string{flow}, nil
+	case all:
+		return nil, nil
+	}
+	return flows, nil
+}
+
+func timeText(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// keyset is a list position: the last task shown (its id, and its
+// enqueued_at when the list is ordered by it).
+type keyset struct {
+	ID int64
+	At time.Time
+}
+
+// byTime: a list filtered on enqueued_at is ordered by it, newest first
+// (then by id), so that its page is read along the enqueued_at index
+// however few of the newest tasks fall in the range; any other list is
+// ordered by id, newest first.
+func (tq taskQuery) byTime() bool { return tq.From != nil || tq.To != nil }
+
+// String is a keyset as a cursor holds it: the id, or for a byTime list
+// enqueued_at (RFC 3339, UTC) and the id.
+func (k keyset) String(byTime bool) string {
+	if byTime {
+		return k.At.UTC().Format(time.RFC3339Nano) + " " + strconv.FormatInt(k.ID, 10)
+	}
+	return strconv.FormatInt(k.ID, 10)
+}
+
+func parseKeyset(s string, byTime bool) (keyset, error) {
+	var k keyset
+	var err error
+	if byTime {
+		at, id, ok := strings.Cut(s, " ")
+		if !ok {
+			return k, errors.New("no time")
+		}
+		if k.At, err = time.Parse(time.RFC3339Nano, at); err != nil {
+			return k, err
+		}
+		s = id
+	}
+	k.ID, err = strconv.ParseInt(s, 10, 64)
+	return k, err
+}
+
+// listSQL is the executions-list query of one page after (nil: the
+// first page): only the filters that are set become conditions, so that
+// every filter has a plan of its own on the list indexes
+// (engine/durable/migrations/0006_task_list_indexes.sql), never a scan of
+// the whole table. Only the bounded columns of a list item are read; an
+// error message over the inline bound is not loaded at all.
+func listSQL(tq taskQuery, flows []string, after *keyset) (string, []any) {
+	args := []any{ErrorMaxBytes, tq.Limit + 1}
+	var where []string
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	order := "id DESC"
+	if tq.byTime() {
+		order = "enqueued_at DESC, id DESC"
+	}
+	switch {
+	case after == nil:
+	case tq.byTime():
+		where = append(where, "(enqueued_at, id) < ("+arg(after.At)+", "+arg(after.ID)+")")
+	default:
+		where = append(where, "id < "+arg(after.ID))
+	}
+	if tq.State != "" {
+		where = append(where, "state = "+arg(tq.State))
+	}
+	if tq.Queue != "" {
+		where = append(where, "queue_name = "+arg(tq.Queue))
+	}
+	switch {
+	case len(flows) == 1:
+		where = append(where, "flow_name = "+arg(flows[0]))
+	case len(flows) > 1:
+		where = append(where, "flow_name = ANY("+arg(flows)+")")
+	}
+	if tq.From != nil {
+		where = append(where, "enqueued_at >= "+arg(*tq.From))
+	}
+	if tq.To != nil {
+		where = append(where, "enqueued_at < "+arg(*tq.To))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	return `SELECT id, task_id::text, flow_name, queue_name, state, attempt_number, max_attempts,
+ execution_generation, enqueued_at, started_at, finished_at, coalesce(cancellation_status, ''),
+ CASE WHEN octet_length(error_message) <= $1 THEN error_message END, octet_length(error_message)
+ FROM rayflow_tasks` + cond + ` ORDER BY ` + order + ` LIMIT $2`, args
+}
+
+// countSQL counts the tasks of flows (nil: every flow) by state.
+func countSQL(flows []string) (string, []any) {
+	if flows == nil {
+		return `SELECT state, count(*) FROM rayflow_tasks GROUP BY state`, nil
+	}
+	return `SELECT state, count(*) FROM rayflow_tasks WHERE flow_name = ANY($1) GROUP BY state`, []any{flows}
+}
+
+// queryTasks reads one page of the executions list and the counts by
+// state of every task the principal may see, in one read-only snapshot.
+// GET /api/tasks and the /tasks page both list through it.
+func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery) (TaskList, error) {
+	flows, err := s.listFlows(principal, tq.Flow)
+	if err != nil {
+		return TaskList{}, err
+	}
+	want := listCursor{V: 1, Principal: principal, State: tq.State, Queue: tq.Queue, Flow: tq.Flow, From: timeText(tq.From), To: timeText(tq.To),
+		Limit: tq.Limit, Flows: s.tokens.Flows(principal)}
+	if tq.Cursor != "" {
+		payload, _, err := s.keys.Unseal(listCursorPurpose, tq.Cursor)
+		if err != nil {
+			return TaskList{}, err
+		}
+		var c listCursor
+		if err := json.Unmarshal(payload, &c); err != nil || c.V != 1 || c.After == "" {
+			return TaskList{}, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
+		}
+		after := c.After
+		c.After = ""
+		if !reflect.DeepEqual(c, want) {
+			return TaskList{}, &read.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, filter or limit"}
+		}
+		want.After = after
+	}
+	var after *keyset
+	if want.After != "" {
+		k, err := parseKeyset(want.After, tq.byTime())
+		if err != nil {
+			return TaskList{}, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
+		}
+		after = &k
+	}
 	out := TaskList{Items: []TaskStatus{}, Counts: map[durable.State]int{}}
-	if len(tasks) > int(limit) {
-		tasks, out.HasMore = tasks[:limit], true
+	var tasks []*durable.Task
+	var errOmitted []bool
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		sql, args := listSQL(tq, flows, after)
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var t durable.Task
+			var msg *string
+			var msgLen *int32
+			if err := rows.Scan(&t.PK, &t.ID, &t.Flow, &t.Queue, &t.State, &t.Attempt, &t.MaxAttempts, &t.Generation,
+				&t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.CancellationStatus, &msg, &msgLen); err != nil {
+				return err
+			}
+			if msg != nil {
+				t.ErrorMessage = *msg
+			}
+			tasks = append(tasks, &t)
+			errOmitted = append(errOmitted, msg == nil && msgLen != nil) // over the bound: not loaded
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// The counts read every task the principal may see: an aggregate
+		// over all rows, which the planner would rather answer from the
+		// heap. The (state, id) and (flow_name, id) INCLUDE (state)
+		// indexes hold the state and are a fraction of the table's size,
+		// so the counts read an index only.
+		if _, err := tx.Exec(ctx, countsSetting); err != nil {
+			return err
+		}
+		for _, st := range durable.States {
+			out.Counts[st] = 0
+		}
+		sql, args = countSQL(s.countFlows(principal))
+		crows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer crows.Close()
+		for crows.Next() {
+			var st string
+			var n int
+			if err := crows.Scan(&st, &n); err != nil {
+				return err
+			}
+			out.Counts[durable.State(st)] = n
+		}
+		return crows.Err()
+	})
+	if err != nil {
+		return TaskList{}, err
+	}
+	if len(tasks) > int(tq.Limit) {
+		tasks, out.HasMore = tasks[:tq.Limit], true
 	}
 	for i, t := range tasks {
 		st := status(t, false)
@@ -254,44 +434,32 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal str
 	}
 	out.ReturnedCount = len(out.Items)
 	if out.HasMore {
-		want.After = strconv.FormatInt(tasks[len(tasks)-1].PK, 10)
+		last := tasks[len(tasks)-1]
+		want.After = keyset{ID: last.PK, At: last.EnqueuedAt}.String(tq.byTime())
 		payload, err := json.Marshal(want)
-		if err == nil {
-			var tok string
-			if tok, err = s.keys.Seal(listCursorPurpose, payload); err == nil {
-				out.NextCursor = &tok
-			}
-		}
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return TaskList{}, err
 		}
-	}
-	for _, st := range durable.States {
-		out.Counts[st] = 0
-	}
-	crows, err := s.pool.Query(r.Context(), `SELECT state, count(*) FROM rayflow_tasks
- WHERE ($1::text[] IS NULL OR flow_name = ANY($1)) GROUP BY state`, flowArg)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for crows.Next() {
-		var st string
-		var n int
-		if err := crows.Scan(&st, &n); err != nil {
-			crows.Close()
-			s.fail(w, r, err)
-			return
+		tok, err := s.keys.Seal(listCursorPurpose, payload)
+		if err != nil {
+			return TaskList{}, err
 		}
-		out.Counts[durable.State(st)] = n
+		out.NextCursor = &tok
 	}
-	crows.Close()
-	if err := crows.Err(); err != nil {
-		s.fail(w, r, err)
-		return
+	return out, nil
+}
+
+// countsSetting makes the counts read an index (see queryTasks).
+const countsSetting = `SET LOCAL enable_seqscan = off`
+
+// countFlows is the flow condition of the counts: every task the
+// principal may see, whatever flow the list is filtered on.
+func (s *Server) countFlows(principal string) []string {
+	flows := s.tokens.Flows(principal)
+	if slices.Contains(flows, "*") {
+		return nil
 	}
-	writeJSON(w, http.StatusOK, out)
+	return flows
 }
 
 // Outcome is the body of a cancel or retry.

@@ -239,8 +239,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, principal stri
 	st := status(t, true)
 	s.render(w, r, http.StatusOK, "task", struct {
 		page
-		Task TaskStatus
-	}{p, st})
+		Task     TaskStatus
+		Actions  []taskAction
+		Outcome  string
+		Failures []failure
+	}{p, st, actionsOf(t.State), shownOutcome(r.URL.Query()), s.failuresOf(r.Context(), principal, t)})
 }
 
 // glyph places a state's marker shape (circle, triangle, checked square,
