@@ -85,9 +85,10 @@ var (
 			"the URL is a placeholder for the reader's server; the test's database instead",
 		},
 	}
-	// daemons run until SIGTERM: started, ready when their log says so,
-	// then stopped; they must exit 0.
-	daemons = map[string]string{"worker": `msg="durable worker started"`, "serve": `msg=serving`}
+	// daemons run until SIGTERM: started, ready when their log says so
+	// (the message, in the text or the JSON log format), then stopped;
+	// they must exit 0.
+	daemons = map[string]string{"worker": `durable worker started"`, "serve": `serving`}
 )
 
 var exitComment = regexp.MustCompile(`#\s*exit (\d+)`)
