@@ -31,7 +31,7 @@ venv)
 	fi
 	;;
 up)
-	if [ -f "$RAY_STATE/pgid" ] && kill -0 -- "-$(cat "$RAY_STATE/pgid")" 2>/dev/null; then
+	if alive; then
 		echo "ray-up: already running at $(cat "$RAY_STATE/address")"
 		exit 0
 	fi

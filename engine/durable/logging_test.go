@@ -6,30 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // logLine is what TestWorkerLogsTransitions compares of a log record.
 type logLine struct {
@@ -46,7 +29,7 @@ type logLine struct {
 // and succeeded; and a task whose worker is gone, lost then retried.
 func TestWorkerLogsTransitions(t *testing.T) {
 	e := newEnv(t)
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	o := fastOptions()
 	o.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o.HeartbeatInterval, o.StuckTimeout, o.SweepInterval = 100*time.Millisecond, time.Second, 100*time.Millisecond

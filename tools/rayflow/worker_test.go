@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
 // TestWorkerLogFlagsRefuseBadValues: a --log-level or --log-format
@@ -35,24 +36,6 @@ func TestWorkerLogFlagsRefuseBadValues(t *testing.T) {
 			t.Errorf("worker %v: exit %d, stderr %q; want exit %d naming %q", tc.args, code, errOut, exitUsage, tc.want)
 		}
 	}
-}
-
-// lockedBuffer is a buffer a running worker writes while a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestWorkerJSONLogs: `rayflow worker --log-format json` on PostgreSQL
@@ -78,7 +61,7 @@ func TestWorkerJSONLogs(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan int)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	go func() {
 		done <- run(ctx, []string{"worker", "--log-format", "json", "--log-level", "info", "--retry-backoff", "0", "--poll-max-interval", "200ms"},
 			env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &logs})
