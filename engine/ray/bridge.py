@@ -1239,7 +1239,8 @@ class Bridge:
         # worker can abort the whole driver ("Check failed: it !=
         # submissible_tasks_.end() Tried to complete task that was not
         # pending") when a cancellation races the task's completion, so the
-        # bridge gives that race as few chances as it can; but Ray can also
+        # engine lets tasks end on their own for a grace first (cancel.go)
+        # and the bridge gives that race as few chances as it can; Ray can also
         # lose a cancellation that races the task's dispatch to a worker
         # (the task then runs to its end), which only a later one mends.
         now = time.monotonic()

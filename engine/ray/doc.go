@@ -57,9 +57,11 @@
 // map's input list, which it must split. Bounded maps keep their
 // admission window in the coordinator and learn about completions from
 // batched ray.wait(..., fetch_local=False) calls in the bridge; the first
-// failure stops admission, cancels every retained reference of the
-// in-flight items recursively, waits up to CancelTimeout and returns the
-// original error, as the local engine does. A map's results are joined a
+// failure stops admission, lets the in-flight items end on their own for
+// a short grace (a quarter of CancelTimeout, at most 200 ms, taken from it:
+// see cancel.go for the Ray defect it avoids), cancels the rest, waits up
+// to CancelTimeout and returns the original error, as the local engine
+// does. A map's results are joined a
 // chunk of 1,024 items at a time, so the coordinator's memory does not grow
 // with the number of items; leaf submissions are batched into frames. New
 // warms one worker and its leaf process (Options.WarmTimeout), so that a

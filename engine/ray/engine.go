@@ -230,7 +230,9 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 		// Stop whatever is still running (a failed map has already
 		// cancelled its own items).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = e.rt.Cancel(cctx, root.all())
+		if pending, err := settle(cctx, e.rt, root.all(), cancelGrace); err == nil {
+			_ = e.rt.Cancel(cctx, pending)
+		}
 		cancel()
 		r.spans.close(false)
 		return nil, err

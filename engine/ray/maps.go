@@ -494,27 +494,6 @@ func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, fail
 	r.e.rt.Release(hs)
 }
 
-// cancelUntilDone force-cancels hs and waits until every one is terminal
-// or the deadline passes. Ray can lose a cancellation that races with the
-// task's dispatch to a worker (it then runs to completion), so the cancel
-// is repeated about every 500 ms for the handles still pending (the bridge
-// cancels only those).
-func cancelUntilDone(ctx context.Context, rt rayRuntime, hs []objHandle, deadline time.Time) {
-	for {
-		if rt.Cancel(ctx, hs) != nil {
-			return
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		ready, err := rt.Wait(ctx, hs, true, min(left, 500*time.Millisecond))
-		if err != nil || len(ready) >= len(hs) {
-			return
-		}
-	}
-}
-
 func debugf(format string, args ...any) {
 	if os.Getenv("RAYFLOW_DEBUG") == "1" {
 		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000")+" rayflow: "+format+"\n", args...)
