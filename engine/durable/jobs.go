@@ -70,6 +70,10 @@ type JobStatus struct {
 	Output      []byte // the flow's result JSON (SUCCEEDED)
 	Fingerprint string // the plan the job ran
 	Message     string // why it failed
+	// Err is the run's error itself (FAILED), when the runner knows it:
+	// the attempt's failure then wraps it, so that its recorded type and
+	// whether it is retried are decided as for a run in this process.
+	Err error
 }
 
 // Permanent marks err as a failure automatic retry would only repeat (a
@@ -140,6 +144,9 @@ func (w *Worker) followJob(ctx context.Context, sub, fingerprint string) ([]byte
 			}
 			return st.Output, nil
 		case st.State == JobFailed:
+			if st.Err != nil {
+				return nil, &jobFailure{msg: fmt.Sprintf("durable: Ray job %s failed: %s", sub, st.Message), err: st.Err}
+			}
 			return nil, fmt.Errorf("durable: Ray job %s failed: %s", sub, st.Message)
 		case st.State == JobStopped:
 			if ctx.Err() != nil {
@@ -194,3 +201,13 @@ RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_s
 	w.log.Info("adopted a Ray job whose worker is gone", "task", c.id, "job", job, "attempt", c.attempt, "flow", c.flow)
 	w.start(c)
 }
+
+// jobFailure is a failed Ray job's error: the job's message, wrapping
+// the run's own error.
+type jobFailure struct {
+	msg string
+	err error
+}
+
+func (e *jobFailure) Error() string { return e.msg }
+func (e *jobFailure) Unwrap() error { return e.err }

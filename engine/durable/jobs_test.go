@@ -3,10 +3,14 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // fakeJobs is a JobRunner whose jobs behave as their input says.
@@ -39,6 +43,15 @@ func (f *fakeJobs) Status(_ context.Context, id string) (JobStatus, error) {
 		return JobStatus{State: JobSucceeded, Output: []byte(`"done"`)}, nil
 	case "fail":
 		return JobStatus{State: JobFailed, Message: "run error *sdk.StepError: no"}, nil
+	case "contract":
+		// What the Ray Job runner reads from a run that broke MaxItems.
+		return JobStatus{State: JobFailed, Message: "run error *fmt.wrapError: over",
+			Err: fmt.Errorf("over: %w", &sdk.MaxItemsError{Node: "0", MaxItems: 1, Items: 2})}, nil
+	case "remotecontract":
+		// The same from a binary that cannot rebuild the type.
+		return JobStatus{State: JobFailed, Message: "run error *fmt.wrapError: over",
+			Err: &errwire.Remote{Type: "*fmt.wrapError", Message: "over", Wrapped: []error{
+				&errwire.Remote{Type: fmt.Sprintf("%T", &sdk.MaxItemsError{}), Message: "max"}}}}, nil
 	case "unknown":
 		return JobStatus{}, errors.New("dashboard unreachable")
 	case "otherplan":
@@ -72,9 +85,18 @@ func TestJobRunnerOutcomes(t *testing.T) {
 	}{
 		{"ok", 3, StateSucceeded, 1, ""},
 		{"fail", 2, StateFailed, 2, "failed: run error"},
+		{"contract", 3, StateFailed, 1, "failed: run error *fmt.wrapError: over"},
+		{"remotecontract", 3, StateFailed, 1, "failed: run error *fmt.wrapError: over"},
 		{"unknown", 3, StateLost, 1, "status is unknown"},
 		{"otherplan", 3, StateFailed, 1, "ran plan sha256:other"},
 		{"outside", 2, StateFailed, 2, "stopped from outside"},
+	}
+	// A contract error is recorded with its own type, as on the other
+	// runners; other failures keep the job's message alone.
+	errTypes := map[string]string{
+		"contract":       fmt.Sprintf("%T", &sdk.MaxItemsError{}),
+		"remotecontract": fmt.Sprintf("%T", &sdk.MaxItemsError{}),
+		"fail":           "*errors.errorString",
 	}
 	for _, c := range cases {
 		id := e.enqueue("test.upper", `"`+c.input+`"`, EnqueueOptions{MaxAttempts: c.max})
@@ -82,6 +104,9 @@ func TestJobRunnerOutcomes(t *testing.T) {
 		if task.State != c.state || task.Attempt != c.attempt || !strings.Contains(task.ErrorMessage, c.msg) || task.Runner != "ray_job" ||
 			!strings.HasPrefix(task.RayJobID, "rayflow-"+id+"-a") {
 			t.Errorf("%s: %s at %d on %s (%s): %q", c.input, task.State, task.Attempt, task.Runner, task.RayJobID, task.ErrorMessage)
+		}
+		if want, ok := errTypes[c.input]; ok && task.ErrorType != want {
+			t.Errorf("%s: error type %q, want %q", c.input, task.ErrorType, want)
 		}
 	}
 	// A running job is stopped on cancel.

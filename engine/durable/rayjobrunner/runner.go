@@ -9,6 +9,9 @@ import (
 
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
+	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/tracing"
 )
@@ -169,16 +172,29 @@ func (r *Runner) Status(ctx context.Context, id string) (durable.JobStatus, erro
 		}
 		return st, err
 	}
+	return statusOf(st, res), nil
+}
+
+// statusOf is the status of an ended job whose result record is res.
+func statusOf(st durable.JobStatus, res *coordinator.Result) durable.JobStatus {
 	st.Fingerprint = res.Fingerprint
 	if res.OK {
 		st.State, st.Output = durable.JobSucceeded, res.Output
-		return st, nil
+		return st
 	}
 	st.State = durable.JobFailed
 	if res.Error != nil {
 		st.Message = fmt.Sprintf("%s error %s: %s", res.Error.Kind, res.Error.Type, res.Error.Message)
+		if len(res.Error.Chain) > 0 {
+			// The run's error as its chain: a job of this binary rebuilds
+			// its registered types and sentinels. A chain that does not
+			// decode leaves the message alone.
+			if e, err := errwire.Unmarshal(sdk.DefaultCodec, res.Error.Chain); err == nil && e != nil {
+				st.Err = e
+			}
+		}
 	}
-	return st, nil
+	return st
 }
 
 // Stop asks Ray to stop the job.

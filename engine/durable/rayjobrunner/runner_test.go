@@ -2,10 +2,14 @@ package rayjobrunner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -55,4 +59,57 @@ func TestAttemptInput(t *testing.T) {
 			t.Errorf("%s %s attempt %d: %s, %v; want %s", tc.flow, tc.input, tc.attempt, got, err, tc.want)
 		}
 	}
+}
+
+// A failed job's record carries its error chain: the status wraps the
+// run's own error (a contract error stays one, so the queue does not retry
+// it), and its message is the record's, chain or not.
+func TestFailedJobCarriesItsError(t *testing.T) {
+	t.Parallel()
+	runErr := fmt.Errorf("the map: %w", &sdk.MaxItemsError{Node: "0", MaxItems: 3, Items: 4})
+	chain := errwire.Marshal(sdk.DefaultCodec, runErr)
+	for _, tc := range []struct {
+		name    string
+		chain   json.RawMessage
+		wantErr bool
+	}{
+		{"with its chain", chain, true},
+		{"an older record", nil, false},
+		{"a chain that does not decode", json.RawMessage(`{"v":99}`), false},
+	} {
+		res := &coordinator.Result{Version: coordinator.ResultVersion, Fingerprint: "sha256:f",
+			Error: &coordinator.ErrorInfo{Kind: "run", Type: "*fmt.wrapError", Message: runErr.Error(), Chain: tc.chain}}
+		st := statusOf(durable.JobStatus{}, res)
+		if st.State != durable.JobFailed || st.Fingerprint != "sha256:f" ||
+			st.Message != "run error *fmt.wrapError: the map: "+(&sdk.MaxItemsError{Node: "0", MaxItems: 3, Items: 4}).Error() {
+			t.Errorf("%s: %+v", tc.name, st)
+		}
+		// MaxItemsError is not a registered error type: it arrives as an
+		// *errwire.Remote that keeps its type's name, which is what the
+		// queue's retry decision reads.
+		want := fmt.Sprintf("%T", &sdk.MaxItemsError{})
+		if got := hasLinkOfType(st.Err, want); got != tc.wantErr || (got && st.Err.Error() != runErr.Error()) {
+			t.Errorf("%s: Err %v, want a link of type %s: %v", tc.name, st.Err, want, tc.wantErr)
+		}
+	}
+}
+
+func hasLinkOfType(err error, name string) bool {
+	if err == nil {
+		return false
+	}
+	if errwire.OriginalType(err) == name {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return hasLinkOfType(u.Unwrap(), name)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if hasLinkOfType(e, name) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
@@ -96,6 +97,11 @@ type ErrorInfo struct {
 	Kind    string `json:"kind"`    // "setup", "run" or "stopped"
 	Type    string `json:"type"`    // the Go type of the error
 	Message string `json:"message"` // its message
+	// Chain is the whole error chain (every link's type and message,
+	// registered types' values and sentinels' names; internal/errwire),
+	// so that the reader knows the error as a run in its own process
+	// would: a contract error is then permanent on the Ray Job runner too.
+	Chain json.RawMessage `json:"chain,omitempty"`
 }
 
 // Error makes a failed Result an error.
@@ -169,7 +175,8 @@ func Serve(ctx context.Context, c Config, stdout, stderr io.Writer) int {
 
 func fail(res *Result, kind string, err error) {
 	res.OK = false
-	res.Error = &ErrorInfo{Kind: kind, Type: fmt.Sprintf("%T", err), Message: err.Error()}
+	res.Error = &ErrorInfo{Kind: kind, Type: fmt.Sprintf("%T", err), Message: err.Error(),
+		Chain: errwire.Marshal(sdk.DefaultCodec, err)}
 }
 
 func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/errwire"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -107,5 +109,29 @@ func TestServeClearsTheEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A failed run's record carries the error's chain, so a reader in another
+// process knows its types (a contract error stays one).
+func TestFailRecordsTheChain(t *testing.T) {
+	runErr := fmt.Errorf("running: %w", &sdk.MaxItemsError{Node: "0", MaxItems: 1, Items: 2})
+	var res Result
+	fail(&res, "run", runErr)
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := errwire.Unmarshal(sdk.DefaultCodec, back.Error.Chain)
+	if err != nil || got.Error() != runErr.Error() {
+		t.Fatalf("chain %s decodes to %v, %v", back.Error.Chain, got, err)
+	}
+	var r *errwire.Remote
+	if !errors.As(got, &r) || !strings.Contains(string(back.Error.Chain), fmt.Sprintf("%T", &sdk.MaxItemsError{})) {
+		t.Fatalf("chain %s does not name the contract error's type", back.Error.Chain)
 	}
 }
