@@ -32,10 +32,6 @@ var allowed = map[string][]string{
 		"github.com/rayflow/rayflow/engine/lifecycle",
 		"github.com/rayflow/rayflow/gen/lifecycle",
 	},
-	"rt": {
-		"github.com/rayflow/rayflow/gen/rt",
-		"github.com/rayflow/rayflow/tools/cuegen/rtsrc",
-	},
 }
 
 // listedPackage is the part of `go list -json` this test reads.
