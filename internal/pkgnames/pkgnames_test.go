@@ -26,12 +26,6 @@ var allowed = map[string][]string{
 		"github.com/rayflow/rayflow/gen/read",
 		"github.com/rayflow/rayflow/serve/read",
 	},
-	// Being renamed on this branch.
-	"lifecycle": {
-		"github.com/rayflow/rayflow/conformance/lifecycle",
-		"github.com/rayflow/rayflow/engine/lifecycle",
-		"github.com/rayflow/rayflow/gen/lifecycle",
-	},
 }
 
 // listedPackage is the part of `go list -json` this test reads.
