@@ -96,7 +96,7 @@ func TestFakeAdapterWholeLifecycle(t *testing.T) {
 		s.InvocationState() != lifecycle.InvocationStateTerminal || s.SessionState() != lifecycle.SessionStateReady {
 		t.Fatalf("after first invocation: %v %s %s %s", o, s.GraphDisposition(), s.InvocationState(), s.SessionState())
 	}
-	// Graph reuse after HEALTHY (rayflow decision 1, docs/reducer.md#rayflows-decisions).
+	// Graph reuse after HEALTHY (rayflow decision 1, docs/lifecycle.md#rayflows-decisions).
 	s = invoke(t, s, f, "inv-2", 1)
 	if s.GraphDisposition() != lifecycle.GraphDispositionReusable {
 		t.Fatalf("second invocation left graph %s", s.GraphDisposition())

@@ -89,7 +89,7 @@ func TestToken(t *testing.T) {
 }
 
 // TestDiagnosticsRule exercises the ≤ 8 / de-duplicate / truncate rule on
-// restored states, the only way to fill the list (docs/reducer.md#rayflows-decisions).
+// restored states, the only way to fill the list (docs/lifecycle.md#rayflows-decisions).
 func TestDiagnosticsRule(t *testing.T) {
 	t.Parallel()
 	f := &reducer.Fake{Now: 1}
