@@ -142,7 +142,7 @@ test-browser: chromium pg-up ## the graph page in headless Chromium (live, finis
 # --- Benchmarks (side by side in one run) -------------------------------------------
 
 bench: ## benchmarks, side by side in one run
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/ ./engine/lifecycle/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/ ./conformance/lifecycle/reducer/
 
 bench-ray: ## one table: rayflow (leaf processes, and a leaf library) vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap)
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v -timeout 60m

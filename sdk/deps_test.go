@@ -16,7 +16,8 @@ var heavyDeps = []string{"cuelang.org/", "github.com/jackc/", "k8s.io/", "github
 
 // allowedEngines are the engine packages sdk may depend on: the local
 // executor only. The lifecycle protocol version bound into every plan comes
-// from gen/lifecycle, below both sdk and engine/lifecycle.
+// from gen/lifecycle, below both sdk and the lifecycle reducer
+// (conformance/lifecycle/reducer).
 var allowedEngines = []string{
 	"github.com/rayflow/rayflow/engine/local",
 }

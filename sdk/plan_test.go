@@ -17,7 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
+	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
@@ -512,17 +513,17 @@ func TestPLAN16CompiledLifecycleIdentity(t *testing.T) {
 	if got := m.Plan.StrategyRequirements.CompiledGraph.LifecycleProtocolVersion; got != lifecycle.ProtocolVersion {
 		t.Fatalf("lifecycle_protocol_version %d, reducer protocol %d", got, lifecycle.ProtocolVersion)
 	}
-	run := lifecycle.RunIdentity{TaskExecutionPK: 1, AttemptNumber: 1, RunID: "rayflow:1"}
-	s, err := lifecycle.NewSession(run,
-		lifecycle.Deadlines{Outer: 100, Admission: 10, Submission: 20, Result: 30, Cancellation: 40, Drain: 50, Teardown: 60},
-		lifecycle.Capacity{SessionOwners: 1, Callers: 1, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1})
+	run := reducer.RunIdentity{TaskExecutionPK: 1, AttemptNumber: 1, RunID: "rayflow:1"}
+	s, err := reducer.NewSession(run,
+		reducer.Deadlines{Outer: 100, Admission: 10, Submission: 20, Result: 30, Cancellation: 40, Drain: 50, Teardown: 60},
+		reducer.Capacity{SessionOwners: 1, Callers: 1, MaximumInFlight: 1, MaximumBufferedResults: 1, OwnerConcurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, rej := s.Apply(lifecycle.Command(lifecycle.EventValidationRequested, run, 1)); rej != nil {
+	if _, _, rej := s.Apply(reducer.Command(lifecycle.CommandValidationRequested, run, 1)); rej != nil {
 		t.Fatalf("the current protocol version was rejected: %v", rej)
 	}
-	ev := lifecycle.Command(lifecycle.EventValidationRequested, run, 1)
+	ev := reducer.Command(lifecycle.CommandValidationRequested, run, 1)
 	ev.ProtocolVersion = 2
 	if _, _, rej := s.Apply(ev); rej == nil {
 		t.Fatal("the reducer accepted an unsupported protocol version")

@@ -10,26 +10,27 @@ import (
 	"strings"
 	"testing"
 
-	engine "github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
+	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
 var update = flag.Bool("update", false, "rewrite scenarios/*.jsonl and *.out from the scenario definitions")
 
 var (
-	runID = engine.RunIdentity{TaskExecutionPK: 42, AttemptNumber: 1, ExecutionGeneration: 0, RunID: "rayflow:42"}
+	runID = reducer.RunIdentity{TaskExecutionPK: 42, AttemptNumber: 1, ExecutionGeneration: 0, RunID: "rayflow:42"}
 	// Default deadlines: every stage ends before the outer deadline.
-	stdDeadlines = engine.Deadlines{Outer: 100, Admission: 10, Submission: 20, Result: 30, Cancellation: 40, Drain: 50, Teardown: 60}
+	stdDeadlines = reducer.Deadlines{Outer: 100, Admission: 10, Submission: 20, Result: 30, Cancellation: 40, Drain: 50, Teardown: 60}
 )
 
-func identityJSON(r engine.RunIdentity) map[string]any {
+func identityJSON(r reducer.RunIdentity) map[string]any {
 	return map[string]any{
 		"task_execution_pk": r.TaskExecutionPK, "attempt_number": r.AttemptNumber,
 		"execution_generation": r.ExecutionGeneration, "run_id": r.RunID,
 	}
 }
 
-func deadlinesJSON(d engine.Deadlines) map[string]any {
+func deadlinesJSON(d reducer.Deadlines) map[string]any {
 	return map[string]any{"outer": d.Outer, "admission": d.Admission, "submission": d.Submission,
 		"result": d.Result, "cancellation": d.Cancellation, "drain": d.Drain, "teardown": d.Teardown}
 }
@@ -43,17 +44,17 @@ type sb struct {
 	t        *testing.T
 	name     string
 	header   []byte
-	s        engine.State
+	s        reducer.State
 	refused  bool
 	now      float64
-	inv      engine.InvocationIdentity
-	last     *engine.Action // last issued action
+	inv      reducer.InvocationIdentity
+	last     *reducer.Action // last issued action
 	lines    [][]byte
 	steps    int
 	category string
 }
 
-func newScenario(t *testing.T, cat, name, desc string, d engine.Deadlines) *sb {
+func newScenario(t *testing.T, cat, name, desc string, d reducer.Deadlines) *sb {
 	h := map[string]any{"description": desc, "protocol_version": 1, "session_identity": identityJSON(runID),
 		"deadlines": deadlinesJSON(d), "capacity": capacityJSON}
 	return fromHeader(t, cat, name, h)
@@ -66,7 +67,7 @@ func fromHeader(t *testing.T, cat, name string, h map[string]any) *sb {
 	if b.header, err = canonical.NoFold.Marshal(h); err != nil {
 		t.Fatal(err)
 	}
-	hd, err := engine.DecodeHeader(b.header)
+	hd, err := reducer.DecodeHeader(b.header)
 	if err != nil {
 		t.Fatalf("%s: header: %v", name, err)
 	}
@@ -76,7 +77,7 @@ func fromHeader(t *testing.T, cat, name string, h map[string]any) *sb {
 }
 
 // fromSnapshot starts a scenario from base's snapshot after edit.
-func fromSnapshot(t *testing.T, cat, name, desc string, base engine.State, edit func(m map[string]any)) *sb {
+func fromSnapshot(t *testing.T, cat, name, desc string, base reducer.State, edit func(m map[string]any)) *sb {
 	t.Helper()
 	raw, err := base.MarshalSnapshot()
 	if err != nil {
@@ -121,7 +122,7 @@ func toCanonical(v any) any {
 
 type step struct {
 	b  *sb
-	ev engine.Event
+	ev reducer.Event
 	// raw overrides the encoded event line.
 	raw map[string]any
 }
@@ -129,16 +130,22 @@ type step struct {
 func (b *sb) at(t float64) *sb { b.now = t; return b }
 
 // cmd starts a command event with the run identity and no invocation.
-func (b *sb) cmd(k engine.EventKind) *step {
-	return &step{b: b, ev: engine.Command(k, runID, b.now)}
+func (b *sb) cmd(k lifecycle.Command) *step {
+	return &step{b: b, ev: reducer.Command(k, runID, b.now)}
+}
+
+// stray starts callback k built as a command is: with the run identity, no
+// invocation and no token, answering no issued action (tok adds one).
+func (b *sb) stray(k lifecycle.Callback) *step {
+	return &step{b: b, ev: reducer.Event{Kind: reducer.EventKind(k), ProtocolVersion: lifecycle.ProtocolVersion, Session: runID, ObservedAt: b.now}}
 }
 
 // cb starts a callback answering the last issued action.
-func (b *sb) cb(k engine.EventKind) *step {
+func (b *sb) cb(k lifecycle.Callback) *step {
 	if b.last == nil {
 		b.t.Fatalf("%s: callback %s with no action issued", b.name, k)
 	}
-	return &step{b: b, ev: engine.Callback(*b.last, k, b.now)}
+	return &step{b: b, ev: reducer.Callback(*b.last, k, b.now)}
 }
 
 func (st *step) at(t float64) *step { st.b.now = t; st.ev.ObservedAt = t; return st }
@@ -149,16 +156,16 @@ func (st *step) inv() *step { st.ev = st.ev.WithInvocation(st.b.inv); return st 
 // invID attaches invocation identity id.
 func (st *step) invID(id string) *step { st.ev = st.ev.WithInvocation(runID.Invocation(id)); return st }
 
-func (st *step) noInv() *step                    { st.ev.Invocation = nil; return st }
-func (st *step) outs(n int) *step                { st.ev.DeclaredOutputs = engine.Int(n); return st }
-func (st *step) idx(i int) *step                 { st.ev.OutputIndex = engine.Int(i); return st }
-func (st *step) noIdx() *step                    { st.ev.OutputIndex = nil; return st }
-func (st *step) tok(tok string) *step            { st.ev.ActionToken = tok; return st }
-func (st *step) mod(f func(*engine.Event)) *step { f(&st.ev); return st }
+func (st *step) noInv() *step                     { st.ev.Invocation = nil; return st }
+func (st *step) outs(n int) *step                 { st.ev.DeclaredOutputs = reducer.Int(n); return st }
+func (st *step) idx(i int) *step                  { st.ev.OutputIndex = reducer.Int(i); return st }
+func (st *step) noIdx() *step                     { st.ev.OutputIndex = nil; return st }
+func (st *step) tok(tok string) *step             { st.ev.ActionToken = tok; return st }
+func (st *step) mod(f func(*reducer.Event)) *step { f(&st.ev); return st }
 
 // rawEdit edits the JSON line of the event before it is decoded.
 func (st *step) rawEdit(f func(m map[string]any)) *step {
-	line, err := engine.MarshalEvent(st.ev)
+	line, err := reducer.MarshalEvent(st.ev)
 	if err != nil {
 		st.b.t.Fatal(err)
 	}
@@ -184,12 +191,12 @@ func (st *step) want(w string) *sb {
 	if st.raw != nil {
 		line, err = canonical.NoFold.Marshal(st.raw)
 	} else {
-		line, err = engine.MarshalEvent(st.ev)
+		line, err = reducer.MarshalEvent(st.ev)
 	}
 	if err != nil {
 		b.t.Fatalf("%s: step %d: %v", b.name, b.steps, err)
 	}
-	ev, err := engine.DecodeEvent(line)
+	ev, err := reducer.DecodeEvent(line)
 	if err != nil {
 		b.t.Fatalf("%s: step %d: %v", b.name, b.steps, err)
 	}
@@ -214,7 +221,7 @@ func (st *step) want(w string) *sb {
 		if a != nil {
 			b.last = a
 		}
-		if ev.Kind == engine.EventAdmissionRequested && ev.Invocation != nil {
+		if ev.Kind == reducer.EventKind(lifecycle.CommandAdmissionRequested) && ev.Invocation != nil {
 			b.inv = *ev.Invocation
 		}
 	}
@@ -222,7 +229,7 @@ func (st *step) want(w string) *sb {
 }
 
 // check asserts facts about the current state.
-func (b *sb) check(f func(s engine.State) string) *sb {
+func (b *sb) check(f func(s reducer.State) string) *sb {
 	b.t.Helper()
 	if m := f(b.s); m != "" {
 		b.t.Errorf("%s: after step %d: %s", b.name, b.steps, m)
@@ -289,7 +296,7 @@ func (b *sb) files(t *testing.T) (in, out []byte) {
 		ib.WriteByte('\n')
 	}
 	var ob bytes.Buffer
-	if err := engine.Replay(bytes.NewReader(ib.Bytes()), &ob); err != nil && !b.refused {
+	if err := reducer.Replay(bytes.NewReader(ib.Bytes()), &ob); err != nil && !b.refused {
 		t.Fatalf("%s: replay: %v", b.name, err)
 	}
 	return ib.Bytes(), ob.Bytes()

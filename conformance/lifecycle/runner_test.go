@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	conf "github.com/rayflow/rayflow/conformance/lifecycle"
-	engine "github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
+	"github.com/rayflow/rayflow/gen/lifecycle"
 )
 
-func scenarios(t *testing.T) []conf.Scenario {
+func scenarios(t *testing.T) []Scenario {
 	t.Helper()
-	all, err := conf.Scenarios()
+	all, err := Scenarios()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestScenariosNative(t *testing.T) {
 	for _, s := range scenarios(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			got, exit, err := conf.Native(s)
+			got, exit, err := Native(s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestScenariosCLI(t *testing.T) {
 			if err := os.WriteFile(file, s.Input, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, exit, err := conf.Command(context.Background(), []string{bin}, file)
+			got, exit, err := Command(context.Background(), []string{bin}, file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,12 +73,12 @@ func TestScenariosCLI(t *testing.T) {
 
 // trajectory replays a scenario in process and returns every state, the
 // events and the outcome line of each event.
-func trajectory(t *testing.T, s conf.Scenario) (states []engine.State, events []engine.Event, outcomes []string, ok bool) {
+func trajectory(t *testing.T, s Scenario) (states []reducer.State, events []reducer.Event, outcomes []string, ok bool) {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(s.Input))
-	sc.Buffer(nil, engine.MaxReplayLineBytes)
+	sc.Buffer(nil, reducer.MaxReplayLineBytes)
 	sc.Scan()
-	h, err := engine.DecodeHeader(sc.Bytes())
+	h, err := reducer.DecodeHeader(sc.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func trajectory(t *testing.T, s conf.Scenario) (states []engine.State, events []
 	}
 	states = append(states, st)
 	for sc.Scan() {
-		ev, err := engine.DecodeEvent(sc.Bytes())
+		ev, err := reducer.DecodeEvent(sc.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func trajectory(t *testing.T, s conf.Scenario) (states []engine.State, events []
 		if rej == nil {
 			st = next
 		}
-		line, err := engine.MarshalOutcome(a, rej)
+		line, err := reducer.MarshalOutcome(a, rej)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestRestoreAtEveryCut(t *testing.T) {
 			}
 			for _, withToken := range []bool{true, false} {
 				cuts++
-				st, err := engine.DecodeSnapshot(raw)
+				st, err := reducer.DecodeSnapshot(raw)
 				if err != nil {
 					t.Fatalf("%s cut %d: restore: %v", s.Name, cut, err)
 				}
@@ -147,7 +147,7 @@ func TestRestoreAtEveryCut(t *testing.T) {
 					if rej == nil {
 						st = next
 					}
-					line, _ := engine.MarshalOutcome(a, rej)
+					line, _ := reducer.MarshalOutcome(a, rej)
 					if got, w := string(line), want[cut+i]; got != w {
 						dupStale := strings.Contains(got+w, "DUPLICATE_ACTION") && strings.Contains(got+w, "STALE_ACTION_TOKEN")
 						if withToken || !dupStale {
@@ -175,24 +175,24 @@ func TestScenarioCoverage(t *testing.T) {
 	kinds := map[string]bool{}
 	for _, s := range scenarios(t) {
 		for _, l := range strings.Split(string(s.Want), "\n") {
-			for _, c := range engine.RejectionCodes {
+			for _, c := range lifecycle.RejectionCodeValues {
 				if strings.Contains(l, `"`+string(c)+`"`) && (strings.HasPrefix(l, `{"rejection"`) || strings.HasPrefix(l, `{"session_rejection"`)) {
 					codes[string(c)] = true
 				}
 			}
 		}
 		for _, l := range strings.Split(string(s.Input), "\n") {
-			if ev, err := engine.DecodeEvent([]byte(l)); err == nil {
+			if ev, err := reducer.DecodeEvent([]byte(l)); err == nil {
 				kinds[string(ev.Kind)] = true
 			}
 		}
 	}
-	for _, c := range engine.RejectionCodes {
+	for _, c := range lifecycle.RejectionCodeValues {
 		if !codes[string(c)] {
 			t.Errorf("no scenario expects rejection %s", c)
 		}
 	}
-	for _, k := range append(append([]engine.EventKind{}, engine.Commands...), engine.Callbacks...) {
+	for _, k := range reducer.EventKinds {
 		if !kinds[string(k)] {
 			t.Errorf("no scenario sends %s", k)
 		}

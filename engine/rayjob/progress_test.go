@@ -29,7 +29,7 @@ import (
 )
 
 // The worker side of the durable tests knows the flow the jobs run.
-func init() { durable.Register("fanout", workflow.Workflow) }
+func init() { durable.Register("fanout", fanoutflow.Workflow) }
 
 // policyRunner submits every attempt under one reporting policy (the
 // durable registry materializes every flow under full).

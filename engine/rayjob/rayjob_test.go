@@ -87,18 +87,18 @@ func TestJobSucceeds(t *testing.T) {
 	if !res.OK || res.Error != nil {
 		t.Fatalf("result %+v, want ok", res)
 	}
-	var got workflow.Summary
+	var got fanoutflow.Summary
 	if err := json.Unmarshal(res.Output, &got); err != nil {
 		t.Fatalf("decoding the output %s: %v", res.Output, err)
 	}
-	want, err := sdk.Run(context.Background(), workflow.Workflow, count)
+	want, err := sdk.Run(context.Background(), fanoutflow.Workflow, count)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the job's result differs from the local run (-local +job):\n%s", diff)
 	}
-	m, err := sdk.Materialize(workflow.Workflow, sdk.ForRay())
+	m, err := sdk.Materialize(fanoutflow.Workflow, sdk.ForRay())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,28 +38,28 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// MaxBranchItems is workflow.MaxBranchItems: the workflow lives in
+// MaxBranchItems is complexflow.MaxBranchItems: the workflow lives in
 // examples/complex/workflow (importable by rayflow worker and rayflow
 // serve), and these names keep this command's API.
-const MaxBranchItems = workflow.MaxBranchItems
+const MaxBranchItems = complexflow.MaxBranchItems
 
 const (
-	BranchFast = workflow.BranchFast
-	BranchSlow = workflow.BranchSlow
+	BranchFast = complexflow.BranchFast
+	BranchSlow = complexflow.BranchSlow
 )
 
 type (
-	Request       = workflow.Request
-	Item          = workflow.Item
-	LeafResult    = workflow.LeafResult
-	BranchSummary = workflow.BranchSummary
-	Result        = workflow.Result
-	LeafFailure   = workflow.LeafFailure
+	Request       = complexflow.Request
+	Item          = complexflow.Item
+	LeafResult    = complexflow.LeafResult
+	BranchSummary = complexflow.BranchSummary
+	Result        = complexflow.Result
+	LeafFailure   = complexflow.LeafFailure
 )
 
 var (
-	BuildConfig = workflow.BuildConfig
-	Workflow    = workflow.Workflow
+	BuildConfig = complexflow.BuildConfig
+	Workflow    = complexflow.Workflow
 )
 
 // run is main without the process: it returns the exit status (0 ok,

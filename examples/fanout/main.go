@@ -43,7 +43,7 @@ func main() {
 	if *rayAddr != "" {
 		mopts = append(mopts, sdk.ForRay())
 	}
-	m, err := sdk.Materialize(workflow.Workflow, mopts...)
+	m, err := sdk.Materialize(fanoutflow.Workflow, mopts...)
 	if err != nil {
 		log.Error("invalid workflow", "err", err)
 		os.Exit(1)
@@ -64,7 +64,7 @@ func main() {
 		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay(), sdk.WithProgress(progressLines()),
 			sdk.WithProgressInterval(500*time.Millisecond))
 	}
-	res, err := sdk.Run(ctx, workflow.Workflow, *count, opts...)
+	res, err := sdk.Run(ctx, fanoutflow.Workflow, *count, opts...)
 	if e != nil {
 		if cerr := e.Close(); cerr != nil {
 			log.Warn("closing the ray engine", "err", cerr)

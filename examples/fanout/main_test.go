@@ -16,7 +16,7 @@ import (
 )
 
 // expectedChecksum is Σ_{v<count} Σ_{n<500000} (v·n) mod 97, computed
-// independently of workflow.Calculate: (v·n) mod 97 is periodic in n with period
+// independently of fanoutflow.Calculate: (v·n) mod 97 is periodic in n with period
 // 97, and over one period it is 0 when 97 divides v and otherwise a
 // permutation of 0..96 (97 is prime), summing to 96·97/2.
 func expectedChecksum(count int) int {
@@ -42,11 +42,11 @@ func TestChecksum(t *testing.T) {
 		t.Fatalf("the closed form gives %d for count 20, the brute-force sum is %d", got, want)
 	}
 	for _, count := range []int{0, 1, 20} {
-		got, err := sdk.Run(context.Background(), workflow.Workflow, count)
+		got, err := sdk.Run(context.Background(), fanoutflow.Workflow, count)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := (workflow.Summary{Items: count, Checksum: expectedChecksum(count)}); got != w {
+		if w := (fanoutflow.Summary{Items: count, Checksum: expectedChecksum(count)}); got != w {
 			t.Fatalf("count %d: got %+v, want %+v", count, got, w)
 		}
 	}
@@ -55,7 +55,7 @@ func TestChecksum(t *testing.T) {
 // mapNode returns the workflow's map node (chain child 1, node id 0.1).
 func mapNode(t *testing.T) *flowgraph.Node {
 	t.Helper()
-	root := sdkrt.Graph(workflow.Workflow)
+	root := sdkrt.Graph(fanoutflow.Workflow)
 	if root.Kind != flowgraph.KindChain || len(root.Children) != 3 || root.Children[1].Kind != flowgraph.KindMap {
 		t.Fatalf("unexpected shape: want chain(step, map, step)")
 	}
@@ -68,7 +68,7 @@ func TestMapLimits(t *testing.T) {
 	if l := m.Map.Limits; l == nil || l.MaxConcurrency != 16 || l.MaxItems != 10_000 || l.CancelTimeout != sdk.CancelTimeoutDefault {
 		t.Fatalf("limits = %+v, want window 16, max items 10,000, default cancel timeout", m.Map.Limits)
 	}
-	if err := sdkrt.Validate(sdkrt.Graph(workflow.Workflow)); err != nil {
+	if err := sdkrt.Validate(sdkrt.Graph(fanoutflow.Workflow)); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.Children[0].Step.Resources.NumCPUs; got != 0.25 {
@@ -76,7 +76,7 @@ func TestMapLimits(t *testing.T) {
 	}
 }
 
-// Noop stands in for workflow.Calculate where 10,000 real calculations would be too
+// Noop stands in for fanoutflow.Calculate where 10,000 real calculations would be too
 // slow for a unit test.
 func Noop(_ context.Context, v int) (int, error) { return v, nil }
 
@@ -84,7 +84,7 @@ func TestMaxItemsEdge(t *testing.T) {
 	t.Parallel()
 	// The workflow itself, one item over the cap: the map fails before any
 	// calculation runs (10,001 of them would take far longer than this test).
-	_, err := sdk.Run(context.Background(), workflow.Workflow, 10_001)
+	_, err := sdk.Run(context.Background(), fanoutflow.Workflow, 10_001)
 	var mie *sdk.MaxItemsError
 	if !errors.As(err, &mie) || mie.Node != "0.1" || mie.MaxItems != 10_000 || mie.Items != 10_001 {
 		t.Fatalf("count 10,001: want a MaxItemsError at node 0.1, got %v", err)
@@ -93,7 +93,7 @@ func TestMaxItemsEdge(t *testing.T) {
 	// The same limits on a cheap map: exactly at the cap runs every item.
 	l := mapNode(t).Map.Limits
 	cheap := sdk.Map(sdk.Step(Noop)).WithLimits(sdk.Limits{MaxConcurrency: l.MaxConcurrency, MaxItems: l.MaxItems})
-	in, _ := workflow.BuildItems(context.Background(), 10_000)
+	in, _ := fanoutflow.BuildItems(context.Background(), 10_000)
 	got, err := sdk.Run(context.Background(), cheap, in)
 	if err != nil || len(got) != 10_000 || got[9_999] != 9_999 {
 		t.Fatalf("exactly 10,000 items: %d results, %v", len(got), err)

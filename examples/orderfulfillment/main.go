@@ -37,7 +37,7 @@ import (
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("orderfulfillment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var r workflow.Request
+	var r orderflow.Request
 	fs.IntVar(&r.ItemCount, "items", 3, "items in the order (1-100)")
 	work := fs.Duration("work", 50*time.Millisecond, "simulated work of each step (0-5s)")
 	fs.StringVar(&r.FailureStage, "failure-stage", "", "make this step fail (a step label, e.g. reserve_inventory)")
@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	final := &progress.Latest{}
 	opts := []sdk.RunOption{sdk.WithProgress(final)}
 	var (
-		res workflow.Result
+		res orderflow.Result
 		err error
 	)
 	if *rayAddr != "" {
@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer e.Close()
 		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay())
 	}
-	res, err = sdk.Run(ctx, workflow.Workflow, r, opts...)
+	res, err = sdk.Run(ctx, orderflow.Workflow, r, opts...)
 	if p, _ := final.Last(); p != nil {
 		printCounts(stderr, p, r.ItemCount)
 	}
@@ -99,12 +99,12 @@ func printCounts(w io.Writer, p *progress.Publication, items int) {
 	for i, e := range p.Edges {
 		edges[i] = [2]string{e.Source, e.Target}
 	}
-	layers, err := workflow.LongestPathLayers(ids, edges)
+	layers, err := orderflow.LongestPathLayers(ids, edges)
 	if err != nil {
 		fmt.Fprintf(w, "topology: %v\n", err)
 		return
 	}
-	sn, se := workflow.SeedCounts(len(ids), len(edges), items, items)
+	sn, se := orderflow.SeedCounts(len(ids), len(edges), items, items)
 	fmt.Fprintf(w, "topology: %d nodes, %d edges, %d longest-path layers (the seed's counts, one node per map item: %d nodes, %d edges)\n",
 		len(ids), len(edges), layers, sn, se)
 	fmt.Fprintf(w, "run %s: %s\n", p.Summary.State, p.Identity.RunID)

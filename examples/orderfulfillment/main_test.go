@@ -27,7 +27,7 @@ func checkRun(t *testing.T, code int, out, errs string, items int, seed string) 
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res workflow.Result
+	var res orderflow.Result
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil || res.Items != items || !res.Fulfilled {
 		t.Fatalf("result %q: %v", out, err)
 	}

@@ -37,7 +37,7 @@ import (
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("recovery", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	r := workflow.DefaultRequest()
+	r := recoveryflow.DefaultRequest()
 	fs.IntVar(&r.ItemCount, "items", r.ItemCount, "items in the order (1-100)")
 	work := fs.Duration("work", 10*time.Millisecond, "simulated work of each step (0-5s)")
 	rayAddr := fs.String("ray", "", `run on Ray: "local" (a private local cluster) or a cluster address`)
@@ -63,10 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer e.Close()
 		opts = append(opts, sdk.WithEngine(e), sdk.RequireRay())
 	}
-	for attempt := 1; attempt <= workflow.MaxAttempts; attempt++ {
+	for attempt := 1; attempt <= recoveryflow.MaxAttempts; attempt++ {
 		in := r
 		in.SetAttempt(attempt)
-		res, err := sdk.Run(ctx, workflow.Workflow, in, opts...)
+		res, err := sdk.Run(ctx, recoveryflow.Workflow, in, opts...)
 		var sf *of.StageFailure
 		switch {
 		case errors.As(err, &sf):
@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, string(out))
 		return 0
 	}
-	fmt.Fprintf(stderr, "recovery: no attempt of %d succeeded\n", workflow.MaxAttempts)
+	fmt.Fprintf(stderr, "recovery: no attempt of %d succeeded\n", recoveryflow.MaxAttempts)
 	return 1
 }
 

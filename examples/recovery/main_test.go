@@ -45,7 +45,7 @@ func TestThreeAttempts(t *testing.T) {
 func TestFailureStage(t *testing.T) {
 	t.Parallel()
 	for attempt, want := range map[int]string{0: "build_order_batch", 1: "build_order_batch", 2: "join_order_inputs", 3: "", 4: ""} {
-		if got := workflow.FailureStage(attempt); got != want {
+		if got := recoveryflow.FailureStage(attempt); got != want {
 			t.Errorf("attempt %d fails at %q, want %q", attempt, got, want)
 		}
 	}
@@ -101,7 +101,7 @@ func TestDurableOnRay(t *testing.T) {
 	}
 	t.Cleanup(func() { e.Close() })
 	reg := durable.NewRegistry()
-	durable.RegisterIn(reg, workflow.FlowName, workflow.Workflow)
+	durable.RegisterIn(reg, recoveryflow.FlowName, recoveryflow.Workflow)
 	w, err := durable.NewWorker(pool, durable.WorkerOptions{Registry: reg, Engine: e, NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
 		PollMaxInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestDurableOnRay(t *testing.T) {
 	go func() { defer close(done); _ = w.Run(wctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	c := durable.NewClient(pool, reg)
-	id, err := durable.Enqueue(ctx, c, workflow.Workflow, workflow.Request{ItemCount: 1}, durable.EnqueueOptions{MaxAttempts: workflow.MaxAttempts})
+	id, err := durable.Enqueue(ctx, c, recoveryflow.Workflow, recoveryflow.Request{ItemCount: 1}, durable.EnqueueOptions{MaxAttempts: recoveryflow.MaxAttempts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestFlagRangesAsDocumented(t *testing.T) {
 		{"enqueue fanout without --input", []string{"tasks", "enqueue", "fanout"}, exitUsage,
 			"rayflow: tasks enqueue fanout: the flow's input is required (int): pass --input JSON, or --input - to read it from stdin\n"},
 		{"enqueue sleep without --input", []string{"tasks", "enqueue", "sleep", "--priority", "1"}, exitUsage, "rayflow: tasks enqueue sleep: the flow's input is required (int): "},
-		{"enqueue recovery without --input", []string{"tasks", "enqueue", "recovery"}, exitUsage, "rayflow: tasks enqueue recovery: the flow's input is required (workflow.Request): "},
+		{"enqueue recovery without --input", []string{"tasks", "enqueue", "recovery"}, exitUsage, "rayflow: tasks enqueue recovery: the flow's input is required (recoveryflow.Request): "},
 		{"manifest memory at the largest", m("--memory", "9223372036854775806"), exitOK, ""},
 		{"manifest memory 7Ei", m("--memory", "7Ei"), exitOK, ""},
 		{"manifest memory one over", m("--memory", "9223372036854775807"), exitUsage, `rayflow: invalid RayJob manifest: memory "9223372036854775807": must be at most 9223372036854775806 bytes` + "\n"},

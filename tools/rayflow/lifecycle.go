@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
 )
 
 func init() {
@@ -72,8 +72,8 @@ rayflow lifecycle replay - < scenario.jsonl      # read stdin
 		defer f.Close()
 		in = f
 	}
-	err := lifecycle.Replay(in, e.stdout)
-	var rej *lifecycle.Rejection
+	err := reducer.Replay(in, e.stdout)
+	var rej *reducer.Rejection
 	switch {
 	case err == nil:
 		return exitOK

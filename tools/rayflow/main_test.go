@@ -65,7 +65,7 @@ func TestCanonExitStatuses(t *testing.T) {
 
 func TestPlanCommand(t *testing.T) {
 	t.Parallel()
-	m, err := sdk.Materialize(workflow.Workflow)
+	m, err := sdk.Materialize(fanoutflow.Workflow)
 	if err != nil {
 		t.Fatal(err)
 	}

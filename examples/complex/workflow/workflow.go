@@ -1,4 +1,4 @@
-// Package workflow is the seed's nested workflow of examples/complex,
+// Package complexflow is the seed's nested workflow of examples/complex,
 // importable so that `rayflow worker` and `rayflow serve` run and enqueue
 // it by name (FlowName, and one name per reporting policy: FlowNames).
 //
@@ -13,7 +13,7 @@
 //
 // Request.FailureBranch fast|slow with FailureItem N makes exactly that
 // leaf fail with a *LeafFailure, deterministically.
-package workflow
+package complexflow
 
 import (
 	"context"

@@ -1,6 +1,6 @@
-// Package workflow is the fan-out workflow of examples/fanout, importable so
+// Package fanoutflow is the fan-out workflow of examples/fanout, importable so
 // that tools (rayflow plan, the Ray leaf process) can find it by name.
-package workflow
+package fanoutflow
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package workflow is the order-fulfillment showcase of the reference
+// Package orderflow is the order-fulfillment showcase of the reference
 // system's test project (docs/serve.md#enqueue-routes-and-the-showcase-workflows),
 // importable so that
 // `rayflow worker`, `rayflow serve` and the Ray leaf process find it by
@@ -47,7 +47,7 @@
 // 0.5.m0 only: the decision, the three sinks and the finalizer stay
 // pending, while the commercial analysis has already succeeded, since the
 // reservation map runs after it).
-package workflow
+package orderflow
 
 import (
 	"context"

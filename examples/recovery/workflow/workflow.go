@@ -1,4 +1,4 @@
-// Package workflow is the three-attempt recovery showcase of the reference
+// Package recoveryflow is the three-attempt recovery showcase of the reference
 // system's test project (docs/serve.md#enqueue-routes-and-the-showcase-workflows): the
 // order-fulfillment workflow (examples/orderfulfillment/workflow, the same
 // 21 nodes) run as one durable task with three attempts and a fixed,
@@ -19,7 +19,7 @@
 // the graph page shows all three (its attempt switcher). The steps are pure:
 // this proves replay and attempt fencing, not checkpointed continuation (no
 // node of attempt 1 or 2 is reused by attempt 3).
-package workflow
+package recoveryflow
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package rt is the run-time support shared by the Go code that tools/cuegen
+// Package rtsrc is the run-time support shared by the Go code that tools/cuegen
 // generates from the CUE schemas in schema/.
 //
 // It provides a strict JSON parser (byte cap checked by the caller before
@@ -9,4 +9,4 @@
 // It is not a general JSON library and does not normalize anything: canonical
 // JSON (NFC, float folding) lives in sdk/canonical. The generator copies this
 // package verbatim to gen/rt; edit it here, then run go generate.
-package rt
+package rtsrc

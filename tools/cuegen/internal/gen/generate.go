@@ -2,7 +2,10 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +21,59 @@ import (
 type RuntimeFile struct {
 	Name string
 	Src  []byte
+}
+
+// RuntimeSourcePackage is the package name of the run-time sources
+// (tools/cuegen/rtsrc) and RuntimePackage the name they are emitted under
+// (gen/rt). The names differ so that no two packages of the module share a
+// name; the emitted files differ from their sources only in that name.
+const (
+	RuntimeSourcePackage = "rtsrc"
+	RuntimePackage       = "rt"
+)
+
+// ErrRuntimeSource is wrapped by the errors of RuntimeSource.
+var ErrRuntimeSource = errors.New("run-time source")
+
+// RuntimeSource returns f's source as package RuntimePackage: the package
+// clause "package rtsrc" becomes "package rt", and a package comment that
+// begins "Package rtsrc " begins "Package rt ". Everything else is copied
+// byte for byte. A file that does not parse, or whose package is not
+// RuntimeSourcePackage, is refused with an error wrapping ErrRuntimeSource.
+func RuntimeSource(f RuntimeFile) ([]byte, error) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, f.Name, f.Src, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrRuntimeSource, f.Name, err)
+	}
+	if file.Name.Name != RuntimeSourcePackage {
+		return nil, fmt.Errorf("%w %s: package %s, want package %s", ErrRuntimeSource, f.Name, file.Name.Name, RuntimeSourcePackage)
+	}
+	type edit struct {
+		off  int
+		old  string
+		repl string
+	}
+	edits := []edit{{fset.Position(file.Name.Pos()).Offset, RuntimeSourcePackage, RuntimePackage}}
+	if file.Doc != nil {
+		first := file.Doc.List[0]
+		prefix := "// Package " + RuntimeSourcePackage + " "
+		if strings.HasPrefix(first.Text, prefix) {
+			off := fset.Position(first.Pos()).Offset + len("// Package ")
+			edits = append([]edit{{off, RuntimeSourcePackage, RuntimePackage}}, edits...)
+		}
+	}
+	out := make([]byte, 0, len(f.Src))
+	last := 0
+	for _, e := range edits {
+		if string(f.Src[e.off:e.off+len(e.old)]) != e.old {
+			return nil, fmt.Errorf("%w %s: no %q at offset %d", ErrRuntimeSource, f.Name, e.old, e.off)
+		}
+		out = append(out, f.Src[last:e.off]...)
+		out = append(out, e.repl...)
+		last = e.off + len(e.old)
+	}
+	return append(out, f.Src[last:]...), nil
 }
 
 // Generate loads schemaDir and returns every output file, keyed by a path
@@ -47,7 +103,11 @@ func Generate(schemaDir, genDir string, opt Options, runtime []RuntimeFile) (map
 	}
 	out[filepath.Join(genDir, "registry", "registry_gen.go")] = reg
 	for _, f := range runtime {
-		out[filepath.Join(genDir, "rt", strings.TrimSuffix(f.Name, ".go")+"_gen.go")] = append([]byte(Header), f.Src...)
+		src, err := RuntimeSource(f)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.Join(genDir, RuntimePackage, strings.TrimSuffix(f.Name, ".go")+"_gen.go")] = append([]byte(Header), src...)
 	}
 	caps, err := cueformat.Source(EmitByteCapsCUE(s))
 	if err != nil {

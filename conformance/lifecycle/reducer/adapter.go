@@ -1,8 +1,10 @@
-package lifecycle
+package reducer
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/rayflow/rayflow/gen/lifecycle"
 )
 
 // Adapter dispatches actions to a runtime (a future native Compiled Graph
@@ -30,27 +32,27 @@ type Adapter interface {
 // fails closed: it returns an event the reducer rejects with INVALID_EVENT.
 func Dispatch(ctx context.Context, ad Adapter, a Action) Event {
 	switch a.Kind {
-	case ActionValidate:
+	case lifecycle.ActionValidate:
 		return ad.Validate(ctx, a)
-	case ActionPrepare:
+	case lifecycle.ActionPrepare:
 		return ad.Prepare(ctx, a)
-	case ActionAdmit:
+	case lifecycle.ActionAdmit:
 		return ad.Admit(ctx, a)
-	case ActionSubmit:
+	case lifecycle.ActionSubmit:
 		return ad.Submit(ctx, a)
-	case ActionConsumeOutput:
+	case lifecycle.ActionConsumeOutput:
 		return ad.ConsumeOutput(ctx, a)
-	case ActionReleaseCapacity:
+	case lifecycle.ActionReleaseCapacity:
 		return ad.ReleaseCapacity(ctx, a)
-	case ActionCancel:
+	case lifecycle.ActionCancel:
 		return ad.Cancel(ctx, a)
-	case ActionDrainInvocation:
+	case lifecycle.ActionDrainInvocation:
 		return ad.DrainInvocation(ctx, a)
-	case ActionDrainSession:
+	case lifecycle.ActionDrainSession:
 		return ad.DrainSession(ctx, a)
-	case ActionCheckHealth:
+	case lifecycle.ActionCheckHealth:
 		return ad.CheckHealth(ctx, a)
-	case ActionTeardown:
+	case lifecycle.ActionTeardown:
 		return ad.Teardown(ctx, a)
 	}
 	return Event{Kind: EventKind("UNSUPPORTED_ACTION:" + string(a.Kind))}

@@ -1,4 +1,4 @@
-package lifecycle
+package reducer
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -49,7 +50,7 @@ func DecodeHeader(data []byte) (Header, error) {
 	if !ok {
 		return Header{}, errors.New("lifecycle: the scenario header must be a JSON object")
 	}
-	h := Header{ProtocolVersion: ProtocolVersion}
+	h := Header{ProtocolVersion: lifecycle.ProtocolVersion}
 	nan := math.NaN()
 	h.Deadlines = Deadlines{nan, nan, nan, nan, nan, nan, nan}
 	h.Capacity = Capacity{-1, -1, -1, -1, -1, -1}
@@ -163,15 +164,15 @@ func (h Header) Start() (State, error) {
 	if h.Snapshot != nil {
 		s, err := DecodeSnapshot(h.Snapshot)
 		if err != nil {
-			return State{}, reject(CodeInvalidState, err.Error())
+			return State{}, reject(lifecycle.RejectionCodeInvalidState, err.Error())
 		}
 		if h.LastCompletedToken != "" {
 			return s.WithLastCompletedToken(h.LastCompletedToken)
 		}
 		return s, nil
 	}
-	if h.ProtocolVersion != ProtocolVersion {
-		return State{}, reject(CodeInvalidState, "lifecycle protocol version is unsupported")
+	if h.ProtocolVersion != lifecycle.ProtocolVersion {
+		return State{}, reject(lifecycle.RejectionCodeInvalidState, "lifecycle protocol version is unsupported")
 	}
 	return NewSession(h.Session, h.Deadlines, h.Capacity)
 }

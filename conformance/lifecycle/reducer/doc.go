@@ -1,5 +1,9 @@
-// Package lifecycle is rayflow's compiled-invocation lifecycle reducer
-// (protocol version 1; docs/lifecycle.md).
+// Package reducer is rayflow's compiled-invocation lifecycle reducer
+// (protocol version 1; docs/lifecycle.md). It lives next to its conformance
+// scenarios (conformance/lifecycle) and speaks the vocabularies generated
+// from schema/lifecycle.cue (package gen/lifecycle: states, actions,
+// commands, callbacks, outcomes, dispositions, diagnostics, rejection codes
+// and bounds); it declares none of its own.
 //
 // A State is one compiled-graph session with at most one invocation. The
 // reducer, State.Apply, takes one Event (a command from the controller or a
@@ -26,4 +30,4 @@
 // rejects compiled_graph. It holds no Ray handle, payload, result or error
 // text, and it is not a scheduler: the caller owns the clock, dispatches
 // actions and persists snapshots.
-package lifecycle
+package reducer

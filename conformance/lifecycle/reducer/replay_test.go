@@ -1,4 +1,4 @@
-package lifecycle_test
+package reducer_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
 )
 
 const (
@@ -41,7 +41,7 @@ func TestReplayOutcomesCarryTheInvocationID(t *testing.T) {
 		replayEvent("ADMISSION_REQUESTED", "", replayInv, `"declared_outputs":1`),
 	}, "\n")
 	var out bytes.Buffer
-	if err := lifecycle.Replay(strings.NewReader(in), &out); err != nil {
+	if err := reducer.Replay(strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -75,8 +75,8 @@ func TestReplayMalformedLineKeepsEarlierOutcomes(t *testing.T) {
 		}
 		lines = append(lines, `{"kind":`, replayEvent("VALIDATION_REQUESTED", ""))
 		var out bytes.Buffer
-		err := lifecycle.Replay(strings.NewReader(strings.Join(lines, "\n")), &out)
-		var rej *lifecycle.Rejection
+		err := reducer.Replay(strings.NewReader(strings.Join(lines, "\n")), &out)
+		var rej *reducer.Rejection
 		if err == nil || errors.As(err, &rej) || !strings.Contains(err.Error(), "line "+strconv.Itoa(events+2)) {
 			t.Fatalf("%d events: err = %v, want a format error naming line %d", events, err, events+2)
 		}

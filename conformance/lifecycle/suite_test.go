@@ -1,4 +1,15 @@
-package lifecycle
+// Package lifecycle_test holds the conformance scenarios of the compiled-
+// invocation lifecycle reducer (docs/lifecycle.md, conformance/lifecycle/reducer)
+// and runs them against an implementation: this module's reducer in process,
+// and the built rayflow command, which speaks `CMD lifecycle replay FILE`
+// (README.md documents the JSON-lines format).
+//
+// The scenario files are the contract, not the Go code: each NAME.jsonl is
+// a replay input and NAME.out the exact expected output. The folder holds
+// tests only, so it is not a package another one imports; scenarios_test.go
+// generates the files (with -update) and checks every scenario's
+// hand-written per-event expectations while doing so.
+package lifecycle_test
 
 import (
 	"bytes"
@@ -12,7 +23,7 @@ import (
 	"sort"
 	"strings"
 
-	engine "github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
 )
 
 //go:embed scenarios/*.jsonl scenarios/*.out
@@ -61,8 +72,8 @@ func Scenarios() ([]Scenario, error) {
 // the exit status the CLI would give.
 func Native(s Scenario) ([]byte, int, error) {
 	var out bytes.Buffer
-	err := engine.Replay(bytes.NewReader(s.Input), &out)
-	var rej *engine.Rejection
+	err := reducer.Replay(bytes.NewReader(s.Input), &out)
+	var rej *reducer.Rejection
 	switch {
 	case err == nil:
 		return out.Bytes(), 0, nil

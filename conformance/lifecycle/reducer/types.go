@@ -1,10 +1,12 @@
-package lifecycle
+package reducer
 
 import (
 	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rayflow/rayflow/gen/lifecycle"
 )
 
 // RunIdentity is the durable run identity that fences every session event:
@@ -33,7 +35,7 @@ func validIdentifier(s string) bool {
 		return false
 	}
 	n := utf8.RuneCountInString(s)
-	return n >= 1 && n <= MaxIdentifierRunes
+	return n >= 1 && n <= lifecycle.MaxIdentifierRunes
 }
 
 // check returns why r is not a valid run identity, or "".
@@ -83,26 +85,26 @@ func (d Deadlines) check() string {
 }
 
 // stage returns the stage deadline of an action kind.
-func (d Deadlines) stage(k ActionKind) float64 {
+func (d Deadlines) stage(k lifecycle.Action) float64 {
 	switch k {
-	case ActionAdmit:
+	case lifecycle.ActionAdmit:
 		return d.Admission
-	case ActionSubmit:
+	case lifecycle.ActionSubmit:
 		return d.Submission
-	case ActionConsumeOutput:
+	case lifecycle.ActionConsumeOutput:
 		return d.Result
-	case ActionReleaseCapacity, ActionCancel:
+	case lifecycle.ActionReleaseCapacity, lifecycle.ActionCancel:
 		return d.Cancellation
-	case ActionDrainInvocation, ActionDrainSession, ActionCheckHealth:
+	case lifecycle.ActionDrainInvocation, lifecycle.ActionDrainSession, lifecycle.ActionCheckHealth:
 		return d.Drain
-	case ActionTeardown:
+	case lifecycle.ActionTeardown:
 		return d.Teardown
 	}
 	return d.Outer // VALIDATE, PREPARE
 }
 
 // ActionDeadline returns min(outer, stage deadline of k).
-func (d Deadlines) ActionDeadline(k ActionKind) float64 { return min(d.Outer, d.stage(k)) }
+func (d Deadlines) ActionDeadline(k lifecycle.Action) float64 { return min(d.Outer, d.stage(k)) }
 
 // Capacity is the session's capacity. Protocol v1 accepts exactly
 // DefaultCapacity; any other value fails closed.
@@ -122,10 +124,10 @@ var DefaultCapacity = Capacity{
 // for CONSUME_OUTPUT).
 type Action struct {
 	Token    string
-	Kind     ActionKind
+	Kind     lifecycle.Action
 	Session  RunIdentity
 	Deadline float64
-	// Invocation is set for invocation-scoped actions (Kind.InvocationScoped).
+	// Invocation is set for invocation-scoped actions (InvocationScoped(Kind)).
 	Invocation *InvocationIdentity
 	// OutputIndex is set for CONSUME_OUTPUT.
 	OutputIndex *int
@@ -140,9 +142,9 @@ func (a Action) Sequence() int64 {
 }
 
 // Token returns the action token for sequence seq and kind k.
-func Token(seq int64, k ActionKind) string {
-	b := make([]byte, 0, len(TokenPrefix)+1+19+1+len(k))
-	b = append(b, TokenPrefix...)
+func Token(seq int64, k lifecycle.Action) string {
+	b := make([]byte, 0, len(lifecycle.TokenPrefix)+1+19+1+len(k))
+	b = append(b, lifecycle.TokenPrefix...)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, ':')
@@ -152,8 +154,8 @@ func Token(seq int64, k ActionKind) string {
 
 // ParseToken splits a well-formed token cg-lifecycle-v1:<sequence>:<ACTION>
 // (sequence 1…2^63-1 without leading zeros, ACTION one of the eleven kinds).
-func ParseToken(tok string) (seq int64, kind ActionKind, ok bool) {
-	rest, found := strings.CutPrefix(tok, TokenPrefix+":")
+func ParseToken(tok string) (seq int64, kind lifecycle.Action, ok bool) {
+	rest, found := strings.CutPrefix(tok, lifecycle.TokenPrefix+":")
 	if !found {
 		return 0, "", false
 	}
@@ -167,14 +169,15 @@ func ParseToken(tok string) (seq int64, kind ActionKind, ok bool) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || !ActionKind(k).Valid() {
+	if err != nil || !lifecycle.Action(k).Valid() {
 		return 0, "", false
 	}
-	return n, ActionKind(k), true
+	return n, lifecycle.Action(k), true
 }
 
 // Event is one command or callback. Commands carry no token; callbacks
-// echo the pending action's token. ProtocolVersion must be ProtocolVersion.
+// echo the pending action's token. ProtocolVersion must be
+// lifecycle.ProtocolVersion.
 type Event struct {
 	Kind            EventKind
 	ProtocolVersion int64
@@ -198,14 +201,14 @@ type Event struct {
 func Int(n int) *int { return &n }
 
 // Command returns a command event of kind k for run r at time at.
-func Command(k EventKind, r RunIdentity, at float64) Event {
-	return Event{Kind: k, ProtocolVersion: ProtocolVersion, Session: r, ObservedAt: at}
+func Command(k lifecycle.Command, r RunIdentity, at float64) Event {
+	return Event{Kind: EventKind(k), ProtocolVersion: lifecycle.ProtocolVersion, Session: r, ObservedAt: at}
 }
 
 // Callback returns the callback event of kind k answering action a at time
 // at: it echoes a's token, invocation identity and output index.
-func Callback(a Action, k EventKind, at float64) Event {
-	ev := Event{Kind: k, ProtocolVersion: ProtocolVersion, Session: a.Session, ObservedAt: at, ActionToken: a.Token, Invocation: a.Invocation}
+func Callback(a Action, k lifecycle.Callback, at float64) Event {
+	ev := Event{Kind: EventKind(k), ProtocolVersion: lifecycle.ProtocolVersion, Session: a.Session, ObservedAt: at, ActionToken: a.Token, Invocation: a.Invocation}
 	if a.OutputIndex != nil {
 		ev.OutputIndex = Int(*a.OutputIndex)
 	}

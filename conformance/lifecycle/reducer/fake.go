@@ -1,6 +1,10 @@
-package lifecycle
+package reducer
 
-import "context"
+import (
+	"context"
+
+	"github.com/rayflow/rayflow/gen/lifecycle"
+)
 
 // Fake is a scripted in-memory Adapter for tests: it answers every action
 // at once, by default successfully, and records what it was asked to do.
@@ -11,24 +15,24 @@ type Fake struct {
 	Now, Step float64
 	// Script holds, per action kind, the callback kinds to answer with, in
 	// order; once a kind's script is used up the default applies.
-	Script map[ActionKind][]EventKind
+	Script map[lifecycle.Action][]lifecycle.Callback
 	// Calls records every action dispatched, in order.
 	Calls []Action
 }
 
 // DefaultCallback is the successful answer to each action.
-var DefaultCallback = map[ActionKind]EventKind{
-	ActionValidate:        EventValidated,
-	ActionPrepare:         EventPrepared,
-	ActionAdmit:           EventAdmitted,
-	ActionSubmit:          EventSubmitted,
-	ActionConsumeOutput:   EventOutputConsumed,
-	ActionReleaseCapacity: EventCapacityReleased,
-	ActionCancel:          EventCancelled,
-	ActionDrainInvocation: EventDrained,
-	ActionDrainSession:    EventDrained,
-	ActionCheckHealth:     EventHealthy,
-	ActionTeardown:        EventTornDown,
+var DefaultCallback = map[lifecycle.Action]lifecycle.Callback{
+	lifecycle.ActionValidate:        lifecycle.CallbackValidated,
+	lifecycle.ActionPrepare:         lifecycle.CallbackPrepared,
+	lifecycle.ActionAdmit:           lifecycle.CallbackAdmitted,
+	lifecycle.ActionSubmit:          lifecycle.CallbackSubmitted,
+	lifecycle.ActionConsumeOutput:   lifecycle.CallbackOutputConsumed,
+	lifecycle.ActionReleaseCapacity: lifecycle.CallbackCapacityReleased,
+	lifecycle.ActionCancel:          lifecycle.CallbackCancelled,
+	lifecycle.ActionDrainInvocation: lifecycle.CallbackDrained,
+	lifecycle.ActionDrainSession:    lifecycle.CallbackDrained,
+	lifecycle.ActionCheckHealth:     lifecycle.CallbackHealthy,
+	lifecycle.ActionTeardown:        lifecycle.CallbackTornDown,
 }
 
 func (f *Fake) String() string { return "fake adapter" }

@@ -1,37 +1,41 @@
-package lifecycle
+package reducer
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/rayflow/rayflow/gen/lifecycle"
+)
 
 // Check reports whether s satisfies every state invariant of docs/lifecycle.md#state-invariants
 // (as amended by docs/lifecycle.md#rayflows-decisions). A state that fails it rejects every event with
 // INVALID_STATE.
 func (s State) Check() error {
 	if m := s.invariantError(); m != "" {
-		return reject(CodeInvalidState, m)
+		return reject(lifecycle.RejectionCodeInvalidState, m)
 	}
 	return nil
 }
 
 // allowedPending lists, per invocation state, the pending action kinds it
 // admits ("" is none).
-var allowedPending = map[InvocationState][]ActionKind{
-	InvocationNone:           {"", ActionValidate, ActionPrepare, ActionDrainSession, ActionTeardown},
-	InvocationAdmitting:      {ActionAdmit},
-	InvocationAdmitted:       {""},
-	InvocationSubmitting:     {ActionSubmit},
-	InvocationRunning:        {""},
-	InvocationConsuming:      {ActionConsumeOutput},
-	InvocationCancelling:     {ActionReleaseCapacity, ActionCancel},
-	InvocationDraining:       {ActionDrainInvocation, ActionTeardown},
-	InvocationCheckingHealth: {ActionCheckHealth},
-	InvocationTerminal:       {"", ActionDrainSession, ActionTeardown},
+var allowedPending = map[lifecycle.InvocationState][]lifecycle.Action{
+	lifecycle.InvocationStateNone:           {"", lifecycle.ActionValidate, lifecycle.ActionPrepare, lifecycle.ActionDrainSession, lifecycle.ActionTeardown},
+	lifecycle.InvocationStateAdmitting:      {lifecycle.ActionAdmit},
+	lifecycle.InvocationStateAdmitted:       {""},
+	lifecycle.InvocationStateSubmitting:     {lifecycle.ActionSubmit},
+	lifecycle.InvocationStateRunning:        {""},
+	lifecycle.InvocationStateConsuming:      {lifecycle.ActionConsumeOutput},
+	lifecycle.InvocationStateCancelling:     {lifecycle.ActionReleaseCapacity, lifecycle.ActionCancel},
+	lifecycle.InvocationStateDraining:       {lifecycle.ActionDrainInvocation, lifecycle.ActionTeardown},
+	lifecycle.InvocationStateCheckingHealth: {lifecycle.ActionCheckHealth},
+	lifecycle.InvocationStateTerminal:       {"", lifecycle.ActionDrainSession, lifecycle.ActionTeardown},
 }
 
 // invariantError returns the first violated invariant, or "".
 func (s *State) invariantError() string {
 	// Structure: versions, identity, deadlines, capacity, vocabularies, bounds.
 	switch {
-	case s.protocol != ProtocolVersion:
+	case s.protocol != lifecycle.ProtocolVersion:
 		return "state protocol version is unsupported"
 	case s.session.check() != "":
 		return s.session.check()
@@ -51,11 +55,11 @@ func (s *State) invariantError() string {
 		return "retry disposition is unsupported"
 	case s.primary != "" && !s.primary.Valid():
 		return "primary outcome is unsupported"
-	case s.nOut < 0 || s.nOut > MaxOutputs:
+	case s.nOut < 0 || s.nOut > lifecycle.MaxDeclaredOutputs:
 		return "output cardinality exceeds the protocol bound"
-	case !s.outputsAll(OutputState.Valid):
+	case !s.outputsAll(lifecycle.OutputState.Valid):
 		return "output state is unsupported"
-	case s.nDiag < 0 || s.nDiag > MaxDiagnostics:
+	case s.nDiag < 0 || s.nDiag > lifecycle.MaxCleanupDiagnostics:
 		return "cleanup diagnostics exceed the protocol bound"
 	case s.hasObserved && !validTime(s.observed):
 		return "last observed timestamp is invalid"
@@ -66,7 +70,7 @@ func (s *State) invariantError() string {
 		if !d.Valid() {
 			return "cleanup diagnostics contain an unsupported code"
 		}
-		if d == DiagDiagnosticsTruncated && i != MaxDiagnostics-1 {
+		if d == lifecycle.CleanupDiagnosticDiagnosticsTruncated && i != lifecycle.MaxCleanupDiagnostics-1 {
 			return "DIAGNOSTICS_TRUNCATED may only fill the last of eight diagnostics"
 		}
 		for _, e := range s.diags[:i] {
@@ -75,13 +79,13 @@ func (s *State) invariantError() string {
 			}
 		}
 	}
-	if s.lastDone != "" && (!utf8.ValidString(s.lastDone) || utf8.RuneCountInString(s.lastDone) > MaxIdentifierRunes) {
+	if s.lastDone != "" && (!utf8.ValidString(s.lastDone) || utf8.RuneCountInString(s.lastDone) > lifecycle.MaxIdentifierRunes) {
 		return "last completed action token is invalid"
 	}
 
 	// Invocation identity and output slots.
 	if s.inv == nil {
-		if s.invState != InvocationNone {
+		if s.invState != lifecycle.InvocationStateNone {
 			return "invocation state requires an invocation identity"
 		}
 		if s.nOut != 0 {
@@ -94,46 +98,46 @@ func (s *State) invariantError() string {
 		if s.inv.RunIdentity != s.session {
 			return "invocation identity belongs to another session"
 		}
-		if s.invState == InvocationNone {
+		if s.invState == lifecycle.InvocationStateNone {
 			return "invocation identity requires an invocation state"
 		}
 	}
-	if s.graph == GraphReusable {
-		if s.sess != SessionReady {
+	if s.graph == lifecycle.GraphDispositionReusable {
+		if s.sess != lifecycle.SessionStateReady {
 			return "a reusable graph must be ready"
 		}
-		if !s.outputsAll(OutputState.ReuseSafe) {
+		if !s.outputsAll(outputReuseSafe) {
 			return "a reusable graph requires reuse-safe output ownership"
 		}
 	}
-	if s.outputsAny(OutputNotCreated) && s.effect != EffectNotStarted {
+	if s.outputsAny(lifecycle.OutputStateNotCreated) && s.effect != lifecycle.EffectStateNotStarted {
 		return "NOT_CREATED is legal only before submission may have started"
 	}
-	if s.outputsAny(OutputUnavailableAfterTeardown) && s.graph != GraphTornDown {
+	if s.outputsAny(lifecycle.OutputStateUnavailableAfterTeardown) && s.graph != lifecycle.GraphDispositionTornDown {
 		return "UNAVAILABLE_AFTER_TEARDOWN requires confirmed teardown"
 	}
-	if s.outputsAny(OutputLostWithOwner) &&
-		((s.graph != GraphRebuildRequired && s.graph != GraphTornDown) || s.retry != RetryOperatorReconciliationRequired) {
+	if s.outputsAny(lifecycle.OutputStateLostWithOwner) &&
+		((s.graph != lifecycle.GraphDispositionRebuildRequired && s.graph != lifecycle.GraphDispositionTornDown) || s.retry != lifecycle.RetryDispositionOperatorReconciliationRequired) {
 		return "LOST_WITH_OWNER requires a rebuilt or torn-down graph and operator reconciliation"
 	}
 	switch s.sess {
-	case SessionPreparing, SessionReady, SessionDraining, SessionQuarantined, SessionTornDown:
+	case lifecycle.SessionStatePreparing, lifecycle.SessionStateReady, lifecycle.SessionStateDraining, lifecycle.SessionStateQuarantined, lifecycle.SessionStateTornDown:
 		if s.fallback {
 			return "strategy fallback cannot reopen after preparation starts"
 		}
 	}
-	if s.effect == EffectMayHaveStarted && s.retry == RetryAutomaticAllowed {
+	if s.effect == lifecycle.EffectStateMayHaveStarted && s.retry == lifecycle.RetryDispositionAutomaticAllowed {
 		return "automatic invocation retry is forbidden after submission starts"
 	}
-	if s.invState == InvocationTerminal && !s.outputsAll(OutputState.Terminal) {
+	if s.invState == lifecycle.InvocationStateTerminal && !s.outputsAll(outputTerminal) {
 		return "terminal invocation phases require terminal output ownership"
 	}
-	if s.invState == InvocationCheckingHealth && !s.outputsAll(OutputState.ReuseSafe) {
+	if s.invState == lifecycle.InvocationStateCheckingHealth && !s.outputsAll(outputReuseSafe) {
 		return "health classification requires reuse-safe output ownership"
 	}
 
 	// The pending action.
-	var pk ActionKind
+	var pk lifecycle.Action
 	if s.hasPending {
 		p := &s.pending
 		pk = p.kind
@@ -141,21 +145,21 @@ func (s *State) invariantError() string {
 		switch {
 		case !p.kind.Valid():
 			return "pending action kind is unsupported"
-		case !ok || tk != p.kind || seq != p.seq || utf8.RuneCountInString(p.token) > MaxIdentifierRunes:
+		case !ok || tk != p.kind || seq != p.seq || utf8.RuneCountInString(p.token) > lifecycle.MaxIdentifierRunes:
 			return "pending action token is invalid"
 		case p.seq >= s.nextSeq:
 			return "pending action sequence was never issued"
 		case !validTime(p.deadline):
 			return "pending action deadline is invalid"
-		case p.kind.InvocationScoped() && s.inv == nil:
+		case InvocationScoped(p.kind) && s.inv == nil:
 			return "pending invocation action has no invocation identity"
-		case p.kind == ActionConsumeOutput && (p.outputIndex < 0 || p.outputIndex >= s.nOut):
+		case p.kind == lifecycle.ActionConsumeOutput && (p.outputIndex < 0 || p.outputIndex >= s.nOut):
 			return "consume action output index is invalid"
-		case p.kind != ActionConsumeOutput && p.outputIndex != -1:
+		case p.kind != lifecycle.ActionConsumeOutput && p.outputIndex != -1:
 			return "non-consume action carries an output index"
-		case p.kind == ActionAdmit && p.declared != s.nOut:
+		case p.kind == lifecycle.ActionAdmit && p.declared != s.nOut:
 			return "admit action cardinality does not match output slots"
-		case p.kind != ActionAdmit && p.declared != 0:
+		case p.kind != lifecycle.ActionAdmit && p.declared != 0:
 			return "non-admit action carries output cardinality"
 		case p.token == s.lastDone:
 			return "pending and completed action tokens cannot match"
@@ -166,38 +170,38 @@ func (s *State) invariantError() string {
 		}
 	}
 	switch s.sess {
-	case SessionValidating:
-		if pk != ActionValidate {
+	case lifecycle.SessionStateValidating:
+		if pk != lifecycle.ActionValidate {
 			return "session phase does not match its pending action"
 		}
-	case SessionPreparing:
-		if pk != ActionPrepare {
+	case lifecycle.SessionStatePreparing:
+		if pk != lifecycle.ActionPrepare {
 			return "session phase does not match its pending action"
 		}
-	case SessionNew, SessionValidated, SessionRejected, SessionQuarantined, SessionTornDown:
+	case lifecycle.SessionStateNew, lifecycle.SessionStateValidated, lifecycle.SessionStateRejected, lifecycle.SessionStateQuarantined, lifecycle.SessionStateTornDown:
 		if s.hasPending {
 			return "terminal or idle session phase cannot retain an action"
 		}
-	case SessionDraining:
+	case lifecycle.SessionStateDraining:
 		if !s.hasPending {
 			return "draining session requires a bounded pending action"
 		}
 	}
 	switch s.sess {
-	case SessionNew, SessionValidating, SessionValidated, SessionPreparing, SessionRejected:
-		if s.graph != GraphUnprepared {
+	case lifecycle.SessionStateNew, lifecycle.SessionStateValidating, lifecycle.SessionStateValidated, lifecycle.SessionStatePreparing, lifecycle.SessionStateRejected:
+		if s.graph != lifecycle.GraphDispositionUnprepared {
 			return "unprepared session phase has an incompatible graph disposition"
 		}
-	case SessionReady:
-		if s.graph != GraphPrepared && s.graph != GraphReusable {
+	case lifecycle.SessionStateReady:
+		if s.graph != lifecycle.GraphDispositionPrepared && s.graph != lifecycle.GraphDispositionReusable {
 			return "ready session has an incompatible graph disposition"
 		}
-	case SessionQuarantined:
-		if s.graph != GraphRebuildRequired {
+	case lifecycle.SessionStateQuarantined:
+		if s.graph != lifecycle.GraphDispositionRebuildRequired {
 			return "quarantined session must require a graph rebuild"
 		}
-	case SessionTornDown:
-		if s.graph != GraphTornDown {
+	case lifecycle.SessionStateTornDown:
+		if s.graph != lifecycle.GraphDispositionTornDown {
 			return "torn-down session must have a torn-down graph"
 		}
 	}

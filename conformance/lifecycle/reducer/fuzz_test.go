@@ -1,4 +1,4 @@
-package lifecycle_test
+package reducer_test
 
 import (
 	"bytes"
@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/lifecycle"
+	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
+	"github.com/rayflow/rayflow/gen/lifecycle"
 )
 
-var allKinds = append(append([]lifecycle.EventKind{}, lifecycle.Commands...), lifecycle.Callbacks...)
+var allKinds = reducer.EventKinds
 
 // walker turns a byte stream into events biased toward ones the reducer
 // accepts, so random inputs reach deep states.
@@ -30,32 +31,34 @@ func (w *walker) next() byte {
 
 func (w *walker) done() bool { return w.i >= len(w.data) }
 
-func (w *walker) event(s lifecycle.State, now *float64, invs *int) lifecycle.Event {
+func (w *walker) event(s reducer.State, now *float64, invs *int) reducer.Event {
 	op := w.next()
 	*now += float64(w.next()%16) / 2
 	if op%29 == 0 {
 		*now -= 1 // clock regression now and then
 	}
-	var ev lifecycle.Event
+	var ev reducer.Event
 	p := s.Pending()
 	if p != nil && op%3 != 0 {
 		ks := callbacksFor(p.Kind)
-		ev = lifecycle.Callback(*p, ks[int(w.next())%len(ks)], *now)
+		ev = reducer.Callback(*p, ks[int(w.next())%len(ks)], *now)
 	} else {
-		ev = lifecycle.Command(allKinds[int(w.next())%len(allKinds)], run, *now)
+		// any kind, callbacks included, as a command: the reducer must refuse
+		// what is not one
+		ev = reducer.Command(lifecycle.Command(allKinds[int(w.next())%len(allKinds)]), run, *now)
 		if inv, ok := s.Invocation(); ok && op%5 != 0 {
 			ev = ev.WithInvocation(inv)
 		}
-		switch ev.Kind {
-		case lifecycle.EventAdmissionRequested:
+		switch lifecycle.Command(ev.Kind) {
+		case lifecycle.CommandAdmissionRequested:
 			*invs++
 			ev = ev.WithInvocation(run.Invocation("inv-" + strings.Repeat("x", *invs%3) + string(rune('a'+*invs%26))))
-			ev.DeclaredOutputs = lifecycle.Int(int(w.next()%70) - 2)
-		case lifecycle.EventConsumptionRequested:
-			ev.OutputIndex = lifecycle.Int(int(w.next()%8) - 1)
+			ev.DeclaredOutputs = reducer.Int(int(w.next()%70) - 2)
+		case lifecycle.CommandConsumptionRequested:
+			ev.OutputIndex = reducer.Int(int(w.next()%8) - 1)
 		}
 		if ev.Kind.IsCallback() && op%7 == 0 {
-			ev.ActionToken = lifecycle.Token(int64(w.next()%10), lifecycle.ActionKinds[int(op)%len(lifecycle.ActionKinds)])
+			ev.ActionToken = reducer.Token(int64(w.next()%10), lifecycle.ActionValues[int(op)%len(lifecycle.ActionValues)])
 		}
 	}
 	switch w.next() % 32 { // occasional defects
@@ -68,17 +71,17 @@ func (w *walker) event(s lifecycle.State, now *float64, invs *int) lifecycle.Eve
 	case 4:
 		ev.Session.AttemptNumber++
 	case 5:
-		ev.OutputIndex = lifecycle.Int(int(w.next() % 4))
+		ev.OutputIndex = reducer.Int(int(w.next() % 4))
 	case 6:
 		ev.ObservedAt = math.Inf(1)
 	}
 	return ev
 }
 
-func callbacksFor(k lifecycle.ActionKind) []lifecycle.EventKind {
-	var out []lifecycle.EventKind
-	for _, c := range lifecycle.Callbacks {
-		if k.Allows(c) {
+func callbacksFor(k lifecycle.Action) []lifecycle.Callback {
+	var out []lifecycle.Callback
+	for _, c := range lifecycle.CallbackValues {
+		if reducer.Allows(k, reducer.EventKind(c)) {
 			out = append(out, c)
 		}
 	}
@@ -90,12 +93,12 @@ func callbacksFor(k lifecycle.ActionKind) []lifecycle.EventKind {
 // round-trips, and a rejected event changed nothing.
 func walk(t *testing.T, data []byte) {
 	w := &walker{data: data}
-	d := lifecycle.Deadlines{}
+	d := reducer.Deadlines{}
 	for _, f := range []*float64{&d.Admission, &d.Submission, &d.Result, &d.Cancellation, &d.Drain, &d.Teardown} {
 		*f = float64(w.next())
 	}
 	d.Outer = float64(w.next()) + 32
-	s, err := lifecycle.NewSession(run, d, lifecycle.DefaultCapacity)
+	s, err := reducer.NewSession(run, d, reducer.DefaultCapacity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func walk(t *testing.T, data []byte) {
 		ev := w.event(s, &now, &invs)
 		next, a, rej := s.Apply(ev)
 		if rej != nil {
-			if rej.Code == lifecycle.CodeInvalidState {
+			if rej.Code == lifecycle.RejectionCodeInvalidState {
 				t.Fatalf("step %d: %s produced INVALID_STATE: %s", steps, ev.Kind, rej.Message)
 			}
 			if next != s || a != nil {
@@ -120,7 +123,7 @@ func walk(t *testing.T, data []byte) {
 			t.Fatalf("step %d: issued action %s is not the pending one", steps, a.Token)
 		}
 		snap := s.Snapshot()
-		n, err := lifecycle.SnapshotSize(&snap)
+		n, err := reducer.SnapshotSize(&snap)
 		if err != nil || n > lifecycle.MaxSnapshotBytes {
 			t.Fatalf("step %d: snapshot size %d: %v", steps, n, err)
 		}
@@ -131,7 +134,7 @@ func walk(t *testing.T, data []byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := lifecycle.DecodeSnapshot(raw)
+		r, err := reducer.DecodeSnapshot(raw)
 		if err != nil {
 			t.Fatalf("step %d: restore: %v\n%s", steps, err, raw)
 		}

@@ -1,4 +1,6 @@
-package lifecycle
+package reducer
+
+import "github.com/rayflow/rayflow/gen/lifecycle"
 
 // State is the complete reducer state of one compiled-graph session and its
 // single invocation. It is an immutable value: Apply returns a new State and
@@ -15,19 +17,19 @@ type State struct {
 	deadlines Deadlines
 	capacity  Capacity
 
-	sess     SessionState
+	sess     lifecycle.SessionState
 	inv      *InvocationIdentity // never mutated once set; replaced on admission
-	invState InvocationState
-	effect   EffectState
-	graph    GraphDisposition
+	invState lifecycle.InvocationState
+	effect   lifecycle.EffectState
+	graph    lifecycle.GraphDisposition
 	fallback bool
-	retry    RetryDisposition
-	primary  Outcome // "" is null
+	retry    lifecycle.RetryDisposition
+	primary  lifecycle.Outcome // "" is null
 
 	nOut    int
-	outputs [MaxOutputs]OutputState
+	outputs [lifecycle.MaxDeclaredOutputs]lifecycle.OutputState
 	nDiag   int
-	diags   [MaxDiagnostics]Diagnostic
+	diags   [lifecycle.MaxCleanupDiagnostics]lifecycle.CleanupDiagnostic
 
 	hasPending bool
 	pending    pendingAction
@@ -50,7 +52,7 @@ type State struct {
 type pendingAction struct {
 	token       string
 	seq         int64
-	kind        ActionKind
+	kind        lifecycle.Action
 	deadline    float64
 	outputIndex int // -1: none
 	declared    int // 0: none
@@ -64,25 +66,25 @@ type pendingAction struct {
 // DefaultCapacity.
 func NewSession(run RunIdentity, d Deadlines, c Capacity) (State, error) {
 	if m := run.check(); m != "" {
-		return State{}, reject(CodeInvalidIdentity, m)
+		return State{}, reject(lifecycle.RejectionCodeInvalidIdentity, m)
 	}
 	if m := d.check(); m != "" {
-		return State{}, reject(CodeInvalidState, m)
+		return State{}, reject(lifecycle.RejectionCodeInvalidState, m)
 	}
 	if c != DefaultCapacity {
-		return State{}, reject(CodeInvalidState, "lifecycle protocol v1 requires exact single-owner capacity 1/1/1/1/1/0")
+		return State{}, reject(lifecycle.RejectionCodeInvalidState, "lifecycle protocol v1 requires exact single-owner capacity 1/1/1/1/1/0")
 	}
 	return State{
-		protocol:  ProtocolVersion,
+		protocol:  lifecycle.ProtocolVersion,
 		session:   run,
 		deadlines: d,
 		capacity:  c,
-		sess:      SessionNew,
-		invState:  InvocationNone,
-		effect:    EffectNotStarted,
-		graph:     GraphUnprepared,
+		sess:      lifecycle.SessionStateNew,
+		invState:  lifecycle.InvocationStateNone,
+		effect:    lifecycle.EffectStateNotStarted,
+		graph:     lifecycle.GraphDispositionUnprepared,
 		fallback:  true,
-		retry:     RetryAutomaticAllowed,
+		retry:     lifecycle.RetryDispositionAutomaticAllowed,
 		nextSeq:   1,
 	}, nil
 }
@@ -94,10 +96,10 @@ func (s State) Session() RunIdentity { return s.session }
 func (s State) Deadlines() Deadlines { return s.deadlines }
 
 // SessionState returns the session state.
-func (s State) SessionState() SessionState { return s.sess }
+func (s State) SessionState() lifecycle.SessionState { return s.sess }
 
 // InvocationState returns the invocation state.
-func (s State) InvocationState() InvocationState { return s.invState }
+func (s State) InvocationState() lifecycle.InvocationState { return s.invState }
 
 // Invocation returns the current (or last) invocation identity, if any.
 func (s State) Invocation() (InvocationIdentity, bool) {
@@ -108,26 +110,30 @@ func (s State) Invocation() (InvocationIdentity, bool) {
 }
 
 // PrimaryOutcome returns the primary outcome; ok is false while it is null.
-func (s State) PrimaryOutcome() (o Outcome, ok bool) { return s.primary, s.primary != "" }
+func (s State) PrimaryOutcome() (o lifecycle.Outcome, ok bool) { return s.primary, s.primary != "" }
 
 // EffectState returns whether application effects may have started.
-func (s State) EffectState() EffectState { return s.effect }
+func (s State) EffectState() lifecycle.EffectState { return s.effect }
 
 // GraphDisposition returns the graph disposition.
-func (s State) GraphDisposition() GraphDisposition { return s.graph }
+func (s State) GraphDisposition() lifecycle.GraphDisposition { return s.graph }
 
 // RetryDisposition returns the retry disposition.
-func (s State) RetryDisposition() RetryDisposition { return s.retry }
+func (s State) RetryDisposition() lifecycle.RetryDisposition { return s.retry }
 
 // StrategyFallbackAllowed reports whether another strategy may still be
 // chosen (false from the moment preparation is issued).
 func (s State) StrategyFallbackAllowed() bool { return s.fallback }
 
 // Outputs returns a copy of the output slot states, by index.
-func (s State) Outputs() []OutputState { return append([]OutputState(nil), s.outputs[:s.nOut]...) }
+func (s State) Outputs() []lifecycle.OutputState {
+	return append([]lifecycle.OutputState(nil), s.outputs[:s.nOut]...)
+}
 
 // Diagnostics returns a copy of the cleanup diagnostics.
-func (s State) Diagnostics() []Diagnostic { return append([]Diagnostic(nil), s.diags[:s.nDiag]...) }
+func (s State) Diagnostics() []lifecycle.CleanupDiagnostic {
+	return append([]lifecycle.CleanupDiagnostic(nil), s.diags[:s.nDiag]...)
+}
 
 // Pending returns the pending action, or nil.
 func (s State) Pending() *Action {
@@ -160,7 +166,7 @@ func (s State) WithLastCompletedToken(tok string) (State, error) {
 		limit = s.pending.seq
 	}
 	if !ok || seq >= limit {
-		return s, reject(CodeInvalidState, "last completed token must name an action issued before the pending one")
+		return s, reject(lifecycle.RejectionCodeInvalidState, "last completed token must name an action issued before the pending one")
 	}
 	s.lastDone, s.lastDoneSeq = tok, seq
 	s.verified = false
@@ -171,7 +177,7 @@ func (s State) WithLastCompletedToken(tok string) (State, error) {
 func (s *State) action() Action {
 	p := &s.pending
 	a := Action{Token: p.token, Kind: p.kind, Session: s.session, Deadline: p.deadline}
-	if p.kind.InvocationScoped() && s.inv != nil {
+	if InvocationScoped(p.kind) && s.inv != nil {
 		inv := *s.inv
 		a.Invocation = &inv
 	}
@@ -184,7 +190,7 @@ func (s *State) action() Action {
 	return a
 }
 
-func (s *State) outputsAll(pred func(OutputState) bool) bool {
+func (s *State) outputsAll(pred func(lifecycle.OutputState) bool) bool {
 	for _, o := range s.outputs[:s.nOut] {
 		if !pred(o) {
 			return false
@@ -193,7 +199,7 @@ func (s *State) outputsAll(pred func(OutputState) bool) bool {
 	return true
 }
 
-func (s *State) outputsAny(o OutputState) bool {
+func (s *State) outputsAny(o lifecycle.OutputState) bool {
 	for _, x := range s.outputs[:s.nOut] {
 		if x == o {
 			return true

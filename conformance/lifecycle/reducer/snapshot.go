@@ -1,9 +1,9 @@
-package lifecycle
+package reducer
 
 import (
 	"fmt"
 
-	schema "github.com/rayflow/rayflow/gen/lifecycle"
+	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -12,42 +12,42 @@ import (
 // deadlines, states, output slot states, diagnostic codes and the pending
 // action's token, kind, deadline and payload-free parameters; never a
 // payload, result, error text, credential or runtime handle.
-type Snapshot = schema.Snapshot
+type Snapshot = lifecycle.Snapshot
 
 // Snapshot returns s as a snapshot record.
 func (s State) Snapshot() Snapshot {
 	snap := Snapshot{
-		SchemaVersion:   SnapshotSchemaVersion,
+		SchemaVersion:   lifecycle.SnapshotSchemaVersion,
 		ProtocolVersion: s.protocol,
-		SessionIdentity: schema.SessionIdentity{
+		SessionIdentity: lifecycle.SessionIdentity{
 			SchemaVersion:       1,
 			RunID:               s.session.RunID,
 			TaskExecutionPK:     s.session.TaskExecutionPK,
 			AttemptNumber:       s.session.AttemptNumber,
 			ExecutionGeneration: s.session.ExecutionGeneration,
 		},
-		SessionState:    schema.SessionState(s.sess),
-		InvocationState: schema.InvocationState(s.invState),
-		Deadlines: schema.Deadlines{
+		SessionState:    s.sess,
+		InvocationState: s.invState,
+		Deadlines: lifecycle.Deadlines{
 			Outer: s.deadlines.Outer, Admission: s.deadlines.Admission, Submission: s.deadlines.Submission,
 			Result: s.deadlines.Result, Cancellation: s.deadlines.Cancellation, Drain: s.deadlines.Drain,
 			Teardown: s.deadlines.Teardown,
 		},
-		Capacity: schema.Capacity{
+		Capacity: lifecycle.Capacity{
 			SessionOwners: s.capacity.SessionOwners, Callers: s.capacity.Callers,
 			MaximumInFlight: s.capacity.MaximumInFlight, MaximumBufferedResults: s.capacity.MaximumBufferedResults,
 			OwnerConcurrency: s.capacity.OwnerConcurrency, QueueCapacity: s.capacity.QueueCapacity,
 		},
 		StrategyFallbackAllowed: s.fallback,
-		RetryDisposition:        schema.RetryDisposition(s.retry),
-		EffectState:             schema.EffectState(s.effect),
-		GraphDisposition:        schema.GraphDisposition(s.graph),
-		Outputs:                 make([]schema.Output, s.nOut),
-		CleanupDiagnostics:      make([]schema.CleanupDiagnostic, s.nDiag),
+		RetryDisposition:        s.retry,
+		EffectState:             s.effect,
+		GraphDisposition:        s.graph,
+		Outputs:                 make([]lifecycle.Output, s.nOut),
+		CleanupDiagnostics:      make([]lifecycle.CleanupDiagnostic, s.nDiag),
 		NextActionSequence:      s.nextSeq,
 	}
 	if s.inv != nil {
-		snap.InvocationIdentity = &schema.InvocationIdentity{
+		snap.InvocationIdentity = &lifecycle.InvocationIdentity{
 			SchemaVersion:       1,
 			TaskExecutionPK:     s.inv.TaskExecutionPK,
 			AttemptNumber:       s.inv.AttemptNumber,
@@ -61,18 +61,16 @@ func (s State) Snapshot() Snapshot {
 		snap.LastObservedAt = &t
 	}
 	if s.primary != "" {
-		o := schema.Outcome(s.primary)
+		o := s.primary
 		snap.PrimaryOutcome = &o
 	}
 	for i, o := range s.outputs[:s.nOut] {
-		snap.Outputs[i] = schema.Output{Index: int64(i), State: schema.OutputState(o)}
+		snap.Outputs[i] = lifecycle.Output{Index: int64(i), State: o}
 	}
-	for i, d := range s.diags[:s.nDiag] {
-		snap.CleanupDiagnostics[i] = schema.CleanupDiagnostic(d)
-	}
+	copy(snap.CleanupDiagnostics, s.diags[:s.nDiag])
 	if s.hasPending {
 		p := &s.pending
-		pa := &schema.PendingAction{Token: p.token, Kind: schema.Action(p.kind), Deadline: p.deadline}
+		pa := &lifecycle.PendingAction{Token: p.token, Kind: p.kind, Deadline: p.deadline}
 		if p.outputIndex >= 0 {
 			i := int64(p.outputIndex)
 			pa.OutputIndex = &i
@@ -108,8 +106,8 @@ func checkSnapshotSize(snap *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("lifecycle: snapshot: %w", err)
 	}
-	if n > MaxSnapshotBytes {
-		return fmt.Errorf("lifecycle: snapshot is %d bytes, over its %d-byte bound", n, MaxSnapshotBytes)
+	if n > lifecycle.MaxSnapshotBytes {
+		return fmt.Errorf("lifecycle: snapshot is %d bytes, over its %d-byte bound", n, lifecycle.MaxSnapshotBytes)
 	}
 	return nil
 }
@@ -117,7 +115,7 @@ func checkSnapshotSize(snap *Snapshot) error {
 // DecodeSnapshot strictly decodes a snapshot record (unknown fields,
 // duplicate keys and schema violations are errors) and restores it.
 func DecodeSnapshot(data []byte) (State, error) {
-	snap, err := schema.DecodeSnapshot(data)
+	snap, err := lifecycle.DecodeSnapshot(data)
 	if err != nil {
 		return State{}, fmt.Errorf("lifecycle: snapshot: %w", err)
 	}
@@ -140,7 +138,7 @@ func DecodeSnapshot(data []byte) (State, error) {
 // State.WithLastCompletedToken.
 func Restore(snap *Snapshot) (State, error) {
 	if snap == nil {
-		return State{}, reject(CodeInvalidState, "snapshot is nil")
+		return State{}, reject(lifecycle.RejectionCodeInvalidState, "snapshot is nil")
 	}
 	if err := snap.Validate(); err != nil {
 		return State{}, fmt.Errorf("lifecycle: snapshot: %w", err)
@@ -165,12 +163,12 @@ func Restore(snap *Snapshot) (State, error) {
 			MaximumInFlight: snap.Capacity.MaximumInFlight, MaximumBufferedResults: snap.Capacity.MaximumBufferedResults,
 			OwnerConcurrency: snap.Capacity.OwnerConcurrency, QueueCapacity: snap.Capacity.QueueCapacity,
 		},
-		sess:     SessionState(snap.SessionState),
-		invState: InvocationState(snap.InvocationState),
-		effect:   EffectState(snap.EffectState),
-		graph:    GraphDisposition(snap.GraphDisposition),
+		sess:     snap.SessionState,
+		invState: snap.InvocationState,
+		effect:   snap.EffectState,
+		graph:    snap.GraphDisposition,
 		fallback: snap.StrategyFallbackAllowed,
-		retry:    RetryDisposition(snap.RetryDisposition),
+		retry:    snap.RetryDisposition,
 		nOut:     len(snap.Outputs),
 		nDiag:    len(snap.CleanupDiagnostics),
 		nextSeq:  snap.NextActionSequence,
@@ -188,22 +186,20 @@ func Restore(snap *Snapshot) (State, error) {
 		s.observed, s.hasObserved = *snap.LastObservedAt, true
 	}
 	if snap.PrimaryOutcome != nil {
-		s.primary = Outcome(*snap.PrimaryOutcome)
+		s.primary = *snap.PrimaryOutcome
 	}
 	for i, o := range snap.Outputs {
 		if o.Index != int64(i) {
-			return State{}, reject(CodeInvalidState, "output slots must have dense ordered indexes")
+			return State{}, reject(lifecycle.RejectionCodeInvalidState, "output slots must have dense ordered indexes")
 		}
-		s.outputs[i] = OutputState(o.State)
+		s.outputs[i] = o.State
 	}
-	for i, d := range snap.CleanupDiagnostics {
-		s.diags[i] = Diagnostic(d)
-	}
+	copy(s.diags[:], snap.CleanupDiagnostics)
 	if pa := snap.PendingAction; pa != nil {
 		seq, _, _ := ParseToken(pa.Token)
 		s.hasPending = true
 		s.pending = pendingAction{
-			token: pa.Token, seq: seq, kind: ActionKind(pa.Kind), deadline: pa.Deadline,
+			token: pa.Token, seq: seq, kind: pa.Kind, deadline: pa.Deadline,
 			outputIndex: -1,
 		}
 		if pa.OutputIndex != nil {
