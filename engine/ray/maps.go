@@ -95,9 +95,6 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 	defer b.mw.Close()
 	if k := m.BatchSize(window); k > 1 && b.body.Kind == flowgraph.KindStep {
 		if err := b.batched(k); err != nil {
-			if sk != nil {
-				sk.kill()
-			}
 			return value{}, err
 		}
 		lim.BatchSize = k
