@@ -38,8 +38,8 @@
 // business: callers pass them as plain values (Limits), so a builder node
 // or a compiled program can feed it.
 //
-// The backend test suite (suite_test.go) runs one table of scheduler
-// scenarios against a deterministic fake backend under testing/synctest;
-// engine/local and engine/ray run the same scenarios against their real
-// backends.
+// The backend test suite (package executortest) is one table of scheduler
+// scenarios: suite_test.go runs it against a deterministic fake backend
+// under testing/synctest, and engine/local and engine/ray run the same
+// table against their real backends (TestExecutorSuite in each).
 package executor
