@@ -2,6 +2,11 @@
 // goroutines: the engine sdk.Run uses when no Ray engine is configured, and
 // the reference for the Ray engine's semantics.
 //
+// Its maps run through the map scheduler both engines share
+// (internal/executor, which owns the window, MaxItems, item batching, the
+// first failure, CancelTimeout, the ordered fold and the map's progress
+// counters); this engine is the scheduler's in-process backend.
+//
 // It preserves the seed semantics exactly: group and map results in order;
 // a map's admission window counts items; results are collected as items
 // finish; a sized input over MaxItems fails before any leaf, a sequence

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/executor"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
@@ -262,257 +262,144 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 	return collect(n, rs)
 }
 
-// maxResultBuffer bounds the buffer of finished item results a map keeps
-// between its workers and its loop.
-const maxResultBuffer = 1024
-
-type itemResult struct {
-	index int
-	value any
-	err   error
-	// last is set on the result of the last item of its batch: the worker
-	// that ran it is free again.
-	last bool
-}
-
-// batch is the work of one worker: one item (unbatched, held inline) or
-// the items of one batch, in input order.
-type batch struct {
-	one   itemResult
-	items []itemResult // nil: one
-}
-
-// mapNode runs the map body once per input item within the admission
-// window, collecting results as items finish. With item batching
-// (flowgraph.Map.BatchSize above 1) items are started in batches: a worker
-// runs a batch's items one after another with flowgraph.RunBatch and
-// reports each item as it finishes, so results, errors, progress and the
-// window stay per item.
+// mapNode runs the map body once per input item through the executor's
+// map scheduler (internal/executor), which owns the window, MaxItems, item
+// batching, the first failure and its drain, the ordered fold and the
+// progress counters; this engine's backend (mapBackend) runs the items on
+// goroutines in process.
 func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
 	m := n.Map
 	items, err := m.Items(in)
 	if err != nil {
 		return nil, fmt.Errorf("rayflow: map %s: %w", id, err)
 	}
-	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
+	lim := executor.Limits{Node: id}
 	if m.Limits != nil {
-		maxItems, window, cancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
+		lim.MaxItems, lim.Window, lim.CancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
 	}
-	if cancelTimeout <= 0 {
-		cancelTimeout = CancelTimeoutDefault
+	if lim.CancelTimeout <= 0 {
+		lim.CancelTimeout = CancelTimeoutDefault
 	}
-	if maxItems > 0 && items.Len > maxItems {
-		return nil, &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: items.Len}
+	if err := executor.CheckSize(lim, items.Len); err != nil {
+		return nil, err
 	}
+	if r.opts.Sequential {
+		lim.Window = 1
+	}
+	lim.BatchSize = m.BatchSize(lim.Window) // 1 unless batched; never above the window
+	report := func(p progress.MapCounters) {
+		if p.Failed && parent.Err() != nil {
+			return // a cancelled run's map reports no failure of its own
+		}
+		r.mapReport(p)
+	}
+	window := lim.Window
 	if window <= 0 { // eager map: every item at once
 		window = int(^uint(0) >> 1)
 	}
-	if r.opts.Sequential {
-		window = 1
-	}
-	var acc any
-	if m.Fold != nil {
-		if acc, err = m.Fold.Initial(); err != nil {
-			return nil, fmt.Errorf("rayflow: map %s: %w", id, err)
-		}
-	}
-
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	body := n.Children[0]
-	item := frame{grace: cancelTimeout, guarded: true, external: f.external}
-	batchSize := m.BatchSize(window) // 1 unless batched; never above the window
-	work := make(chan batch)
-	// Batched, a worker hands each item's result over without waiting for
-	// the map loop (at most window results are outstanding), so the loop
-	// takes several at one wake-up; unbatched, the hand-off is direct.
-	done := make(chan itemResult)
-	if batchSize > 1 {
-		done = make(chan itemResult, min(window, maxResultBuffer))
-	}
-	workers := 0
 	mw := telemetry.OpenMapWindow(engineName, window)
 	defer mw.Close()
-	worker := func() {
-		for bt := range work {
-			if bt.items == nil {
-				it := bt.one
-				v, err := r.item(ctx, mw, body, id, it.index, it.value, item)
-				done <- itemResult{index: it.index, value: v, err: err, last: true}
-				continue
+	b := &mapBackend{r: r, mw: mw, body: n.Children[0], id: id,
+		item: frame{grace: lim.CancelTimeout, guarded: true, external: f.external}}
+	seq := func(yield func(any, error) bool) {
+		for v := range items.Seq {
+			if !yield(v, nil) {
+				return
 			}
-			b := bt.items
-			flowgraph.RunBatch(ctx, len(b), func(ctx context.Context, i int) (any, error) {
-				return r.item(ctx, mw, body, id, b[i].index, b[i].value, item)
-			}, func(i int, o flowgraph.Outcome[any]) {
-				done <- itemResult{index: b[i].index, value: o.Value, err: o.Err, last: i == len(b)-1}
-			})
 		}
 	}
-
-	var (
-		results   []any           // plain map: by input index
-		retained  = map[int]any{} // fold: finished, not yet incorporated
-		next      int             // fold: next input index to incorporate
-		read      int             // items read from the input
-		forming   []itemResult    // items read, waiting for their batch to start
-		admitted  int             // items started
-		completed int             // items finished successfully (progress)
-		open      int             // items holding a window slot (forming ones too)
-		running   int             // started items whose result has not arrived
-		batches   int             // batches (workers) still running
-		failure   error
-	)
-	// A batch starts once it holds batchSize items or the input ends.
-	start := func(bt batch) {
-		if batches == workers {
-			workers++
-			go worker()
-		}
-		work <- bt
-		n := max(len(bt.items), 1)
-		admitted += n
-		running += n
-		batches++
+	if m.Fold == nil {
+		return executor.Run(parent, lim, seq, b, &listSink{n: n}, report)
 	}
-	// The next item is read only when the window has room.
-	pull, stop := iter.Pull(items.Seq)
-	defer stop()
-	exhausted := false
-	defer close(work)
-
-	for {
-		for failure == nil && !exhausted && open < window {
-			var v any
-			ok := false
-			if _, err := protect(func() (any, error) { v, ok = pull(); return nil, nil }); err != nil {
-				failure = fmt.Errorf("rayflow: map %s: reading its input: %w", id, err)
-				break
-			}
-			if !ok {
-				exhausted = true
-				break
-			}
-			if maxItems > 0 && read == maxItems {
-				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: maxItems + 1}
-				break
-			}
-			it := itemResult{index: read, value: v}
-			read++
-			open++
-			if m.Fold == nil {
-				results = append(results, nil)
-			}
-			if batchSize == 1 {
-				start(batch{one: it})
-				continue
-			}
-			forming = append(forming, it)
-			if len(forming) == batchSize {
-				start(batch{items: forming})
-				forming = nil
-			}
-		}
-		if failure == nil && exhausted && len(forming) > 0 {
-			start(batch{items: forming}) // the last, short batch
-			forming = nil
-		}
-		if failure != nil || running == 0 {
-			break
-		}
-		var res itemResult
-		select {
-		case res = <-done:
-		case <-ctx.Done():
-			// The run was cancelled: no item is to blame.
-			failure = flowgraph.Canceled(parent)
-		}
-		if failure != nil {
-			break
-		}
-		running--
-		if res.last {
-			batches--
-		}
-		if res.err != nil {
-			failure = res.err
-			break
-		}
-		completed++
-		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, InFlight: running, Exhausted: exhausted})
-		if m.Fold == nil {
-			results[res.index] = res.value
-			open--
-			continue
-		}
-		// Fold: incorporate the contiguous prefix; credits return only for
-		// incorporated items (head-of-line backpressure).
-		retained[res.index] = res.value
-		for {
-			v, ok := retained[next]
-			if !ok {
-				break
-			}
-			delete(retained, next)
-			prev := acc
-			call := func() (any, error) { return protect(func() (any, error) { return m.Fold.Apply(ctx, prev, v) }) }
-			if acc, err = await(ctx, cancelTimeout, call); err != nil {
-				if _, ok := err.(*flowgraph.CanceledError); ok {
-					failure = err
-					break
-				}
-				failure = &flowgraph.StepError{Node: id + ".reducer", Callable: m.Fold.Reducer.Callable.Name, Err: err}
-				break
-			}
-			if m.Fold.Accumulator != nil && !r.opts.NoCodecRoundTrip {
-				if acc, err = m.Fold.Accumulator(acc); err != nil {
-					failure = &flowgraph.ValueError{Node: id + ".reducer", Value: "accumulator", Type: m.Fold.Reducer.OutputType, Err: err}
-					break
-				}
-			}
-			next++
-			open--
-		}
-		if failure != nil {
-			break
-		}
+	acc, err := m.Fold.Initial()
+	if err != nil {
+		return nil, fmt.Errorf("rayflow: map %s: %w", id, err)
 	}
-	if failure != nil {
-		cancel(failure)
-		r.drain(done, running, cancelTimeout)
-		if err := flowgraph.Canceled(parent); err != nil {
-			return nil, err
-		}
-		r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: exhausted, Failed: true})
-		return nil, failure
-	}
-	r.mapReport(progress.MapCounters{Node: id, Admitted: admitted, Completed: completed, Exhausted: true})
-	if m.Fold != nil {
-		return acc, nil
-	}
-	return collect(n, results)
+	lim.Ordered, lim.InOrder = true, true
+	return executor.Run(parent, lim, seq, b, &foldSink{r: r, m: m, id: id, acc: acc, timeout: lim.CancelTimeout}, report)
 }
 
-// drain waits up to timeout for the running items to return after a
-// failure cancelled them; stragglers are abandoned (their results are
-// discarded by a background receiver so no goroutine blocks forever).
-func (r *runner) drain(done <-chan itemResult, running int, timeout time.Duration) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for running > 0 {
-		select {
-		case <-done:
-			running--
-		case <-t.C:
-			go func(n int) {
-				for range n {
-					<-done
-				}
-			}(running)
-			return
+// mapBackend runs a map's items in process: each item's body on the
+// map's worker goroutine (guarded: the scheduler abandons it after the
+// cancel timeout), a batch's items one after another with
+// flowgraph.RunBatch.
+type mapBackend struct {
+	r    *runner
+	mw   *telemetry.MapWindow
+	body *flowgraph.Node
+	id   string
+	item frame
+}
+
+func (b *mapBackend) Item(ctx context.Context, index int, in any) (any, error) {
+	return b.r.item(ctx, b.mw, b.body, b.id, index, in, b.item)
+}
+
+func (b *mapBackend) Batch(ctx context.Context, base int, items []any, each func(int, any, error)) {
+	flowgraph.RunBatch(ctx, len(items), func(ctx context.Context, i int) (any, error) {
+		return b.r.item(ctx, b.mw, b.body, b.id, base+i, items[i], b.item)
+	}, func(i int, o flowgraph.Outcome[any]) { each(i, o.Value, o.Err) })
+}
+
+// Discard has nothing to release: an in-process result is garbage.
+func (b *mapBackend) Discard(int, any) {}
+
+// Abort has nothing to cancel beyond the items' context.
+func (b *mapBackend) Abort(context.Context, error, time.Duration) {}
+
+// listSink collects a plain map's results by input index.
+type listSink struct {
+	n       *flowgraph.Node
+	results []any
+}
+
+func (s *listSink) Add(_ context.Context, index int, v any) error {
+	if index >= len(s.results) {
+		s.results = append(s.results, make([]any, index+1-len(s.results))...)
+	}
+	s.results[index] = v
+	return nil
+}
+
+func (s *listSink) Finish(_ context.Context, n int) (any, error) {
+	if n > len(s.results) {
+		s.results = append(s.results, make([]any, n-len(s.results))...)
+	}
+	return collect(s.n, s.results[:n:n])
+}
+
+// foldSink incorporates a fold's items (in input order) into its
+// accumulator: the reducer runs under the map's cancel timeout, and the
+// accumulator crosses the codec as on Ray.
+type foldSink struct {
+	r       *runner
+	m       *flowgraph.Map
+	id      string
+	acc     any
+	timeout time.Duration
+}
+
+func (s *foldSink) Add(ctx context.Context, _ int, v any) error {
+	f := s.m.Fold
+	prev := s.acc
+	call := func() (any, error) { return protect(func() (any, error) { return f.Apply(ctx, prev, v) }) }
+	acc, err := await(ctx, s.timeout, call)
+	if err != nil {
+		if _, ok := err.(*flowgraph.CanceledError); ok {
+			return err
+		}
+		return &flowgraph.StepError{Node: s.id + ".reducer", Callable: f.Reducer.Callable.Name, Err: err}
+	}
+	if f.Accumulator != nil && !s.r.opts.NoCodecRoundTrip {
+		if acc, err = f.Accumulator(acc); err != nil {
+			return &flowgraph.ValueError{Node: s.id + ".reducer", Value: "accumulator", Type: f.Reducer.OutputType, Err: err}
 		}
 	}
+	s.acc = acc
+	return nil
 }
+
+func (s *foldSink) Finish(context.Context, int) (any, error) { return s.acc, nil }
 
 // protect runs application code (a step, a reducer, an input iterator),
 // turning a panic into a *flowgraph.PanicError.

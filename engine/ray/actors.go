@@ -18,8 +18,6 @@ type sink struct {
 	kind  string // "buffer" or "fold"
 	node  string
 	actor int64
-	done  map[int]bool // fold: items added, not yet incorporated
-	next  int          // fold: items incorporated
 }
 
 // actorOptions are the Ray options of a buffer or fold actor from its
@@ -67,7 +65,7 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{r: r, kind: spec.Kind, node: id, actor: actor, done: map[int]bool{}}
+	s := &sink{r: r, kind: spec.Kind, node: id, actor: actor}
 	err = r.await(ctx, ready, id)
 	r.e.rt.Release([]objHandle{ready})
 	if err != nil {
@@ -86,29 +84,20 @@ func (s *sink) wrap(err error) error {
 }
 
 // add hands item index (its result handle) to the actor and waits for the
-// acknowledgement. It returns how many window slots are free again: 1 for
-// a buffer, the number of newly incorporated items for a fold.
-func (s *sink) add(ctx context.Context, index int, h objHandle) (int, error) {
+// acknowledgement. A fold's actor incorporates the items in input order
+// itself (the executor returns a window slot once an item and every item
+// before it were added: executor.Limits.Ordered).
+func (s *sink) add(ctx context.Context, index int, h objHandle) error {
 	ch, err := s.r.e.rt.CallActor(ctx, s.actor, "add", []any{index, taskArg{Handle: h}})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	err = s.r.await(ctx, ch, s.node)
 	s.r.e.rt.Release([]objHandle{ch})
 	if err != nil {
-		return 0, s.wrap(err)
+		return s.wrap(err)
 	}
-	if s.kind == "buffer" {
-		return 1, nil
-	}
-	s.done[index] = true
-	freed := 0
-	for s.done[s.next] {
-		delete(s.done, s.next)
-		s.next++
-		freed++
-	}
-	return freed, nil
+	return nil
 }
 
 // finalize returns the payload handle (the ordered list or the

@@ -54,14 +54,16 @@
 // by the bridge when they are finished small results, which Ray already
 // keeps in the driver's memory),
 // and the coordinator fetches bytes only for the final result and for a
-// map's input list, which it must split. Bounded maps keep their
-// admission window in the coordinator and learn about completions from
-// batched ray.wait(..., fetch_local=False) calls in the bridge; the first
-// failure stops admission, lets the in-flight items end on their own for
-// a short grace (a quarter of CancelTimeout, at most 200 ms, taken from it:
-// see cancel.go for the Ray defect it avoids), cancels the rest, waits up
-// to CancelTimeout and returns the original error, as the local engine
-// does. A map's results are joined a
+// map's input list, which it must split. Bounded maps run in the
+// coordinator through the same map scheduler as the local engine
+// (internal/executor: window, MaxItems, item batching, first failure,
+// CancelTimeout, fold credits, progress counters); this engine is its Ray
+// backend (maps.go), which learns about completions from batched
+// ray.wait(..., fetch_local=False) calls in the bridge and, after the first
+// failure, lets the in-flight items end on their own for a short grace (a
+// quarter of CancelTimeout, at most 200 ms, taken from it: see cancel.go
+// for the Ray defect it avoids), cancels the rest, waits up to
+// CancelTimeout and releases them. A map's results are joined a
 // chunk of 1,024 items at a time, so the coordinator's memory does not grow
 // with the number of items; leaf submissions are batched into frames. New
 // warms one worker and its leaf process (Options.WarmTimeout), so that a

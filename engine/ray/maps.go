@@ -7,20 +7,13 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/executor"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 )
-
-type itemDone struct {
-	index int
-	h     objHandle
-	sc    *scope
-	err   error
-	items []objHandle // a batch (starting at index): each item's result
-	n     int         // a batch: its items (items is nil when it failed)
-}
 
 // items returns the map's input as encoded items. An in-process input (the
 // run's own input) is pulled lazily and encoded item by item; a value in
@@ -64,216 +57,262 @@ func (r *runner) items(ctx context.Context, m *flowgraph.Map, id string, in valu
 	}, nil
 }
 
-// mapNode runs the body once per item within the admission window,
-// awaiting items as they finish, and collects the results in input order
-// in Ray. On the first failure it stops admission, cancels every retained
-// physical reference of the in-flight items (recursively), waits up to
-// CancelTimeout for them, releases everything and returns the failure.
+// mapNode runs the body once per item through the executor's map
+// scheduler (internal/executor), which owns the window, MaxItems, item
+// batching, the first failure and its drain, the ordered fold's window
+// credits and the progress counters. What is Ray's here is mapBackend:
+// items are submitted and awaited through the bridge, results stay in the
+// object store (collected in input order in Ray, or handed to the map's
+// result-buffer or fold actor), and after a failure every retained
+// physical reference of the items in flight is cancelled (recursively)
+// within CancelTimeout and released.
 func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
 	m := n.Map
-	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
+	lim := executor.Limits{Node: id}
 	if m.Limits != nil {
-		maxItems, window, cancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
+		lim.MaxItems, lim.Window, lim.CancelTimeout = m.Limits.MaxItems, m.Limits.MaxConcurrency, m.Limits.CancelTimeout
 	}
-	if cancelTimeout <= 0 {
-		cancelTimeout = time.Second
+	if lim.CancelTimeout <= 0 {
+		lim.CancelTimeout = time.Second
 	}
 	size, seq, err := r.items(ctx, m, id, in)
 	if err != nil {
 		return value{}, err
 	}
-	if maxItems > 0 && size > maxItems {
-		return value{}, &flowgraph.MaxItemsError{Node: id, MaxItems: maxItems, Items: size}
+	if err := executor.CheckSize(lim, size); err != nil {
+		return value{}, err
 	}
+	window := lim.Window
 	if window <= 0 {
 		window = int(^uint(0) >> 1)
 	}
-
 	// A result buffer or fold: its actor is ready before any leaf effect.
 	sk, err := r.openSink(ctx, m, id)
 	if err != nil {
 		return value{}, err
 	}
-	l := &mapLoop{r: r, id: id, window: window, maxItems: maxItems, cancelTimeout: cancelTimeout, sk: sk, sc: sc,
-		done: make(chan itemDone), inflight: map[int]*scope{}, mw: telemetry.OpenMapWindow(engineName, window)}
-	defer l.mw.Close()
-	body := n.Children[0]
-	if k := m.BatchSize(window); k > 1 && body.Kind == flowgraph.KindStep {
-		return r.mapBatched(ctx, l, body.Step, k, seq)
-	}
-	ictx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// One goroutine per item: the body may be any subtree (a chain, a
-	// group, a nested map), submitted and awaited in the item's span.
-	admit := func(b []byte) {
-		isc := &scope{rt: r.rt, retain: true}
-		idx := l.started
-		l.inflight[idx] = isc
-		l.started++
-		l.running++
-		l.inFlight++
-		go func() {
-			v, err := r.item(ictx, l.mw, body, id, idx, value{raw: b}, isc)
-			l.done <- itemDone{index: idx, h: v.h, sc: isc, err: err}
-		}()
-	}
-	finished := func(d itemDone) {
-		l.inFlight--
-		if d.err == nil && l.sk != nil {
-			if d.err = l.itemDone(ctx, d.index, d.h); d.err == nil {
-				d.sc.releaseAll() // the actor holds the item now
-				return
-			}
-		}
-		if d.err != nil {
-			l.failure = d.err
-			l.inflight[d.index] = d.sc // still to be cancelled and released
-			return
-		}
-		d.sc.releaseExcept(d.h) // the result moves to the map's scope
-		l.failure = l.itemDone(ctx, d.index, d.h)
-	}
-	return l.run(ctx, cancel, seq, admit, nil, finished)
-}
-
-// mapLoop is the admission loop that plain and batched maps share: it
-// pulls items while fewer than window items are open (admitted and not yet
-// done, or retained by a fold), counts MaxItems, awaits completions,
-// collects results in input order (or hands them to the sink), reports
-// the map's progress and window metrics, and on the first failure stops
-// admission and cancels what is in flight within CancelTimeout.
-type mapLoop struct {
-	r             *runner
-	id            string
-	window        int
-	maxItems      int
-	cancelTimeout time.Duration
-	sk            *sink  // a result buffer or fold, nil for a plain map
-	sc            *scope // the map's scope (collected results)
-	mw            *telemetry.MapWindow
-
-	done     chan itemDone
-	inflight map[int]*scope // by first item index: what abort cancels
-	results  chunkCollector // without a sink
-
-	admitted  int  // items pulled and counted (window, MaxItems)
-	started   int  // items submitted (batched: their batch was)
-	inFlight  int  // submitted items whose task has not returned
-	completed int  // items done (collected, or added to the sink)
-	running   int  // goroutines (items, or batches) not yet returned
-	open      int  // items holding a window slot (a fold frees it when the item is incorporated)
-	exhausted bool // the input ended
-	failure   error
-}
-
-// run drives the loop: admit takes each admitted item's encoded input,
-// flush (may be nil) runs once the input is exhausted and after admission,
-// finished handles what the done channel returns (setting l.failure on a
-// failure).
-func (l *mapLoop) run(ctx context.Context, cancel context.CancelCauseFunc, seq iter.Seq2[[]byte, error],
-	admit func([]byte), flush func(), finished func(itemDone)) (value, error) {
-	pull, stop := iter.Pull2(seq)
-	defer stop()
-	for {
-		for l.failure == nil && !l.exhausted && l.open < l.window {
-			b, perr, ok := pull()
-			if !ok {
-				l.exhausted = true
-				break
-			}
-			if perr != nil {
-				l.failure = perr
-				break
-			}
-			if l.maxItems > 0 && l.admitted == l.maxItems {
-				l.failure = &flowgraph.MaxItemsError{Node: l.id, MaxItems: l.maxItems, Items: l.maxItems + 1}
-				break
-			}
-			l.admitted++
-			l.open++
-			admit(b)
-		}
-		if l.failure == nil && l.exhausted && flush != nil {
-			flush()
-		}
-		if l.failure != nil || l.running == 0 {
-			break
-		}
-		var d itemDone
-		select {
-		case d = <-l.done:
-		case <-ctx.Done():
-			l.failure = context.Cause(ctx)
-			continue
-		}
-		l.running--
-		delete(l.inflight, d.index)
-		finished(d)
-		if l.failure == nil {
-			l.report()
-		}
-	}
-	r := l.r
-	if l.failure != nil {
-		if ctx.Err() == nil {
-			// The map's own failure (an item's error, MaxItems, a sink's
-			// limit), not its run's cancellation: said as such, since the
-			// items in flight are cancelled now and their workers end.
-			slog.WarnContext(ctx, "rayflow: map failed; cancelling its items in flight", "node", l.id, "err", l.failure)
-		}
-		r.abort(ctx, cancel, l.failure, l.done, l.running, l.inflight, l.cancelTimeout)
-		if l.sk != nil {
-			l.sk.kill() // discards the retained state
-		}
-		r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, Exhausted: l.exhausted, Failed: true})
-		return value{}, l.failure
-	}
-	r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, Exhausted: true})
-	if l.sk != nil {
-		h, err := l.sk.finalize(ctx, l.started)
-		if err != nil {
-			l.sk.kill()
+	b := &mapBackend{r: r, id: id, body: n.Children[0], sk: sk, sc: sc, mw: telemetry.OpenMapWindow(engineName, window)}
+	defer b.mw.Close()
+	if k := m.BatchSize(window); k > 1 && b.body.Kind == flowgraph.KindStep {
+		if err := b.batched(k); err != nil {
 			return value{}, err
 		}
-		l.sc.add(h)
+		lim.BatchSize = k
+	}
+	lim.Ordered = sk != nil && sk.kind == "fold" // the actor incorporates items in input order itself
+	v, err := executor.Run(ctx, lim, seq, b, b, r.report)
+	if err != nil && ctx.Err() != nil {
+		return value{}, context.Cause(ctx)
+	}
+	return v, err
+}
+
+// mapBackend is a map's Ray backend (executor.Backend) and its results
+// (executor.Sink): a plain map collects its item results in input order in
+// Ray (chunkCollector), a map with a result buffer or fold hands them to
+// its actor (sink).
+type mapBackend struct {
+	r    *runner
+	id   string
+	body *flowgraph.Node
+	sk   *sink  // a result buffer or fold, nil for a plain map
+	sc   *scope // the map's scope (collected results)
+	mw   *telemetry.MapWindow
+
+	// Batched (body one step, more than one item per task).
+	step  *flowgraph.Step
+	bound []byte
+	opts  map[string]any
+	key   string
+
+	results chunkCollector // without a sink
+
+	running sync.WaitGroup // Item and Batch calls not yet returned
+	mu      sync.Mutex
+	left    []*scope // the retained references of failed or discarded items, to cancel
+	aborted bool
+}
+
+// item is one item's result: its handle, and for an item run on its own
+// the item's scope (every reference it retained, the result among them).
+type item struct {
+	h  objHandle
+	sc *scope
+}
+
+// batched prepares the map's single-step body for batches of k items.
+func (b *mapBackend) batched(k int) error {
+	s := b.body.Step
+	if s.Bound > 0 {
+		v, err := b.r.e.codec.Marshal(s.BoundValue)
+		if err != nil {
+			return fmt.Errorf("rayflow: node %s: encoding the bound value: %w", flowgraph.ItemID(b.id, -1), err)
+		}
+		b.bound = v
+	}
+	opts, key, err := b.r.options(s)
+	if err != nil {
+		return fmt.Errorf("rayflow: node %s: %w", b.id, err)
+	}
+	b.step, b.opts, b.key = s, opts, key
+	return nil
+}
+
+// Item submits the body on one item (any subtree: a chain, a group, a
+// nested map) in the item's span and awaits it.
+func (b *mapBackend) Item(ctx context.Context, index int, in []byte) (item, error) {
+	b.running.Add(1)
+	defer b.running.Done()
+	isc := &scope{rt: b.r.rt, retain: true}
+	v, err := b.r.item(ctx, b.mw, b.body, b.id, index, value{raw: in}, isc)
+	if err != nil {
+		b.leave(isc)
+		return item{}, err
+	}
+	return item{h: v.h, sc: isc}, nil
+}
+
+// Batch submits one task running items base.. of the step and awaits it:
+// each item keeps its own result handle (and its own error: the leaf
+// names the failing item's node). The window metrics count the batch's
+// items in flight from its start to its task's end.
+func (b *mapBackend) Batch(ctx context.Context, base int, items [][]byte, each func(int, item, error)) {
+	b.running.Add(1)
+	defer b.running.Done()
+	for range items {
+		b.mw.ItemStarted()
+	}
+	isc := &scope{rt: b.r.rt, retain: true}
+	r, s := b.r, b.step
+	t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: flowgraph.ItemID(b.id, base), Bound: b.bound, Options: b.opts, OptionsKey: b.key,
+		Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: b.id, Base: base, Trace: telemetry.Inject(ctx)}
+	h, hs, err := r.e.rt.SubmitBatch(ctx, t)
+	if err == nil {
+		isc.add(h)
+		for _, ih := range hs {
+			isc.add(ih)
+		}
+		err = r.await(ctx, h, flowgraph.ItemID(b.id, base))
+	}
+	for range items {
+		b.mw.ItemDone()
+	}
+	if err != nil {
+		b.leave(isc)
+		each(0, item{}, err)
+		return
+	}
+	// The batch's status handle goes; each item's result handle moves to
+	// the map's scope or to the sink.
+	r.e.rt.Release([]objHandle{h})
+	for j, ih := range hs {
+		each(j, item{h: ih}, nil)
+	}
+}
+
+// leave keeps isc's references for Abort to cancel and release (after
+// Abort: cancels and releases them now).
+func (b *mapBackend) leave(isc *scope) {
+	b.mu.Lock()
+	if !b.aborted {
+		b.left = append(b.left, isc)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	hs := isc.all()
+	if len(hs) > 0 {
+		_ = b.r.e.rt.Cancel(context.Background(), hs)
+		b.r.e.rt.Release(hs)
+	}
+}
+
+// Discard takes back a result the failed map does not collect.
+func (b *mapBackend) Discard(_ int, it item) {
+	if it.sc != nil {
+		b.leave(it.sc)
+		return
+	}
+	b.r.e.rt.Release([]objHandle{it.h})
+}
+
+// Abort waits for the map's Item and Batch calls to return (the map's
+// context is cancelled, so they do at once), cancels every retained
+// physical reference of the items in flight (recursively), waits up to
+// timeout for them to become terminal, releases them all and kills the
+// map's actor.
+func (b *mapBackend) Abort(ctx context.Context, failure error, timeout time.Duration) {
+	if ctx.Err() == nil {
+		// The map's own failure (an item's error, MaxItems, a sink's
+		// limit), not its run's cancellation: said as such, since the
+		// items in flight are cancelled now and their workers end.
+		slog.WarnContext(ctx, "rayflow: map failed; cancelling its items in flight", "node", b.id, "err", failure)
+	}
+	t0 := time.Now()
+	defer func() { debugf("abort: %v", time.Since(t0)) }()
+	b.running.Wait()
+	b.mu.Lock()
+	b.aborted = true
+	left := b.left
+	b.left = nil
+	b.mu.Unlock()
+	var hs []objHandle
+	for _, isc := range left {
+		hs = append(hs, isc.all()...)
+	}
+	if len(hs) > 0 {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+5*time.Second)
+		defer ccancel()
+		start := time.Now()
+		debugf("abort: drained in %v, cancelling %d handles", time.Since(t0), len(hs))
+		cancelUntilDone(cctx, b.r.e.rt, hs, start.Add(timeout))
+		debugf("abort: cancelled at %v", time.Since(t0))
+		b.r.e.rt.Release(hs)
+	}
+	if b.sk != nil {
+		b.sk.kill() // discards the retained state
+	}
+}
+
+// Add hands item index's result to the sink (the actor holds it then) or
+// to the result collector (the handle moves to the map's scope).
+func (b *mapBackend) Add(ctx context.Context, index int, it item) error {
+	if b.sk != nil {
+		err := b.sk.add(ctx, index, it.h)
+		switch {
+		case it.sc == nil:
+			b.r.e.rt.Release([]objHandle{it.h})
+		case err == nil:
+			it.sc.releaseAll()
+		default:
+			b.leave(it.sc) // still to be cancelled and released
+		}
+		return err
+	}
+	if it.sc != nil {
+		it.sc.releaseExcept(it.h)
+	}
+	b.sc.add(it.h)
+	return b.results.add(ctx, b.r.e.rt, b.sc, index, it.h)
+}
+
+// Finish fetches the map's result: the actor's payload, or the collected
+// chunks joined in input order.
+func (b *mapBackend) Finish(ctx context.Context, n int) (value, error) {
+	if b.sk != nil {
+		h, err := b.sk.finalize(ctx, n)
+		if err != nil {
+			b.sk.kill()
+			return value{}, err
+		}
+		b.sc.add(h)
 		return value{h: h}, nil
 	}
-	h, err := l.results.finish(ctx, r.e.rt, l.sc, l.started)
+	h, err := b.results.finish(ctx, b.r.e.rt, b.sc, n)
 	if err != nil {
 		return value{}, err
 	}
 	return value{h: h}, nil
-}
-
-// report reports the map's counters after each finished item (or batch),
-// as the local engine does: a local run predicts a Ray run's progress
-// events, and a time-based throttle would make their number depend on
-// timing (TestComplexProgressMatchesLocal).
-func (l *mapLoop) report() {
-	l.r.report(mapProgress{Node: l.id, Admitted: l.started, Completed: l.completed, InFlight: l.inFlight,
-		Exhausted: l.exhausted && l.started == l.admitted})
-}
-
-// itemDone hands item index's result h to the sink (which may free
-// several window slots: a fold frees a slot when its item is incorporated)
-// or to the result collector (the handle moves to the map's scope), and
-// counts the item as completed.
-func (l *mapLoop) itemDone(ctx context.Context, index int, h objHandle) error {
-	if l.sk != nil {
-		freed, err := l.sk.add(ctx, index, h)
-		if err != nil {
-			return err
-		}
-		l.open -= freed
-	} else {
-		l.open--
-		l.sc.add(h)
-		if err := l.results.add(ctx, l.r.e.rt, l.sc, index, h); err != nil {
-			return err
-		}
-	}
-	l.completed++
-	return nil
 }
 
 // collectChunk is how many item results one collector task joins.
@@ -374,125 +413,8 @@ func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n
 	return h, nil
 }
 
-// mapBatched is mapNode for a map whose body is one step and whose tasks
-// run up to k items each: items are pulled into the forming batch while
-// fewer than window items are open (forming, running, or retained by a
-// fold), a batch starts when it holds k items or the input ends, and each
-// item keeps its own result, its own error (the leaf names the failing
-// item's node) and its own progress count. The window metrics count a
-// batch's items in flight from its start to its task's end.
-func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, k int, seq iter.Seq2[[]byte, error]) (value, error) {
-	id := l.id
-	ictx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var bound []byte
-	if s.Bound > 0 {
-		b, err := r.e.codec.Marshal(s.BoundValue)
-		if err != nil {
-			return value{}, fmt.Errorf("rayflow: node %s: encoding the bound value: %w", flowgraph.ItemID(id, -1), err)
-		}
-		bound = b
-	}
-	opts, key, err := r.options(s)
-	if err != nil {
-		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
-	}
-	var forming [][]byte
-	start := func() {
-		base, items := l.started, forming
-		forming = nil
-		l.started += len(items)
-		l.inFlight += len(items)
-		for range items {
-			l.mw.ItemStarted()
-		}
-		isc := &scope{rt: r.rt, retain: true}
-		l.inflight[base] = isc
-		l.running++
-		go func() {
-			t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
-				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base, Trace: telemetry.Inject(ictx)}
-			h, hs, err := r.e.rt.SubmitBatch(ictx, t)
-			if err == nil {
-				isc.add(h)
-				for _, ih := range hs {
-					isc.add(ih)
-				}
-				err = r.await(ictx, h, flowgraph.ItemID(id, base))
-			}
-			l.done <- itemDone{index: base, h: h, sc: isc, err: err, items: hs, n: len(items)}
-		}()
-		l.report()
-	}
-	admit := func(b []byte) {
-		forming = append(forming, b)
-		if len(forming) == k {
-			start()
-		}
-	}
-	flush := func() {
-		if len(forming) > 0 {
-			start()
-		}
-	}
-	finished := func(d itemDone) {
-		l.inFlight -= d.n
-		for range d.n {
-			l.mw.ItemDone()
-		}
-		if d.err != nil {
-			l.failure = d.err
-			l.inflight[d.index] = d.sc // still to be cancelled and released
-			return
-		}
-		// The batch's status handle goes; each item's result handle moves
-		// to the map's scope or to the sink.
-		r.e.rt.Release([]objHandle{d.h})
-		for j, ih := range d.items {
-			err := l.itemDone(ctx, d.index+j, ih)
-			if l.sk != nil {
-				r.e.rt.Release([]objHandle{ih}) // the actor holds the item now
-			}
-			if err != nil {
-				l.failure = err
-				r.e.rt.Release(d.items[j+1:])
-				return
-			}
-		}
-	}
-	return l.run(ctx, cancel, seq, admit, flush, finished)
-}
-
 func (r *runner) report(p mapProgress) { r.rp.mapProgress(p) }
 
-// abort stops the in-flight items after a failure: their goroutines are
-// stopped and drained, every retained physical reference is cancelled
-// (recursively), the engine waits up to timeout for them to become
-// terminal and then releases them all.
-func (r *runner) abort(ctx context.Context, cancel context.CancelCauseFunc, failure error, done <-chan itemDone,
-	running int, inflight map[int]*scope, timeout time.Duration) {
-	t0 := time.Now()
-	defer func() { debugf("abort: %v", time.Since(t0)) }()
-	cancel(failure)
-	for ; running > 0; running-- {
-		d := <-done
-		inflight[d.index] = d.sc
-	}
-	var hs []objHandle
-	for _, isc := range inflight {
-		hs = append(hs, isc.all()...)
-	}
-	if len(hs) == 0 {
-		return
-	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+5*time.Second)
-	defer ccancel()
-	start := time.Now()
-	debugf("abort: drained in %v, cancelling %d handles", time.Since(t0), len(hs))
-	cancelUntilDone(cctx, r.e.rt, hs, start.Add(timeout))
-	debugf("abort: cancelled at %v", time.Since(t0))
-	r.e.rt.Release(hs)
-}
 
 func debugf(format string, args ...any) {
 	if os.Getenv("RAYFLOW_DEBUG") == "1" {

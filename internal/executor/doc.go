@@ -1,0 +1,45 @@
+// Package executor is the one map scheduler that both engines run their
+// maps through: engine/local (items run on goroutines in process) and
+// engine/ray (items run as Ray tasks) are two backends of it.
+//
+// Run owns everything a bounded map means, once:
+//
+//   - the admission window: at most Limits.Window items are open (read
+//     and not yet finished, or finished and not yet incorporated by an
+//     ordered fold) at any time; the next item is read only when a slot
+//     is free;
+//   - MaxItems: a sized input over the cap fails before any item with
+//     CheckSize, a sequence when item MaxItems+1 is read, both with a
+//     *flowgraph.MaxItemsError; exactly MaxItems items run;
+//   - item batching: with Limits.BatchSize above 1, items start in units
+//     of BatchSize (the last unit may be short) and every item keeps its
+//     own result, error, window slot and progress count;
+//   - the first failure: admission stops, the items in flight are
+//     cancelled through their context, Run waits up to
+//     Limits.CancelTimeout for them (stragglers are abandoned) and hands
+//     what is left to the backend's Abort, then returns the failure
+//     itself (an item's error unchanged, or a *flowgraph.CanceledError
+//     when the run was cancelled: no item is to blame);
+//   - the results: every finished item goes to the map's Sink, in input
+//     order when the sink asks for it (an in-process fold), and an
+//     ordered fold returns an item's window slot only once every item
+//     before it was incorporated (head-of-line backpressure);
+//   - the map's progress counters (progress.MapCounters), reported as
+//     items finish and once when the map ends, with exact final counts.
+//
+// A Backend only runs items: Item runs one, Batch runs a unit of items
+// one after another, Discard takes back a result the map no longer wants
+// (after a failure), Abort releases what a failed map leaves behind. A
+// Sink takes the results and fetches the map's result with Finish.
+// Neither counts windows, items or failures: a new map capability is
+// written here once and both engines have it.
+//
+// Where a map's node id and limits come from is not this package's
+// business: callers pass them as plain values (Limits), so a builder node
+// or a compiled program can feed it.
+//
+// The backend test suite (package executortest) is one table of scheduler
+// scenarios: suite_test.go runs it against a deterministic fake backend
+// under testing/synctest, and engine/local and engine/ray run the same
+// table against their real backends (TestExecutorSuite in each).
+package executor

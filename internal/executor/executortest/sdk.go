@@ -1,0 +1,51 @@
+package executortest
+
+import (
+	"context"
+
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// Leaf and Combine are registered by name at init, so that a leaf
+// process of a binary that imports this package can run them.
+var (
+	_ = sdk.Step(Leaf)
+	_ = sdk.RegisterReducer(Combine)
+)
+
+// foldActor is a small fold actor (on Ray).
+var foldActor = sdk.ActorOptions{NumCPUs: 0.01, Memory: 64 << 20}
+
+// SDK runs scenarios through sdk.Run with runOpts (an engine: none for
+// the in-process one), the leaf step built with stepOpts.
+func SDK(runOpts []sdk.RunOption, stepOpts ...sdk.StepOption) Runner {
+	return func(ctx context.Context, s Spec) (Result, error) {
+		lim := sdk.Limits{MaxConcurrency: s.Window, MaxItems: s.MaxItems, CancelTimeout: s.CancelTimeout}
+		step := sdk.Step(Leaf, stepOpts...)
+		batch := func(m sdk.Flow[[]Job, []int]) sdk.Flow[[]Job, []int] {
+			if s.ItemsPerTask > 1 {
+				return m.WithItemBatching(s.ItemsPerTask)
+			}
+			return m
+		}
+		fold := sdk.FoldOptions{MaxSerializedBytes: 1 << 20, Actor: foldActor}
+		switch {
+		case s.Lazy:
+			m := sdk.MapSeq(step).WithLimits(lim)
+			if s.ItemsPerTask > 1 {
+				m = m.WithItemBatching(s.ItemsPerTask)
+			}
+			if s.Fold {
+				v, err := sdk.Run(ctx, sdk.Reduce(m, Combine, 0, fold), s.Seq(), runOpts...)
+				return Result{Folded: v}, err
+			}
+			v, err := sdk.Run(ctx, m, s.Seq(), runOpts...)
+			return Result{List: v}, err
+		case s.Fold:
+			v, err := sdk.Run(ctx, sdk.Reduce(batch(sdk.Map(step).WithLimits(lim)), Combine, 0, fold), s.Jobs, runOpts...)
+			return Result{Folded: v}, err
+		}
+		v, err := sdk.Run(ctx, batch(sdk.Map(step).WithLimits(lim)), s.Jobs, runOpts...)
+		return Result{List: v}, err
+	}
+}

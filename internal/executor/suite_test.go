@@ -1,0 +1,110 @@
+package executor_test
+
+import (
+	"context"
+	"iter"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/executor/executortest"
+	"github.com/rayflow/rayflow/progress"
+)
+
+// fake is a deterministic in-process backend: Item runs the leaf on the
+// worker goroutine, Batch runs a unit's items one after another and stops
+// after an error or once cancelled.
+type fake struct{}
+
+func (fake) Item(ctx context.Context, _ int, j executortest.Job) (int, error) {
+	return executortest.Leaf(ctx, j)
+}
+
+func (fake) Batch(ctx context.Context, _ int, items []executortest.Job, each func(int, int, error)) {
+	for i, j := range items {
+		if ctx.Err() != nil {
+			return
+		}
+		v, err := executortest.Leaf(ctx, j)
+		each(i, v, err)
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (fake) Discard(int, int)                            {}
+func (fake) Abort(context.Context, error, time.Duration) {}
+
+// listSink collects results by input index.
+type listSink struct{ results []int }
+
+func (s *listSink) Add(_ context.Context, index int, v int) error {
+	for len(s.results) <= index {
+		s.results = append(s.results, 0)
+	}
+	s.results[index] = v
+	return nil
+}
+
+func (s *listSink) Finish(_ context.Context, n int) (executortest.Result, error) {
+	for len(s.results) < n {
+		s.results = append(s.results, 0)
+	}
+	return executortest.Result{List: s.results[:n]}, nil
+}
+
+// foldSink folds results (in input order) with executortest.Combine.
+type foldSink struct{ acc int }
+
+func (s *foldSink) Add(ctx context.Context, _ int, v int) (err error) {
+	s.acc, err = executortest.Combine(ctx, s.acc, v)
+	return err
+}
+
+func (s *foldSink) Finish(context.Context, int) (executortest.Result, error) {
+	return executortest.Result{Folded: s.acc}, nil
+}
+
+// runFake runs a scenario through executor.Run on the fake backend, with
+// progress counters checked at the end.
+func runFake(t *testing.T) executortest.Runner {
+	return func(ctx context.Context, s executortest.Spec) (executortest.Result, error) {
+		lim := executor.Limits{Node: "0", Window: s.Window, MaxItems: s.MaxItems, BatchSize: s.ItemsPerTask,
+			CancelTimeout: s.CancelTimeout, Ordered: s.Fold, InOrder: s.Fold}
+		if !s.Lazy {
+			if err := executor.CheckSize(lim, len(s.Jobs)); err != nil {
+				return executortest.Result{}, err
+			}
+		}
+		var seq iter.Seq2[executortest.Job, error] = func(yield func(executortest.Job, error) bool) {
+			for _, j := range s.Jobs {
+				if !yield(j, nil) {
+					return
+				}
+			}
+		}
+		var last progress.MapCounters
+		report := func(p progress.MapCounters) {
+			if p.InFlight < 0 || p.InFlight > max(s.Window, 1) || p.Completed > p.Admitted {
+				t.Errorf("progress %+v out of bounds (window %d)", p, s.Window)
+			}
+			last = p
+		}
+		var sink executor.Sink[int, executortest.Result] = &listSink{}
+		if s.Fold {
+			sink = &foldSink{}
+		}
+		res, err := executor.Run(ctx, lim, seq, executor.Backend[executortest.Job, int](fake{}), sink, report)
+		if err == nil && (last != progress.MapCounters{Node: "0", Admitted: len(s.Jobs), Completed: len(s.Jobs), Exhausted: true}) {
+			t.Errorf("final progress %+v, want all %d items completed", last, len(s.Jobs))
+		}
+		return res, err
+	}
+}
+
+// The backend suite on the fake backend, in fake time: the bounds are
+// exact (no slack).
+func TestSuiteFake(t *testing.T) {
+	executortest.Run(t, runFake(t), executortest.Options{Synctest: true})
+}
