@@ -314,6 +314,16 @@ type graphData struct {
 	Width, Height, Hidden          int
 	Boxes                          []box
 	Lines                          []line
+	// View is the shown view (graph, failures, timeline), Views the links
+	// to each.
+	View  string
+	Views []viewLink
+	// The failures view: how many nodes failed, are drawn (kept) and
+	// collapsed, and the failed nodes' table.
+	Failed, Kept, Collapsed int
+	FailedRows              []failedRow
+	// Timeline is the timeline view's window.
+	Timeline *timeline
 }
 
 const (
@@ -386,6 +396,15 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		s.htmlFail(w, r, principal, err)
 		return
 	}
+	view := r.URL.Query().Get("view")
+	switch view {
+	case "":
+		view = viewGraph
+	case viewGraph, viewFailures, viewTimeline:
+	default:
+		s.htmlFail(w, r, principal, invalid("view must be %s, %s or %s", viewGraph, viewFailures, viewTimeline))
+		return
+	}
 	start := time.Now()
 	g, gerr := loadGraph(r.Context(), s.reads, &s.graphs, principal, taskID, attempt)
 	if gerr != nil && !errors.Is(gerr, errGraphTooLarge) {
@@ -394,7 +413,8 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 	}
 	sum := g.Summary
 	d := graphData{page: page{Title: "Graph of " + taskID, Principal: principal}, TaskID: taskID,
-		Availability: string(sum.Availability), Attempt: sum.RunIdentity.AttemptNumber}
+		Availability: string(sum.Availability), Attempt: sum.RunIdentity.AttemptNumber, View: view}
+	d.Views = viewLinks(taskID, d.Attempt, view)
 	for _, st := range []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded, detail.NodeStateFailed} {
 		d.Legend = append(d.Legend, newGlyph(string(st), 2, 8))
 	}
@@ -424,7 +444,16 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		if g.Truncated {
 			d.Message = "The retained graph is incomplete (truncated by the reporting limits)."
 		}
-		if err := s.drawWindow(r.Context(), &d, g, principal, int(max(win, 1))); err != nil {
+		var err error
+		switch view {
+		case viewFailures:
+			err = s.drawFailures(r.Context(), &d, g, principal, int(win))
+		case viewTimeline:
+			err = s.drawTimeline(r.Context(), &d, g, principal, int(win))
+		default:
+			err = s.drawWindow(r.Context(), &d, g, principal, int(win))
+		}
+		if err != nil {
 			s.htmlFail(w, r, principal, err)
 			return
 		}
@@ -434,10 +463,12 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 }
 
 func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, principal string, win int) error {
-	ws := g.windows()
-	if win > len(ws) {
-		win = len(ws)
-	}
+	return s.drawItems(ctx, d, g, principal, g.windows(), max(win, 1))
+}
+
+// drawItems draws window win (1-based, clamped to the last) of ws.
+func (s *Server) drawItems(ctx context.Context, d *graphData, g *graph, principal string, ws [][]item, win int) error {
+	win = min(max(win, 1), len(ws))
 	items := ws[win-1]
 	if g.Sparse { // read the states of the drawn nodes only
 		var idx []int
@@ -452,10 +483,10 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 	}
 	d.Window, d.Windows = win, len(ws)
 	if win > 1 {
-		d.Prev = graphHref(d.TaskID, d.Attempt, win-1)
+		d.Prev = viewHref(d.TaskID, d.Attempt, win-1, d.View)
 	}
 	if win < len(ws) {
-		d.Next = graphHref(d.TaskID, d.Attempt, win+1)
+		d.Next = viewHref(d.TaskID, d.Attempt, win+1, d.View)
 	}
 	if len(items) == 0 {
 		return nil
@@ -551,7 +582,12 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, principal stri
 		NodeID, GraphHref string
 		Item              *detail.NodeDetail
 		Map               *StateCounts
+		// Took is the node's duration (finished_at − started_at).
+		Took string
 	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item}
+	if out.Item != nil {
+		_, _, d.Took = timing(deref(out.Item.StartedAt), deref(out.Item.FinishedAt))
+	}
 	if out.Item != nil && out.Item.Fanout != nil {
 		c := MapCounts(out.Item.State, out.Item.Fanout)
 		d.Map = &c
