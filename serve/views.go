@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/serve/read"
 )
 
@@ -76,6 +77,7 @@ func viewLinks(taskID string, attempt int64, shown string) []viewLink {
 // failedRow is one failed node of the failures view's table.
 type failedRow struct {
 	ID, Label, Href, Error      string
+	ItemsHref                   string // a map's failed items
 	Started, Finished, Duration string
 	Layer                       int
 }
@@ -228,6 +230,9 @@ func (s *Server) drawFailures(ctx context.Context, d *graphData, g *graph, princ
 		n := &g.Nodes[i]
 		r := failedRow{ID: n.ID, Label: n.Label, Href: nodeHref(d.TaskID, d.Attempt, n.ID), Error: n.Error, Layer: n.Layer}
 		r.Started, r.Finished, r.Duration = timing(n.Started, n.Finished)
+		if n.Kind == topology.NodeKindMap {
+			r.ItemsHref = mapItemsHref(d.TaskID, n.ID, nil)
+		}
 		d.FailedRows = append(d.FailedRows, r)
 	}
 	return s.drawItems(ctx, d, g, principal, ws, win)

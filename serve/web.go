@@ -584,7 +584,10 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, principal stri
 		Map               *StateCounts
 		// Took is the node's duration (finished_at − started_at).
 		Took string
-	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item}
+		// ItemsHref is a map's failed items page.
+		ItemsHref string
+	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item,
+		ItemsHref: mapItemsHref(taskID, nodeID, nil)}
 	if out.Item != nil {
 		_, _, d.Took = timing(deref(out.Item.StartedAt), deref(out.Item.FinishedAt))
 	}
