@@ -136,7 +136,7 @@ chromium: ## install Debian's chromium for the browser tests when it is missing
 		echo "chromium: installing the Debian package"; \
 		{ apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; }; fi
 
-test-browser: chromium pg-up ## the graph page in headless Chromium (live, finished and 25k-node runs)
+test-browser: chromium pg-up ## the pages in headless Chromium (live, finished and 25k-node runs, axe-core accessibility checks, the pages' goals)
 	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBrowser' -v ./serve/
 
 # --- Benchmarks (side by side in one run) -------------------------------------------

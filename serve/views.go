@@ -212,6 +212,9 @@ func (s *Server) drawFailures(ctx context.Context, d *graphData, g *graph, princ
 	}
 	d.Failed = len(failed)
 	d.Kept, d.Collapsed = kept, len(g.Nodes)-kept
+	if d.Counts != nil && d.Counts.Failed > int64(len(failed)) {
+		d.FailedUnshown = d.Counts.Failed - int64(len(failed))
+	}
 	if len(failed) == 0 {
 		return nil
 	}

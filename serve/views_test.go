@@ -90,6 +90,21 @@ func TestGraphFailuresView(t *testing.T) {
 			t.Errorf("%d boxes, summary %q", n, text(d.byID("failures-summary")))
 		}
 	})
+	t.Run("failure not retained", func(t *testing.T) {
+		// 25,000 nodes: the detail rows past the byte bound are dropped,
+		// the last node's (failed) among them; the summary counts it.
+		e := chainEnv(t, 25_000, false, func(c *fixture.Chain) {
+			for i := range 24_999 {
+				c.States[i] = detail.NodeStateSucceeded
+			}
+			c.States[24_999] = detail.NodeStateFailed
+		})
+		_, _, body := e.get(t, "chain", "/tasks/"+e.taskID+"/graph?view=failures")
+		d := parse(t, body)
+		if s := text(d.byID("failures-unshown")); !strings.HasPrefix(s, "1 more failed node is counted but not shown") || d.byID("failures-summary") != nil {
+			t.Errorf("unshown %q, summary %q", s, text(d.byID("failures-summary")))
+		}
+	})
 	// Both ways of reading states (every detail page; one page of each
 	// state filter past SparseDetail) at the bound: a long chain failing
 	// late opens at the failure's window, which ends at the node it stopped.

@@ -3,13 +3,16 @@ package serve
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,9 +29,12 @@ import (
 )
 
 // The browser pages: server-rendered HTML and inline SVG from embedded
-// templates and one stylesheet; no script runs (the CSP forbids it). A
-// live run's pages refresh by <meta http-equiv="refresh"> until the run
-// is terminal.
+// templates and one stylesheet. A live run's pages reload every
+// RefreshSeconds until the run is terminal: by one inline script
+// (allowed by a per-response CSP nonce, the only script any page has)
+// that a "Pause live updates" button stops, or, without script, by a
+// <meta http-equiv="refresh"> inside <noscript>. Every other page runs
+// no script (its CSP forbids any).
 
 //go:embed web/pages.html web/graph.css
 var webFS embed.FS
@@ -48,6 +54,36 @@ const RefreshSeconds = 5
 // and images from this origin, forms post only here, never framed.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// liveCSP is a live page's policy: csp, and its one inline script by a
+// nonce fresh for each response (the script reloads the page every
+// RefreshSeconds until the reader pauses it; without script a
+// <noscript> refresh does).
+func liveCSP(nonce string) string {
+	return csp + "; script-src 'nonce-" + nonce + "'"
+}
+
+// withNonce returns a copy of data (a page struct) with a fresh Nonce
+// when it refreshes (Refresh set), and the nonce; data as given and ""
+// otherwise.
+func withNonce(data any) (any, string, error) {
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Struct {
+		return data, "", nil
+	}
+	if f := v.FieldByName("Refresh"); !f.IsValid() || f.Int() == 0 {
+		return data, "", nil
+	}
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, "", err
+	}
+	nonce := base64.StdEncoding.EncodeToString(b[:])
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	c.FieldByName("Nonce").SetString(nonce)
+	return c.Interface(), nonce, nil
+}
+
 func htmlHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
@@ -64,17 +100,26 @@ var renderErrors atomic.Int64
 type page struct {
 	Title, Principal, Code, Message, Back string
 	Refresh                               int
+	// Nonce is a live page's script nonce (render sets it).
+	Nonce string
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	data, nonce, err := withNonce(data)
+	if err == nil {
+		err = pages.ExecuteTemplate(&buf, name, data)
+	}
+	if err != nil {
 		s.log.Error("render", "page", name, "path", r.URL.Path, "err", err)
 		renderErrors.Add(1)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	htmlHeaders(w)
+	if nonce != "" {
+		w.Header().Set("Content-Security-Policy", liveCSP(nonce))
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
@@ -279,6 +324,11 @@ type box struct {
 	// TextFit and CountsFit, when set, are the textLength (px) that
 	// squeezes a long Text or Counts line into the box.
 	TextFit, CountsFit int
+	// TextHidden draws Text (a group's glyph counts, which Aria says in
+	// words) beside the link, hidden from assistive technology, so the
+	// link's name starts with all its visible text; a map's Counts are
+	// drawn so always.
+	TextHidden bool
 }
 
 // fit is the textLength (px) that keeps s within width px, or 0 when s
@@ -322,6 +372,10 @@ type graphData struct {
 	// collapsed, and the failed nodes' table.
 	Failed, Kept, Collapsed int
 	FailedRows              []failedRow
+	// FailedUnshown is how many of the summary's failed nodes the view
+	// does not have: their detail was not retained (truncated), or past
+	// the MaxFailuresRead read.
+	FailedUnshown int64
 	// Timeline is the timeline view's window.
 	Timeline *timeline
 }
@@ -508,10 +562,13 @@ func (s *Server) drawItems(ctx context.Context, d *graphData, g *graph, principa
 			b.Class, b.State, b.ID = "group", "GROUP", fmt.Sprintf("layer-%d", it.Layer)
 			b.Label = fmt.Sprintf("group: %d more nodes", len(it.Group))
 			b.Text = fmt.Sprintf("○%d ▶%d ✓%d ✗%d", c.Pending, c.Running, c.Succeeded, c.Failed)
-			b.Aria = fmt.Sprintf("%d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			// The name starts with the visible label (the glyph counts are
+			// hidden from assistive technology: the name says them in words).
+			b.Aria = fmt.Sprintf("group: %d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			b.TextHidden = true
 			if g.Sparse {
-				b.Text = "states: open the layer"
-				b.Aria = fmt.Sprintf("%d more nodes of layer %d (their states on the layer page)", len(it.Group), it.Layer)
+				b.Text, b.TextHidden = "states: open the layer", false
+				b.Aria = fmt.Sprintf("group: %d more nodes, states: open the layer (layer %d's page lists them)", len(it.Group), it.Layer)
 			}
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
 			b.TX = x + 8
