@@ -44,7 +44,7 @@ TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
 .PHONY: help build demo demo-durable demo-serve demo-stop demo-down test test-checks test-short
 .PHONY: fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
 .PHONY: ray-venv ray-up ray-down pg-up pg-down chromium test-browser
-.PHONY: bench-ray bench-ray-actors bench-durable bench-progress bench-read
+.PHONY: bench-ray bench-ray-actors bench-durable bench-progress bench-read screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -136,8 +136,11 @@ chromium: ## install Debian's chromium for the browser tests when it is missing
 		echo "chromium: installing the Debian package"; \
 		{ apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; }; fi
 
-test-browser: chromium pg-up ## the graph page in headless Chromium (live, finished and 25k-node runs)
+test-browser: chromium pg-up ## the pages in headless Chromium (live, finished and 25k-node runs, axe-core accessibility checks, the pages' goals)
 	RAYFLOW_TEST_DATABASE_URL=$$(cat $(PG_STATE)/url) $(GO) test -count=1 -run '^TestBrowser' -v ./serve/
+
+screenshot: build chromium ## the README's screenshots of rayflow serve (docs/serve-*.png) from a real run on a database of its own (RAYFLOW_DATABASE_URL's server, else make pg-up's)
+	@$(SCRIPT_ENV) scripts/screenshot.sh
 
 # --- Benchmarks (side by side in one run) -------------------------------------------
 

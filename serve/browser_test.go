@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // browser starts a headless Chromium (Debian's; `make chromium` installs
@@ -111,7 +112,7 @@ func TestBrowserGraph(t *testing.T) {
 	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
 	links := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].filter(a => a.getAttribute('href').startsWith('/tasks/') && a.getAttribute('aria-label')).length`)
 	states := eval[string](t, ctx, `[...document.querySelectorAll('svg#graph a[data-state]')].map(a => a.dataset.state + ':' + (a.textContent.includes(a.dataset.state) || a.dataset.state === 'GROUP')).sort().join(',')`)
-	refresh := eval[int](t, ctx, `document.querySelectorAll('meta[http-equiv="refresh"]').length`)
+	refresh := eval[int](t, ctx, `document.querySelectorAll('#live-toggle:not([hidden])').length`)
 	state := run(t, ctx, chromedp.Text(chromedp.ID("run-state")))
 	if !strings.HasSuffix(url, target) || boxes != 17 || links != 17 || refresh != 1 || state != "RUNNING" {
 		t.Errorf("live page %s: %d boxes, %d links, %d refresh, state %q", url, boxes, links, refresh, state)
@@ -133,6 +134,23 @@ func TestBrowserGraph(t *testing.T) {
 	}
 	checkLayout(t, ctx, "live page")
 	screenshot(t, ctx, "live")
+	// The live page reloads itself (its one script, allowed by the
+	// response's nonce) until the reader pauses it.
+	origin := eval[float64](t, ctx, `performance.timeOrigin`)
+	testwait.Until(t, 4*RefreshSeconds*time.Second, "the live page reloads", func() bool {
+		o, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.timeOrigin`))
+		return err == nil && o != origin
+	})
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("live-toggle")), chromedp.Click(chromedp.ID("live-toggle"))); err != nil {
+		t.Fatal(err)
+	}
+	origin = eval[float64](t, ctx, `performance.timeOrigin`)
+	if err := chromedp.Do(ctx, chromedp.Sleep((RefreshSeconds+2)*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if o, pressed := eval[float64](t, ctx, `performance.timeOrigin`), eval[string](t, ctx, `document.getElementById('live-toggle').getAttribute('aria-pressed')`); o != origin || pressed != "true" {
+		t.Errorf("paused live page: reloaded %v, aria-pressed %q", o != origin, pressed)
+	}
 
 	for i := range c.States {
 		c.States[i] = detail.NodeStateSucceeded
@@ -142,7 +160,7 @@ func TestBrowserGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	boxes = eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-state="SUCCEEDED"]').length`)
-	refresh = eval[int](t, ctx, `document.querySelectorAll('meta[http-equiv="refresh"]').length`)
+	refresh = eval[int](t, ctx, `document.querySelectorAll('#live-toggle:not([hidden])').length`)
 	state = run(t, ctx, chromedp.Text(chromedp.ID("run-state")))
 	if boxes != 16 || refresh != 0 || state != "SUCCEEDED" {
 		t.Errorf("finished page: %d succeeded boxes, %d refresh, state %q", boxes, refresh, state)
@@ -158,7 +176,7 @@ func checkLayout(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
 	outside := eval[[]string](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].flatMap(a => {
   const b = a.querySelector('rect.box').getBoundingClientRect();
-  return [...a.querySelectorAll('text')].filter(x => {
+  return [...a.parentNode.querySelectorAll('text')].filter(x => {
     const r = x.getBoundingClientRect();
     return r.left < b.left - 0.5 || r.right > b.right + 0.5 || r.top < b.top - 0.5 || r.bottom > b.bottom + 0.5;
   }).map(x => a.dataset.nodeId + ': ' + JSON.stringify(x.textContent) + ' ' + Math.round(x.getBoundingClientRect().right - b.right) + 'px past the right edge');
@@ -166,7 +184,7 @@ func checkLayout(t *testing.T, ctx context.Context, page string) {
 	if len(outside) > 0 {
 		t.Errorf("%s: text outside its node box: %v", page, outside)
 	}
-	maps := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a.map text')].filter(x => /○/.test(x.textContent)).length`)
+	maps := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a.map')].flatMap(a => [...a.parentNode.querySelectorAll('text')]).filter(x => /○/.test(x.textContent)).length`)
 	if maps != 1 {
 		t.Errorf("%s: %d map count texts, want 1", page, maps)
 	}

@@ -17,5 +17,7 @@
 // The browser pages sign in at /login: the cookie holds a server-side
 // session id, never the token (see session.go). /tasks lists tasks as GET
 // /api/tasks does (list.go); a task page's Cancel and Retry post a
-// confirmation form carrying the session's CSRF token (actions.go).
+// confirmation form carrying the session's CSRF token (actions.go). The
+// graph page's failures and timeline views are in views.go, a map's
+// failed items page in mapitems.go.
 package serve

@@ -47,8 +47,25 @@ type gnode struct {
 	Kind      topology.NodeKind
 	State     detail.NodeState
 	Fanout    *detail.NodeFanout
-	Layer     int
-	index     int
+	// Started and Finished are the detail's started_at and finished_at
+	// (canonical UTC timestamps, "" when not recorded); Error is a
+	// failed node's error.
+	Started, Finished, Error string
+	Layer                    int
+	index                    int
+}
+
+// setDetail copies a node detail's state, fan-out and times into n.
+func (n *gnode) setDetail(d *detail.NodeDetail) {
+	n.State, n.Fanout = d.State, d.Fanout
+	n.Started, n.Finished, n.Error = deref(d.StartedAt), deref(d.FinishedAt), deref(d.Error)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // graph is one attempt's retained topology with node states, laid out
@@ -91,7 +108,7 @@ func (g *graph) fillStates(ctx context.Context, reads *read.Service, principal, 
 					continue
 				}
 				if out.Item != nil {
-					g.Nodes[i].State, g.Nodes[i].Fanout = out.Item.State, out.Item.Fanout
+					g.Nodes[i].setDetail(out.Item)
 				}
 			}
 		}()
@@ -286,7 +303,7 @@ func loadGraphOnce(ctx context.Context, reads *read.Service, cache *graphCache, 
 		return p.Items, p.NextCursor, p.Complete, nil
 	}, func(d detail.NodeDetail) {
 		if i, ok := g.byID[d.NodeID]; ok {
-			g.Nodes[i].State, g.Nodes[i].Fanout = d.State, d.Fanout
+			g.Nodes[i].setDetail(&d)
 		}
 	})
 	if err != nil {
@@ -401,24 +418,46 @@ type item struct {
 // windows splits the drawn items (wide layers collapsed) into windows of
 // at most WindowNodes items, whole layers each (a layer draws at most
 // WideLayer items, so every window but a last one is nearly full).
-func (g *graph) windows() [][]item {
+func (g *graph) windows() [][]item { return g.windowsOf(nil) }
+
+// windowsOf is windows of the nodes keep marks (every node when keep is
+// nil): a layer's other nodes are collapsed into one group of their
+// counts, and a layer with no kept node is left out.
+func (g *graph) windowsOf(keep []bool) [][]item {
 	var out [][]item
 	var cur []item
-	for l, idx := range g.Layers {
+	for l, all := range g.Layers {
+		idx, rest := all, []int(nil)
+		if keep != nil {
+			idx = nil
+			for _, i := range all {
+				if keep[i] {
+					idx = append(idx, i)
+				} else {
+					rest = append(rest, i)
+				}
+			}
+			if len(idx) == 0 {
+				continue
+			}
+		}
 		var row []item
 		if len(idx) > WideLayer {
 			for _, i := range idx[:WideLayer-1] {
 				row = append(row, item{Node: i, Layer: l})
 			}
-			grp := item{Node: -1, Layer: l, Group: idx[WideLayer-1:]}
-			for _, i := range grp.Group {
-				grp.Counts.add(g.Nodes[i].State, 1)
-			}
-			row = append(row, grp)
+			rest = append(idx[WideLayer-1:len(idx):len(idx)], rest...)
 		} else {
 			for _, i := range idx {
 				row = append(row, item{Node: i, Layer: l})
 			}
+		}
+		if len(rest) > 0 {
+			grp := item{Node: -1, Layer: l, Group: rest}
+			for _, i := range grp.Group {
+				grp.Counts.add(g.Nodes[i].State, 1)
+			}
+			row = append(row, grp)
 		}
 		if len(cur)+len(row) > WindowNodes && len(cur) > 0 {
 			out = append(out, cur)

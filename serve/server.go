@@ -110,6 +110,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph", HTML: true, Read: readGraph, h: s.graphPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/node", HTML: true, h: s.nodePage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/graph/layer", HTML: true, h: s.layerPage},
+		{Method: "GET", Pattern: "/tasks/{task_id}/graph/map-items", HTML: true, h: s.mapItemsPage},
 		{Method: "GET", Pattern: "/tasks/{task_id}/cancel", HTML: true, h: s.confirmPage("cancel")},
 		{Method: "POST", Pattern: "/tasks/{task_id}/cancel", HTML: true, h: s.actionPost("cancel")},
 		{Method: "GET", Pattern: "/tasks/{task_id}/retry", HTML: true, h: s.confirmPage("retry")},

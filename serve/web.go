@@ -3,13 +3,16 @@ package serve
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,9 +29,12 @@ import (
 )
 
 // The browser pages: server-rendered HTML and inline SVG from embedded
-// templates and one stylesheet; no script runs (the CSP forbids it). A
-// live run's pages refresh by <meta http-equiv="refresh"> until the run
-// is terminal.
+// templates and one stylesheet. A live run's pages reload every
+// RefreshSeconds until the run is terminal: by one inline script
+// (allowed by a per-response CSP nonce, the only script any page has)
+// that a "Pause live updates" button stops, or, without script, by a
+// <meta http-equiv="refresh"> inside <noscript>. Every other page runs
+// no script (its CSP forbids any).
 
 //go:embed web/pages.html web/graph.css
 var webFS embed.FS
@@ -48,6 +54,36 @@ const RefreshSeconds = 5
 // and images from this origin, forms post only here, never framed.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// liveCSP is a live page's policy: csp, and its one inline script by a
+// nonce fresh for each response (the script reloads the page every
+// RefreshSeconds until the reader pauses it; without script a
+// <noscript> refresh does).
+func liveCSP(nonce string) string {
+	return csp + "; script-src 'nonce-" + nonce + "'"
+}
+
+// withNonce returns a copy of data (a page struct) with a fresh Nonce
+// when it refreshes (Refresh set), and the nonce; data as given and ""
+// otherwise.
+func withNonce(data any) (any, string, error) {
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Struct {
+		return data, "", nil
+	}
+	if f := v.FieldByName("Refresh"); !f.IsValid() || f.Int() == 0 {
+		return data, "", nil
+	}
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, "", err
+	}
+	nonce := base64.StdEncoding.EncodeToString(b[:])
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	c.FieldByName("Nonce").SetString(nonce)
+	return c.Interface(), nonce, nil
+}
+
 func htmlHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", csp)
@@ -64,17 +100,26 @@ var renderErrors atomic.Int64
 type page struct {
 	Title, Principal, Code, Message, Back string
 	Refresh                               int
+	// Nonce is a live page's script nonce (render sets it).
+	Nonce string
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	data, nonce, err := withNonce(data)
+	if err == nil {
+		err = pages.ExecuteTemplate(&buf, name, data)
+	}
+	if err != nil {
 		s.log.Error("render", "page", name, "path", r.URL.Path, "err", err)
 		renderErrors.Add(1)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	htmlHeaders(w)
+	if nonce != "" {
+		w.Header().Set("Content-Security-Policy", liveCSP(nonce))
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
@@ -279,6 +324,11 @@ type box struct {
 	// TextFit and CountsFit, when set, are the textLength (px) that
 	// squeezes a long Text or Counts line into the box.
 	TextFit, CountsFit int
+	// TextHidden draws Text (a group's glyph counts, which Aria says in
+	// words) beside the link, hidden from assistive technology, so the
+	// link's name starts with all its visible text; a map's Counts are
+	// drawn so always.
+	TextHidden bool
 }
 
 // fit is the textLength (px) that keeps s within width px, or 0 when s
@@ -314,6 +364,20 @@ type graphData struct {
 	Width, Height, Hidden          int
 	Boxes                          []box
 	Lines                          []line
+	// View is the shown view (graph, failures, timeline), Views the links
+	// to each.
+	View  string
+	Views []viewLink
+	// The failures view: how many nodes failed, are drawn (kept) and
+	// collapsed, and the failed nodes' table.
+	Failed, Kept, Collapsed int
+	FailedRows              []failedRow
+	// FailedUnshown is how many of the summary's failed nodes the view
+	// does not have: their detail was not retained (truncated), or past
+	// the MaxFailuresRead read.
+	FailedUnshown int64
+	// Timeline is the timeline view's window.
+	Timeline *timeline
 }
 
 const (
@@ -386,6 +450,15 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		s.htmlFail(w, r, principal, err)
 		return
 	}
+	view := r.URL.Query().Get("view")
+	switch view {
+	case "":
+		view = viewGraph
+	case viewGraph, viewFailures, viewTimeline:
+	default:
+		s.htmlFail(w, r, principal, invalid("view must be %s, %s or %s", viewGraph, viewFailures, viewTimeline))
+		return
+	}
 	start := time.Now()
 	g, gerr := loadGraph(r.Context(), s.reads, &s.graphs, principal, taskID, attempt)
 	if gerr != nil && !errors.Is(gerr, errGraphTooLarge) {
@@ -394,7 +467,8 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 	}
 	sum := g.Summary
 	d := graphData{page: page{Title: "Graph of " + taskID, Principal: principal}, TaskID: taskID,
-		Availability: string(sum.Availability), Attempt: sum.RunIdentity.AttemptNumber}
+		Availability: string(sum.Availability), Attempt: sum.RunIdentity.AttemptNumber, View: view}
+	d.Views = viewLinks(taskID, d.Attempt, view)
 	for _, st := range []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded, detail.NodeStateFailed} {
 		d.Legend = append(d.Legend, newGlyph(string(st), 2, 8))
 	}
@@ -424,7 +498,16 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		if g.Truncated {
 			d.Message = "The retained graph is incomplete (truncated by the reporting limits)."
 		}
-		if err := s.drawWindow(r.Context(), &d, g, principal, int(max(win, 1))); err != nil {
+		var err error
+		switch view {
+		case viewFailures:
+			err = s.drawFailures(r.Context(), &d, g, principal, int(win))
+		case viewTimeline:
+			err = s.drawTimeline(r.Context(), &d, g, principal, int(win))
+		default:
+			err = s.drawWindow(r.Context(), &d, g, principal, int(win))
+		}
+		if err != nil {
 			s.htmlFail(w, r, principal, err)
 			return
 		}
@@ -434,10 +517,12 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 }
 
 func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, principal string, win int) error {
-	ws := g.windows()
-	if win > len(ws) {
-		win = len(ws)
-	}
+	return s.drawItems(ctx, d, g, principal, g.windows(), max(win, 1))
+}
+
+// drawItems draws window win (1-based, clamped to the last) of ws.
+func (s *Server) drawItems(ctx context.Context, d *graphData, g *graph, principal string, ws [][]item, win int) error {
+	win = min(max(win, 1), len(ws))
 	items := ws[win-1]
 	if g.Sparse { // read the states of the drawn nodes only
 		var idx []int
@@ -452,10 +537,10 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 	}
 	d.Window, d.Windows = win, len(ws)
 	if win > 1 {
-		d.Prev = graphHref(d.TaskID, d.Attempt, win-1)
+		d.Prev = viewHref(d.TaskID, d.Attempt, win-1, d.View)
 	}
 	if win < len(ws) {
-		d.Next = graphHref(d.TaskID, d.Attempt, win+1)
+		d.Next = viewHref(d.TaskID, d.Attempt, win+1, d.View)
 	}
 	if len(items) == 0 {
 		return nil
@@ -477,10 +562,13 @@ func (s *Server) drawWindow(ctx context.Context, d *graphData, g *graph, princip
 			b.Class, b.State, b.ID = "group", "GROUP", fmt.Sprintf("layer-%d", it.Layer)
 			b.Label = fmt.Sprintf("group: %d more nodes", len(it.Group))
 			b.Text = fmt.Sprintf("○%d ▶%d ✓%d ✗%d", c.Pending, c.Running, c.Succeeded, c.Failed)
-			b.Aria = fmt.Sprintf("%d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			// The name starts with the visible label (the glyph counts are
+			// hidden from assistive technology: the name says them in words).
+			b.Aria = fmt.Sprintf("group: %d more nodes of layer %d: %d pending, %d running, %d succeeded, %d failed", len(it.Group), it.Layer, c.Pending, c.Running, c.Succeeded, c.Failed)
+			b.TextHidden = true
 			if g.Sparse {
-				b.Text = "states: open the layer"
-				b.Aria = fmt.Sprintf("%d more nodes of layer %d (their states on the layer page)", len(it.Group), it.Layer)
+				b.Text, b.TextHidden = "states: open the layer", false
+				b.Aria = fmt.Sprintf("group: %d more nodes, states: open the layer (layer %d's page lists them)", len(it.Group), it.Layer)
 			}
 			b.Href = layerHref(d.TaskID, d.Attempt, it.Layer, 0)
 			b.TX = x + 8
@@ -551,7 +639,15 @@ func (s *Server) nodePage(w http.ResponseWriter, r *http.Request, principal stri
 		NodeID, GraphHref string
 		Item              *detail.NodeDetail
 		Map               *StateCounts
-	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item}
+		// Took is the node's duration (finished_at − started_at).
+		Took string
+		// ItemsHref is a map's failed items page.
+		ItemsHref string
+	}{page: page{Title: "Node " + nodeID, Principal: principal}, NodeID: nodeID, GraphHref: graphHref(taskID, out.RunIdentity.AttemptNumber, 0), Item: out.Item,
+		ItemsHref: mapItemsHref(taskID, nodeID, nil)}
+	if out.Item != nil {
+		_, _, d.Took = timing(deref(out.Item.StartedAt), deref(out.Item.FinishedAt))
+	}
 	if out.Item != nil && out.Item.Fanout != nil {
 		c := MapCounts(out.Item.State, out.Item.Fanout)
 		d.Map = &c

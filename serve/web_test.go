@@ -155,12 +155,15 @@ func TestGraphPageLive(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("graph: %d %s", code, body)
 	}
-	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") {
-		t.Errorf("CSP = %q", csp)
-	}
 	d := parse(t, body)
-	if m := d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" }); len(m) != 1 {
-		t.Errorf("a live run's page has %d refresh metas, want 1", len(m))
+	// A live page's one script runs by the response's nonce, nothing else.
+	scripts := d.all("script", nil)
+	if csp := h.Get("Content-Security-Policy"); len(scripts) != 1 || !strings.Contains(csp, "default-src 'none'") ||
+		!strings.HasSuffix(csp, "; script-src 'nonce-"+attr(scripts[0], "nonce")+"'") || len(attr(scripts[0], "nonce")) < 20 {
+		t.Errorf("CSP = %q, %d scripts", csp, len(scripts))
+	}
+	if n := refreshes(d); n != 1 {
+		t.Errorf("a live run's page has %d refreshes, want 1", n)
 	}
 	if got := text(d.byID("run-state")); got != "RUNNING" {
 		t.Errorf("run state %q", got)
@@ -234,6 +237,19 @@ func TestGraphPageLive(t *testing.T) {
 	}
 }
 
+// refreshes counts a page's live refreshes: the pause button of its
+// reload script, and the <noscript> refresh without script (parsed, as a
+// browser with script does, as text).
+func refreshes(d dom) int {
+	n := 0
+	for _, ns := range d.all("noscript", nil) {
+		if strings.Contains(text(ns), `http-equiv="refresh"`) && d.byID("live-toggle") != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func isDescendant(n, of *html.Node) bool {
 	for p := n.Parent; p != nil; p = p.Parent {
 		if p == of {
@@ -254,7 +270,7 @@ func TestGraphPageFinishedAndAttempts(t *testing.T) {
 	base := "/tasks/" + e.taskID
 	code, _, body := e.get(t, "chain", base+"/graph")
 	d := parse(t, body)
-	if code != 200 || text(d.byID("run-state")) != "SUCCEEDED" || len(d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" })) != 0 {
+	if code != 200 || text(d.byID("run-state")) != "SUCCEEDED" || refreshes(d) != 0 || len(d.all("script", nil)) != 0 {
 		t.Fatalf("finished graph: %d state %q", code, text(d.byID("run-state")))
 	}
 	if n := len(d.boxes()); n != 17 {
@@ -277,9 +293,6 @@ func TestGraphPageFinishedAndAttempts(t *testing.T) {
 	links := d.all("a", func(n *html.Node) bool { return n.Parent != nil && attr(n.Parent, "class") == "attempts" })
 	if code != 200 || len(links) != 2 || attr(links[1], "aria-current") != "page" || text(d.byID("run-state")) != "NOT_REPORTED" {
 		t.Fatalf("attempt 2: %d, %d switcher links, state %q", code, len(links), text(d.byID("run-state")))
-	}
-	refreshes := func(d dom) int {
-		return len(d.all("meta", func(n *html.Node) bool { return attr(n, "http-equiv") == "refresh" }))
 	}
 	if refreshes(d) != 1 {
 		t.Error("attempt 2 (running, nothing published yet) does not refresh")

@@ -37,4 +37,7 @@
 // the run); pages of a publication that is not AVAILABLE or TRUNCATED are
 // empty. A task without a summary reads as NOT_REPORTED with the task's
 // attempt and generation and, before its first claim, the nil run id.
+//
+// MapFailedItems (failed.go) lists the failed item of a map that each
+// attempt's stored error names, for the map's failed items page.
 package read
