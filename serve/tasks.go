@@ -274,7 +274,7 @@ func parseKeyset(s string, byTime bool) (keyset, error) {
 // listSQL is the executions-list query of one page after (nil: the
 // first page): only the filters that are set become conditions, so that
 // every filter has a plan of its own on the list indexes
-// (engine/durable/migrations/0006_task_list_indexes.sql), never a scan of
+// (internal/store/migrations/0006_task_list_indexes.sql), never a scan of
 // the whole table. Only the bounded columns of a list item are read; an
 // error message over the inline bound is not loaded at all.
 func listSQL(tq taskQuery, flows []string, after *keyset) (string, []any) {
