@@ -55,18 +55,18 @@ func (g *FinalGroup) Add(f *FinalWrites) bool {
 		Pending: int32(pl.dPend), Running: int32(pl.dRun), Succeeded: int32(pl.dSucc), Failed: int32(pl.dFail),
 		Truncated: int32(pl.dTrunc), Events: int32(pl.events),
 		Reasons: reasonsText(pl.sum.Detail.TruncationReasons), Bytes: pl.bytes, Expires: fp.expires,
-		Manifest: store.FirstManifest{
+		Manifest: store.Manifest{
 			ID: topo.ManifestID, Version: topo.Version, Digest: topo.ManifestDigest, Reasons: reasonsText(topo.Reasons),
 			Payload: string(topo.Manifest), Nodes: topo.NodeCount, Edges: topo.EdgeCount,
 			NodePages: int32(topo.NodePages), EdgePages: int32(topo.EdgePages), EncodedBytes: topo.EncodedBytes,
 		},
 	}
 	for _, p := range topo.Pages {
-		r.Pages = append(r.Pages, store.FirstPage{Digest: p.Digest, Collection: string(p.Collection), Payload: string(p.Payload),
+		r.Pages = append(r.Pages, store.Page{Digest: p.Digest, Collection: string(p.Collection), Payload: string(p.Payload),
 			Items: int32(p.Items), Index: int32(p.Index)})
 	}
 	for _, c := range pl.changed {
-		r.Nodes = append(r.Nodes, store.FirstNode{Key: c.key, ID: c.nodeID, Invocation: c.invocation, State: string(c.state),
+		r.Nodes = append(r.Nodes, store.DetailRow{Key: c.key, ID: c.nodeID, Invocation: c.invocation, State: string(c.state),
 			Events: int32(c.events), Truncated: c.truncated, Payload: string(c.payload), Digest: c.digest,
 			TopologyVersion: topo.Version, Revision: pl.detailRev})
 	}

@@ -24,11 +24,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// RowReader runs queries of one row: a pool, a connection or a
+// transaction.
+type RowReader interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Reader runs queries: a pool, a connection or a transaction.
+type Reader interface {
+	RowReader
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Querier runs statements: a pool, a connection or a transaction.
 type Querier interface {
+	Reader
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // Batcher sends pipelined batches (a pool, a connection, a transaction).

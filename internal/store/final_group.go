@@ -21,28 +21,28 @@ type FirstRun struct {
 	Reasons              string
 	Bytes                int64
 	Expires              *time.Time
-	Manifest             FirstManifest
-	Pages                []FirstPage
-	Nodes                []FirstNode
+	Manifest             Manifest
+	Pages                []Page
+	Nodes                []DetailRow
 }
 
-// FirstManifest is a first publication's CURRENT manifest.
-type FirstManifest struct {
+// Manifest is a topology manifest (rayflow_progress_manifests).
+type Manifest struct {
 	ID, Digest, Reasons, Payload string
 	Version, Nodes, Edges        int64
 	NodePages, EdgePages         int32
 	EncodedBytes                 int64
 }
 
-// FirstPage is a topology page of a first publication, at Index of its
+// Page is a topology page (rayflow_progress_pages) at Index of its
 // Collection.
-type FirstPage struct {
+type Page struct {
 	Digest, Collection, Payload string
 	Items, Index                int32
 }
 
-// FirstNode is a detail row of a first publication.
-type FirstNode struct {
+// DetailRow is a node detail row (rayflow_progress_nodes).
+type DetailRow struct {
 	Key, ID, State, Payload, Digest string
 	Invocation                      *string
 	Events                          int32

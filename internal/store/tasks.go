@@ -133,7 +133,7 @@ func QueueTransitionFenced(b *pgx.Batch, f Fence, o Outcome) {
 
 // TaskSummary reads the fenced attempt's progress summary (one nullable
 // text column).
-func TaskSummary(ctx context.Context, q Querier, f Fence) pgx.Row {
+func TaskSummary(ctx context.Context, q RowReader, f Fence) pgx.Row {
 	return q.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...)
 }
 
@@ -205,7 +205,7 @@ func ClaimTasks(ctx context.Context, q Querier, c Claim) (pgx.Rows, error) {
 // heartbeat for stuckSeconds and queued ones past their deadline. Rows:
 // id, state, attempt_number, max_attempts, execution_generation,
 // workflow_run_id, ray_job_id, task_id, flow_name, seconds in the state.
-func StuckTasks(ctx context.Context, q Querier, stuckSeconds float64) (pgx.Rows, error) {
+func StuckTasks(ctx context.Context, q Reader, stuckSeconds float64) (pgx.Rows, error) {
 	return q.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
   coalesce(ray_job_id, ''), task_id::text, flow_name,
   extract(epoch FROM now() - CASE WHEN state = 'QUEUED' THEN enqueued_at ELSE coalesce(started_at, enqueued_at) END)::float8
@@ -258,13 +258,13 @@ const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, 
  coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, '')`
 
 // TaskByID reads the task record (the columns of taskColumns) of task id.
-func TaskByID(ctx context.Context, q Querier, taskID string) pgx.Row {
+func TaskByID(ctx context.Context, q RowReader, taskID string) pgx.Row {
 	return q.QueryRow(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks WHERE task_id = $1`, taskID)
 }
 
 // ListTasks lists task records (the columns of taskColumns) with id
 // below before, newest first; state and queue filter unless empty.
-func ListTasks(ctx context.Context, q Querier, before int64, state, queue string, limit int) (pgx.Rows, error) {
+func ListTasks(ctx context.Context, q Reader, before int64, state, queue string, limit int) (pgx.Rows, error) {
 	return q.Query(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks
 WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3)
 ORDER BY id DESC LIMIT $4`, before, state, queue, limit)
@@ -274,7 +274,7 @@ ORDER BY id DESC LIMIT $4`, before, state, queue, limit)
 // attempt_number, execution_generation, workflow_run_id, state,
 // claimed_by, plan fingerprint, started_at, finished_at, error_type,
 // error_message, error_traceback, result_data.
-func TaskAttempts(ctx context.Context, q Querier, pk int64) (pgx.Rows, error) {
+func TaskAttempts(ctx context.Context, q Reader, pk int64) (pgx.Rows, error) {
 	return q.Query(ctx, `
 SELECT attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), state, coalesce(claimed_by, ''),
  coalesce(workflow_plan_fingerprint, ''), started_at, finished_at, coalesce(error_type, ''), coalesce(error_message, ''),
@@ -328,4 +328,13 @@ func AdoptRayJob(ctx context.Context, q Querier, f Fence, worker, job string) pg
 WHERE `+fenceWhere+` AND ray_job_id = $7
 RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_seconds, 0),
   coalesce(workflow_plan_fingerprint, ''), coalesce(workflow_plan_pinned_attempt, 0)`, f.args(worker, job)...)
+}
+
+// InsertRunningTask inserts a task of flow already RUNNING (claimed by
+// worker, with a new run id, execution generation 0) without a claim: the
+// serve and progress test fixtures' task. Row: task_id, id,
+// workflow_run_id.
+func InsertRunningTask(ctx context.Context, q Querier, flow, worker string) pgx.Row {
+	return q.QueryRow(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, state, claimed_by, workflow_run_id, started_at)
+ VALUES (gen_random_uuid(), $1, '{}', 'RUNNING', $2, gen_random_uuid(), now()) RETURNING task_id::text, id, workflow_run_id::text`, flow, worker)
 }

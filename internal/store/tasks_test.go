@@ -379,7 +379,7 @@ func TestTransitionGroup(t *testing.T) {
 	a, b := enqueueAndClaim(t, pool, "qa"), enqueueAndClaim(t, pool, "qb")
 	g := store.GroupTransitions{
 		PKs: []int64{a.PK, b.PK}, Attempts: []int32{int32(a.Attempt), int32(b.Attempt)},
-		Gens: []int64{a.Gen, b.Gen + 1}, // b's fence is stale
+		Gens:   []int64{a.Gen, b.Gen + 1}, // b's fence is stale
 		RunIDs: []string{*a.RunID, *b.RunID}, States: []string{"SUCCEEDED", "SUCCEEDED"},
 		Retry: []bool{false, false}, BackoffSeconds: []float64{0, 0}, Results: []*string{ptr(`1`), ptr(`2`)},
 		ErrTypes: make([]*string, 2), ErrMessages: make([]*string, 2), ErrTracebacks: make([]*string, 2),
