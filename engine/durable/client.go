@@ -190,10 +190,9 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 	}
 	for range maxIDAttempts {
 		id := sdk.NewRunID()
-		var pk int64
-		err := store.InsertTask(ctx, db, store.NewTask{TaskID: id, Flow: name, Queue: o.Queue, Priority: o.Priority,
+		_, err := store.InsertTask(ctx, db, store.NewTask{TaskID: id, Flow: name, Queue: o.Queue, Priority: o.Priority,
 			MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
-			QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter}).Scan(&pk)
+			QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // task id collision: regenerate
 		}

@@ -148,8 +148,8 @@ func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect 
 // derived from its last accepted summary; nil when the run published
 // none (or it cannot be read: the transition must still land).
 func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {
-	var last *string
-	if err := store.TaskSummary(ctx, db, f.store()).Scan(&last); err != nil || last == nil {
+	last, err := store.TaskSummary(ctx, db, f.store())
+	if err != nil || last == nil {
 		return nil
 	}
 	return envelope([]byte(*last), state)
@@ -192,9 +192,8 @@ func truncate(s string, n int) string {
 // heartbeatOnce refreshes the fenced attempt's heartbeat and returns the
 // task's state; pgx.ErrNoRows when the fence no longer matches.
 func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
-	var state State
-	err := store.Heartbeat(ctx, db, f.store()).Scan(&state)
-	return state, err
+	s, err := store.Heartbeat(ctx, db, f.store())
+	return State(s), err
 }
 
 // pinPlan records the first materialization's plan under the fence

@@ -268,9 +268,7 @@ func (s *Sink) encodeSummary(sum *summary.Summary) ([]byte, error) {
 
 // fenceError classifies a conditional update that changed no row.
 func fenceError(ctx context.Context, q store.Reader, id common.RunIdentity, rev int64) error {
-	var state string
-	var cur *int64
-	err := store.RunTaskState(ctx, q, storeRun(id)).Scan(&state, &cur)
+	state, cur, err := store.RunTaskState(ctx, q, storeRun(id))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("progressstore: task %d attempt %d generation %d run %s: %w", id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, progress.ErrStaleFence)
@@ -724,8 +722,8 @@ func (s *Sink) plan(sum summary.Summary, details []detail.NodeDetail, topo *Topo
 
 // reload reads the committed state of an existing run row.
 func (s *Sink) reload(ctx context.Context, runPK int64) error {
-	var rev *int64
-	if err := store.RunDetailRevision(ctx, s.pool, runPK).Scan(&rev); err != nil {
+	rev, err := store.RunDetailRevision(ctx, s.pool, runPK)
+	if err != nil {
 		return fmt.Errorf("progressstore: reloading run %d: %w", runPK, err)
 	}
 	if rev != nil {

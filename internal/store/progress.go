@@ -67,10 +67,11 @@ func QueueFencedLock(b *pgx.Batch, r Run, rev int64) {
 	b.Queue(fencedLockSQL, r.args(rev)...)
 }
 
-// RunTaskState reads the state and summary revision (nullable) of the
-// task of run r (pgx.ErrNoRows when the fence matches no task).
-func RunTaskState(ctx context.Context, q RowReader, r Run) pgx.Row {
-	return q.QueryRow(ctx, `SELECT state, progress_summary_revision FROM rayflow_tasks WHERE `+runFence, r.args()...)
+// RunTaskState reads the state and summary revision (nil for none) of
+// the task of run r (pgx.ErrNoRows when the fence matches no task).
+func RunTaskState(ctx context.Context, q RowReader, r Run) (state string, rev *int64, err error) {
+	err = q.QueryRow(ctx, `SELECT state, progress_summary_revision FROM rayflow_tasks WHERE `+runFence, r.args()...).Scan(&state, &rev)
+	return state, rev, err
 }
 
 // RunDetail is a publication's update of its run row: the detail
@@ -248,9 +249,12 @@ func QueueStage(b *pgx.Batch, r Run, m Manifest, pages []Page) {
  JOIN rayflow_progress_pages p ON p.run_pk = `+runRef+` AND p.digest = x.d`, r.args(m.ID, digests, colls, idx)...)
 }
 
-// RunDetailRevision reads the detail revision (nullable) of run row runPK.
-func RunDetailRevision(ctx context.Context, q RowReader, runPK int64) pgx.Row {
-	return q.QueryRow(ctx, `SELECT detail_revision FROM rayflow_progress_runs WHERE id = $1`, runPK)
+// RunDetailRevision reads the detail revision (nil for none) of run row
+// runPK.
+func RunDetailRevision(ctx context.Context, q RowReader, runPK int64) (*int64, error) {
+	var rev *int64
+	err := q.QueryRow(ctx, `SELECT detail_revision FROM rayflow_progress_runs WHERE id = $1`, runPK).Scan(&rev)
+	return rev, err
 }
 
 // RunDetailDigests lists the detail rows of run row runPK: node_key,

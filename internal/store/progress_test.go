@@ -128,9 +128,7 @@ func TestProgressWritesAndReads(t *testing.T) {
 	if err := send(t, pool, b); err != nil {
 		t.Errorf("fenced lock: %v", err)
 	}
-	var state string
-	var rev *int64
-	if err := store.RunTaskState(ctx, pool, run).Scan(&state, &rev); err != nil || state != "RUNNING" || rev == nil || *rev != 1 {
+	if state, rev, err := store.RunTaskState(ctx, pool, run); err != nil || state != "RUNNING" || rev == nil || *rev != 1 {
 		t.Errorf("RunTaskState: %s %v, %v", state, rev, err)
 	}
 
@@ -179,7 +177,7 @@ func TestProgressWritesAndReads(t *testing.T) {
 	if n := len(mustCollect(t, drows)); n != 3 {
 		t.Errorf("RunDetailRows: %d rows", n)
 	}
-	if err := store.RunDetailRevision(ctx, pool, runPK).Scan(&detailRev); err != nil || detailRev == nil || *detailRev != 1 {
+	if detailRev, err = store.RunDetailRevision(ctx, pool, runPK); err != nil || detailRev == nil || *detailRev != 1 {
 		t.Errorf("RunDetailRevision: %v, %v", detailRev, err)
 	}
 	dd, err := store.RunDetailDigests(ctx, pool, runPK)
@@ -192,7 +190,7 @@ func TestProgressWritesAndReads(t *testing.T) {
 
 	// The readers' reads.
 	var flow string
-	if err := store.TaskFlow(ctx, pool, taskID).Scan(&pk, &flow); err != nil || pk != run.TaskPK || flow != "flow" {
+	if pk, flow, err = store.TaskFlow(ctx, pool, taskID); err != nil || pk != run.TaskPK || flow != "flow" {
 		t.Errorf("TaskFlow: %d %s, %v", pk, flow, err)
 	}
 	var tAttempt, tGen int64

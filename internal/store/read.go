@@ -10,9 +10,11 @@ import (
 // caller's read-only snapshot. A payload over maxBytes is not loaded (NULL)
 // but its size is, so that the reader can refuse it.
 
-// TaskFlow reads task taskID's id and flow_name (for the authorizer).
-func TaskFlow(ctx context.Context, q RowReader, taskID string) pgx.Row {
-	return q.QueryRow(ctx, `SELECT id, flow_name FROM rayflow_tasks WHERE task_id = $1`, taskID)
+// TaskFlow reads task taskID's primary key and flow (for the
+// authorizer; pgx.ErrNoRows when there is no such task).
+func TaskFlow(ctx context.Context, q RowReader, taskID string) (pk int64, flow string, err error) {
+	err = q.QueryRow(ctx, `SELECT id, flow_name FROM rayflow_tasks WHERE task_id = $1`, taskID).Scan(&pk, &flow)
+	return pk, flow, err
 }
 
 // TaskProgress reads task taskID with its summary and, when attempt

@@ -131,16 +131,20 @@ func QueueTransitionFenced(b *pgx.Batch, f Fence, o Outcome) {
 	b.Queue(transitionFencedSQL, o.args(f)...)
 }
 
-// TaskSummary reads the fenced attempt's progress summary (one nullable
-// text column).
-func TaskSummary(ctx context.Context, q RowReader, f Fence) pgx.Row {
-	return q.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...)
+// TaskSummary reads the fenced attempt's progress summary (nil for none;
+// pgx.ErrNoRows when the fence no longer matches).
+func TaskSummary(ctx context.Context, q RowReader, f Fence) (*string, error) {
+	var sum *string
+	err := q.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...).Scan(&sum)
+	return sum, err
 }
 
-// Heartbeat refreshes the fenced attempt's heartbeat; the row holds the
+// Heartbeat refreshes the fenced attempt's heartbeat and returns the
 // task's state (pgx.ErrNoRows when the fence no longer matches).
-func Heartbeat(ctx context.Context, q Querier, f Fence) pgx.Row {
-	return q.QueryRow(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`, f.args()...)
+func Heartbeat(ctx context.Context, q Querier, f Fence) (string, error) {
+	var state string
+	err := q.QueryRow(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`, f.args()...).Scan(&state)
+	return state, err
 }
 
 // PinPlan records a plan's fingerprint and selection under the fence
@@ -228,10 +232,11 @@ type NewTask struct {
 	RunAfter            *time.Time // nil: now
 }
 
-// InsertTask inserts t; the row holds its primary key, or pgx.ErrNoRows
-// when the task id exists already.
-func InsertTask(ctx context.Context, q Querier, t NewTask) pgx.Row {
-	return q.QueryRow(ctx, `
+// InsertTask inserts t and returns its primary key (pgx.ErrNoRows when
+// the task id exists already).
+func InsertTask(ctx context.Context, q Querier, t NewTask) (int64, error) {
+	var pk int64
+	err := q.QueryRow(ctx, `
 INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
     timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at)
 SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
@@ -239,7 +244,8 @@ SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integ
 FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
 ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
 RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
-		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter)
+		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter).Scan(&pk)
+	return pk, err
 }
 
 // taskColumns are the columns of a task record, in this order: id,

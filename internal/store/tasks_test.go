@@ -41,9 +41,8 @@ func newTaskID(t *testing.T, pool *pgxpool.Pool) string {
 func enqueue(t *testing.T, pool *pgxpool.Pool, queue string, priority int) (string, int64) {
 	t.Helper()
 	id := newTaskID(t, pool)
-	var pk int64
-	err := store.InsertTask(context.Background(), pool, store.NewTask{TaskID: id, Flow: "flow", Queue: queue,
-		Priority: priority, MaxAttempts: 3, InputJSON: `{"n":1}`, QueueTimeoutSeconds: ptr(int64(60))}).Scan(&pk)
+	pk, err := store.InsertTask(context.Background(), pool, store.NewTask{TaskID: id, Flow: "flow", Queue: queue,
+		Priority: priority, MaxAttempts: 3, InputJSON: `{"n":1}`, QueueTimeoutSeconds: ptr(int64(60))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestInsertTaskAndRead(t *testing.T) {
 	pool := migrated(t)
 	id, pk := enqueue(t, pool, "q", 5)
 	// The same task id again inserts nothing.
-	err := store.InsertTask(ctx, pool, store.NewTask{TaskID: id, Flow: "flow", Queue: "q", MaxAttempts: 3, InputJSON: `{}`}).Scan(new(int64))
+	_, err := store.InsertTask(ctx, pool, store.NewTask{TaskID: id, Flow: "flow", Queue: "q", MaxAttempts: 3, InputJSON: `{}`})
 	if !errors.Is(err, pgx.ErrNoRows) {
 		t.Errorf("duplicate task id: %v, want pgx.ErrNoRows", err)
 	}
@@ -164,11 +163,10 @@ func TestFencedWrites(t *testing.T) {
 	stale := f
 	stale.Gen++
 
-	var state string
-	if err := store.Heartbeat(ctx, pool, f).Scan(&state); err != nil || state != "RUNNING" {
+	if state, err := store.Heartbeat(ctx, pool, f); err != nil || state != "RUNNING" {
 		t.Errorf("Heartbeat: %q, %v", state, err)
 	}
-	if err := store.Heartbeat(ctx, pool, stale).Scan(&state); !errors.Is(err, pgx.ErrNoRows) {
+	if _, err := store.Heartbeat(ctx, pool, stale); !errors.Is(err, pgx.ErrNoRows) {
 		t.Errorf("stale Heartbeat: %v, want pgx.ErrNoRows", err)
 	}
 	if err := store.StorePlan(ctx, pool, "sha256:p", `{"plan":1}`); err != nil {
@@ -207,8 +205,7 @@ func TestFencedWrites(t *testing.T) {
 	if err := store.AdoptRayJob(ctx, pool, f, "w2", "job-2").Scan(&id, &flow, &maxAttempts, &input, &timeout, &fp, &pinned); !errors.Is(err, pgx.ErrNoRows) {
 		t.Errorf("AdoptRayJob of another job: %v, want pgx.ErrNoRows", err)
 	}
-	var sum *string
-	if err := store.TaskSummary(ctx, pool, f).Scan(&sum); err != nil || sum != nil {
+	if sum, err := store.TaskSummary(ctx, pool, f); err != nil || sum != nil {
 		t.Errorf("TaskSummary: %v, %v", sum, err)
 	}
 }

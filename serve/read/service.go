@@ -128,7 +128,8 @@ func (s *Service) Authorize(ctx context.Context, q Querier, principal, taskID st
 	task := Task{ID: taskID}
 	var pk int64
 	if taskIDRe.MatchString(taskID) {
-		err := store.TaskFlow(ctx, q, taskID).Scan(&pk, &task.Flow)
+		var err error
+		pk, task.Flow, err = store.TaskFlow(ctx, q, taskID)
 		switch {
 		case err == nil:
 			task.Exists = true
