@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/serve/read"
 	"github.com/rayflow/rayflow/telemetry/prom"
 )
@@ -93,7 +94,7 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	counts := taskCounts{}
-	rows, err := s.pool.Query(ctx, `SELECT queue_name, state, count(*) FROM rayflow_tasks WHERE ($1::text[] IS NULL OR flow_name = ANY($1)) GROUP BY queue_name, state`, flowArg)
+	rows, err := store.TaskCountsByQueue(ctx, s.pool, flowArg)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -207,12 +208,7 @@ func (c *dbLatencies) Collect(ch chan<- prometheus.Metric) {
 // queryLatencies reads the database-derived latencies (three statements).
 func queryLatencies(ctx context.Context, pool *pgxpool.Pool, flows []string) (*dbLatencies, error) {
 	c := &dbLatencies{oldest: map[string]float64{}}
-	rows, err := pool.Query(ctx, `SELECT queue_name, count(*),
-  percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(run_after, enqueued_at)))
-FROM rayflow_tasks
-WHERE state NOT IN ('QUEUED', 'EXPIRED') AND started_at > now() - make_interval(secs => $2)
-  AND started_at >= greatest(run_after, enqueued_at) AND ($1::text[] IS NULL OR flow_name = ANY($1))
-GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows, RecentWindow.Seconds())
+	rows, err := store.ClaimLatencies(ctx, pool, flows, RecentWindow.Seconds())
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +225,7 @@ GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows, RecentWindow.Seconds()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = pool.Query(ctx, `SELECT queue_name, extract(epoch FROM now() - min(greatest(run_after, enqueued_at)))::float8
-FROM rayflow_tasks
-WHERE state = 'QUEUED' AND run_after <= now() AND ($1::text[] IS NULL OR flow_name = ANY($1))
-GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows)
+	rows, err = store.OldestRunnable(ctx, pool, flows)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +242,7 @@ GROUP BY queue_name ORDER BY queue_name LIMIT 64`, flows)
 		return nil, err
 	}
 	var lag []float64
-	err = pool.QueryRow(ctx, `SELECT count(*), coalesce(percentile_cont(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY
-  greatest(extract(epoch FROM now() - (workflow_progress_summary_json::jsonb #>> '{timestamps,updated_at}')::timestamptz), 0)), '{}')
-FROM rayflow_tasks
-WHERE state = 'RUNNING' AND workflow_progress_summary_json IS NOT NULL AND ($1::text[] IS NULL OR flow_name = ANY($1))`, flows).Scan(&c.liveRuns, &lag)
+	err = store.PublicationLag(ctx, pool, flows).Scan(&c.liveRuns, &lag)
 	if err != nil {
 		return nil, err
 	}

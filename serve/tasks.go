@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/serve/read"
 )
 
@@ -272,64 +273,24 @@ func parseKeyset(s string, byTime bool) (keyset, error) {
 }
 
 // listSQL is the executions-list query of one page after (nil: the
-// first page): only the filters that are set become conditions, so that
-// every filter has a plan of its own on the list indexes
-// (engine/durable/migrations/0006_task_list_indexes.sql), never a scan of
-// the whole table. Only the bounded columns of a list item are read; an
-// error message over the inline bound is not loaded at all.
+// first page) on the list indexes
+// (internal/store/migrations/0006_task_list_indexes.sql); an error
+// message over the inline bound is not loaded at all.
 func listSQL(tq taskQuery, flows []string, after *keyset) (string, []any) {
-	args := []any{ErrorMaxBytes, tq.Limit + 1}
-	var where []string
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+	return store.TaskListSQL(listPage(tq, flows, after))
+}
+
+func listPage(tq taskQuery, flows []string, after *keyset) store.TaskListPage {
+	p := store.TaskListPage{State: tq.State, Queue: tq.Queue, Flows: flows, From: tq.From, To: tq.To, Rows: tq.Limit + 1,
+		ErrorMaxBytes: ErrorMaxBytes}
+	if after != nil {
+		p.After = &store.TaskKey{ID: after.ID, At: after.At}
 	}
-	order := "id DESC"
-	if tq.byTime() {
-		order = "enqueued_at DESC, id DESC"
-	}
-	switch {
-	case after == nil:
-	case tq.byTime():
-		where = append(where, "(enqueued_at, id) < ("+arg(after.At)+", "+arg(after.ID)+")")
-	default:
-		where = append(where, "id < "+arg(after.ID))
-	}
-	if tq.State != "" {
-		where = append(where, "state = "+arg(tq.State))
-	}
-	if tq.Queue != "" {
-		where = append(where, "queue_name = "+arg(tq.Queue))
-	}
-	switch {
-	case len(flows) == 1:
-		where = append(where, "flow_name = "+arg(flows[0]))
-	case len(flows) > 1:
-		where = append(where, "flow_name = ANY("+arg(flows)+")")
-	}
-	if tq.From != nil {
-		where = append(where, "enqueued_at >= "+arg(*tq.From))
-	}
-	if tq.To != nil {
-		where = append(where, "enqueued_at < "+arg(*tq.To))
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " WHERE " + strings.Join(where, " AND ")
-	}
-	return `SELECT id, task_id::text, flow_name, queue_name, state, attempt_number, max_attempts,
- execution_generation, enqueued_at, started_at, finished_at, coalesce(cancellation_status, ''),
- CASE WHEN octet_length(error_message) <= $1 THEN error_message END, octet_length(error_message)
- FROM rayflow_tasks` + cond + ` ORDER BY ` + order + ` LIMIT $2`, args
+	return p
 }
 
 // countSQL counts the tasks of flows (nil: every flow) by state.
-func countSQL(flows []string) (string, []any) {
-	if flows == nil {
-		return `SELECT state, count(*) FROM rayflow_tasks GROUP BY state`, nil
-	}
-	return `SELECT state, count(*) FROM rayflow_tasks WHERE flow_name = ANY($1) GROUP BY state`, []any{flows}
-}
+func countSQL(flows []string) (string, []any) { return store.TaskCountsSQL(flows) }
 
 // queryTasks reads one page of the executions list and the counts by
 // state of every task the principal may see, in one read-only snapshot.
@@ -369,8 +330,7 @@ func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery)
 	var tasks []*durable.Task
 	var errOmitted []bool
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		sql, args := listSQL(tq, flows, after)
-		rows, err := tx.Query(ctx, sql, args...)
+		rows, err := store.ListTaskPage(ctx, tx, listPage(tq, flows, after))
 		if err != nil {
 			return err
 		}
@@ -392,19 +352,12 @@ func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery)
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// The counts read every task the principal may see: an aggregate
-		// over all rows, which the planner would rather answer from the
-		// heap. The (state, id) and (flow_name, id) INCLUDE (state)
-		// indexes hold the state and are a fraction of the table's size,
-		// so the counts read an index only.
-		if _, err := tx.Exec(ctx, countsSetting); err != nil {
-			return err
-		}
+		// The counts read every task the principal may see, from an
+		// index only (store.CountTasksByState).
 		for _, st := range durable.States {
 			out.Counts[st] = 0
 		}
-		sql, args = countSQL(s.countFlows(principal))
-		crows, err := tx.Query(ctx, sql, args...)
+		crows, err := store.CountTasksByState(ctx, tx, s.countFlows(principal))
 		if err != nil {
 			return err
 		}
@@ -448,9 +401,6 @@ func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery)
 	}
 	return out, nil
 }
-
-// countsSetting makes the counts read an index (see queryTasks).
-const countsSetting = `SET LOCAL enable_seqscan = off`
 
 // countFlows is the flow condition of the counts: every task the
 // principal may see, whatever flow the list is filtered on.

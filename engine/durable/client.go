@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -28,10 +29,6 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
-
-// notifyChannel carries "q:<queue>" (a task became claimable) and
-// "c:<task pk>" (a running task's cancellation was requested).
-const notifyChannel = "rayflow_tasks"
 
 // Client enqueues and manages tasks. It is safe for concurrent use.
 type Client struct {
@@ -193,23 +190,16 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 	}
 	for range maxIDAttempts {
 		id := sdk.NewRunID()
-		var pk int64
-		err := db.QueryRow(ctx, `
-INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
-    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at)
-SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
-    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END
-FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
-ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
-RETURNING id`, id, name, o.Queue, o.Priority, o.MaxAttempts, string(input),
-			nullSeconds(o.Timeout), nullSeconds(o.QueueTimeout), runAfter).Scan(&pk)
+		_, err := store.InsertTask(ctx, db, store.NewTask{TaskID: id, Flow: name, Queue: o.Queue, Priority: o.Priority,
+			MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
+			QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter})
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // task id collision: regenerate
 		}
 		if err != nil {
 			return "", fmt.Errorf("durable: enqueue: %w", err)
 		}
-		if _, err := db.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "q:"+o.Queue); err != nil {
+		if err := store.Notify(ctx, db, "q:"+o.Queue); err != nil {
 			return "", fmt.Errorf("durable: enqueue: %w", err)
 		}
 		return id, nil
@@ -217,13 +207,7 @@ RETURNING id`, id, name, o.Queue, o.Priority, o.MaxAttempts, string(input),
 	return "", errors.New("durable: enqueue: task id collided repeatedly")
 }
 
-const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
- execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
- coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
- created_at, enqueued_at, started_at, finished_at, last_heartbeat_at, run_after, coalesce(timeout_seconds, 0),
- coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
- coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, '')`
-
+// scanTask scans a task record (store.TaskByID, store.ListTasks).
 func scanTask(row pgx.Row) (*Task, error) {
 	var t Task
 	var input string
@@ -248,18 +232,14 @@ func (c *Client) Get(ctx context.Context, id string) (*Task, error) {
 	if !validUUID(id) {
 		return nil, fmt.Errorf("%w: %q is not a task id", ErrNotFound, id)
 	}
-	t, err := scanTask(c.pool.QueryRow(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks WHERE task_id = $1`, id))
+	t, err := scanTask(store.TaskByID(ctx, c.pool, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("durable: get %s: %w", id, err)
 	}
-	rows, err := c.pool.Query(ctx, `
-SELECT attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), state, coalesce(claimed_by, ''),
- coalesce(workflow_plan_fingerprint, ''), started_at, finished_at, coalesce(error_type, ''), coalesce(error_message, ''),
- coalesce(error_traceback, ''), result_data
-FROM rayflow_task_attempts WHERE task_pk = $1 ORDER BY attempt_number`, t.PK)
+	rows, err := store.TaskAttempts(ctx, c.pool, t.PK)
 	if err != nil {
 		return nil, fmt.Errorf("durable: get %s: %w", id, err)
 	}
@@ -333,9 +313,7 @@ func (c *Client) List(ctx context.Context, o ListOptions) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT `+taskColumns+` FROM rayflow_tasks
-WHERE id < $1 AND ($2 = '' OR state = $2) AND ($3 = '' OR queue_name = $3)
-ORDER BY id DESC LIMIT $4`, before, string(o.State), o.Queue, o.Limit+1)
+	rows, err := store.ListTasks(ctx, c.pool, before, string(o.State), o.Queue, o.Limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("durable: list: %w", err)
 	}
@@ -380,8 +358,7 @@ func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome
 		var attempt int
 		var gen int64
 		var runID, queue string
-		err := tx.QueryRow(ctx, `SELECT id, state, attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), queue_name
-FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attempt, &gen, &runID, &queue)
+		err := store.LockTaskForRetry(ctx, tx, id).Scan(&pk, &state, &attempt, &gen, &runID, &queue)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			out = RetryNotFound
@@ -404,16 +381,11 @@ FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attemp
 			out = RetryNotRetryable
 			return nil
 		}
-		_, err = tx.Exec(ctx, `UPDATE rayflow_tasks SET state = 'QUEUED', attempt_number = attempt_number + 1,
- execution_generation = execution_generation + 1, workflow_run_id = NULL, claimed_by = NULL, started_at = NULL,
- finished_at = NULL, last_heartbeat_at = NULL, result_data = NULL, run_after = now(), enqueued_at = now(),
- queue_deadline_at = CASE WHEN queue_timeout_seconds IS NULL THEN NULL ELSE now() + make_interval(secs => queue_timeout_seconds) END,
- cancellation_status = NULL, cancellation_error = NULL, error_type = NULL, error_message = NULL, error_traceback = NULL
-WHERE id = $1 AND state = $2 AND attempt_number = $3 AND execution_generation = $4`, pk, state, attempt, gen)
+		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "q:"+queue); err != nil {
+		if err := store.Notify(ctx, tx, "q:"+queue); err != nil {
 			return err
 		}
 		out = RetryAccepted
@@ -439,8 +411,7 @@ func (c *Client) Cancel(ctx context.Context, id string, exp Expect) (CancelOutco
 		var attempt int
 		var gen int64
 		var runID *string
-		err := tx.QueryRow(ctx, `SELECT id, state, attempt_number, execution_generation, workflow_run_id::text
-FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attempt, &gen, &runID)
+		err := store.LockTaskForCancel(ctx, tx, id).Scan(&pk, &state, &attempt, &gen, &runID)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			out = CancelNotFound
@@ -466,11 +437,10 @@ FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, id).Scan(&pk, &state, &attemp
 			}
 			out = CancelAccepted
 		case state == StateRunning:
-			if _, err := tx.Exec(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING', cancellation_status = 'REQUESTED'
-WHERE id = $1 AND state = 'RUNNING' AND execution_generation = $2`, pk, gen); err != nil {
+			if _, err := store.RequestCancel(ctx, tx, pk, gen); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, "c:"+strconv.FormatInt(pk, 10)); err != nil {
+			if err := store.Notify(ctx, tx, "c:"+strconv.FormatInt(pk, 10)); err != nil {
 				return err
 			}
 			out = CancelAccepted

@@ -6,7 +6,9 @@
 // database once (Migrate), enqueues with a Client (Enqueue, EnqueueJSON,
 // or EnqueueTx inside its own transaction) and embeds a Worker in the
 // binary that holds the steps. `rayflow migrate|worker|tasks` do the same
-// from the command line for the built-in examples.
+// from the command line for the built-in examples. The schema, its
+// migrations and the queue's statements belong to package
+// internal/store; this package decides what they do.
 //
 // # Model
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -92,7 +93,7 @@ func submissionID(c claimed) string {
 // and follows it.
 func (w *Worker) runJob(ctx context.Context, f fence, c claimed, m *sdk.Materialized) ([]byte, error) {
 	sub := submissionID(c)
-	tag, err := w.pool.Exec(ctx, `UPDATE rayflow_tasks SET ray_job_id = $6 WHERE `+fenceWhere, append(f.args(), sub)...)
+	tag, err := store.SetRayJobID(ctx, w.pool, f.store(), sub)
 	if err != nil {
 		return nil, fmt.Errorf("durable: recording the Ray job id: %w", err)
 	}
@@ -185,11 +186,7 @@ func (w *Worker) adopt(ctx context.Context, f fence, job string) {
 	}
 	var input string
 	var timeout int64
-	err := w.pool.QueryRow(ctx, `UPDATE rayflow_tasks SET claimed_by = $6, last_heartbeat_at = now()
-WHERE `+fenceWhere+` AND ray_job_id = $7
-RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_seconds, 0),
-  coalesce(workflow_plan_fingerprint, ''), coalesce(workflow_plan_pinned_attempt, 0)`,
-		append(f.args(), w.o.ID, job)...).Scan(&c.id, &c.flow, &c.maxAttempts, &input, &timeout, &c.pinnedFP, &c.pinnedAttempt)
+	err := store.AdoptRayJob(ctx, w.pool, f.store(), w.o.ID, job).Scan(&c.id, &c.flow, &c.maxAttempts, &input, &timeout, &c.pinnedFP, &c.pinnedAttempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return // someone else adopted or ended it
 	}

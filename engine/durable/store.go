@@ -8,10 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/store"
 )
 
 // fence identifies one attempt of one task. Every write of an attempt
@@ -26,15 +25,13 @@ type fence struct {
 
 var runningStates = []State{StateRunning, StateCancelling}
 
-const fenceWhere = `id = $1 AND state = ANY($2::text[]) AND attempt_number = $3
- AND execution_generation = $4 AND workflow_run_id IS NOT DISTINCT FROM $5::uuid`
-
-func (f fence) args() []any {
+// store is the fence as the store's statements carry it.
+func (f fence) store() store.Fence {
 	states := make([]string, len(f.states))
 	for i, s := range f.states {
 		states[i] = string(s)
 	}
-	return []any{f.pk, states, f.attempt, f.gen, f.runID}
+	return store.Fence{PK: f.pk, States: states, Attempt: f.attempt, Gen: f.gen, RunID: f.runID}
 }
 
 // outcome ends an attempt: the attempt is archived with state; the task
@@ -61,50 +58,6 @@ type outcome struct {
 	// for any reason the transition is retried without it.
 	final *progressstore.FinalWrites
 }
-
-// transitionSQL archives the fenced attempt and updates the task in one
-// statement: the row is locked by the first CTE, so nothing can change it
-// between the copy and the update. With $17 it changes nothing unless the
-// row's progress summary is $16 (the one $15 was derived from).
-const transitionSQL = transitionCTEs + transitionUpdate
-
-// transitionFencedSQL is transitionSQL aborting its batch (RF001) when it
-// changes no row.
-const transitionFencedSQL = transitionCTEs + `, upd AS (` + transitionUpdate + ` RETURNING 1)
-SELECT rayflow_require(count(*), 'RF001', 'durable: the attempt fence no longer matches') FROM upd`
-
-const transitionCTEs = `WITH old AS (
-  SELECT id, attempt_number, execution_generation, workflow_run_id, claimed_by, workflow_plan_fingerprint, started_at
-  FROM rayflow_tasks WHERE ` + fenceWhere + `
-    AND (NOT $17::bool OR workflow_progress_summary_json IS NOT DISTINCT FROM $16::text) FOR UPDATE
-), arch AS (
-  INSERT INTO rayflow_task_attempts (task_pk, attempt_number, execution_generation, workflow_run_id, state, claimed_by,
-    workflow_plan_fingerprint, started_at, finished_at, error_type, error_message, error_traceback, result_data,
-    workflow_progress_summary_json)
-  SELECT id, attempt_number, execution_generation, workflow_run_id, $6, claimed_by, workflow_plan_fingerprint,
-    started_at, now(), $10, $11, $12, $9, $15::text FROM old
-)`
-
-const transitionUpdate = `UPDATE rayflow_tasks t SET
-  state = CASE WHEN $7 THEN 'QUEUED' ELSE $6 END,
-  result_data = CASE WHEN $7 THEN NULL ELSE $9 END,
-  finished_at = CASE WHEN $7 THEN NULL ELSE now() END,
-  attempt_number = t.attempt_number + CASE WHEN $7 THEN 1 ELSE 0 END,
-  execution_generation = t.execution_generation + CASE WHEN $7 THEN 1 ELSE 0 END,
-  workflow_run_id = CASE WHEN $7 THEN NULL ELSE t.workflow_run_id END,
-  claimed_by = CASE WHEN $7 THEN NULL ELSE t.claimed_by END,
-  started_at = CASE WHEN $7 THEN NULL ELSE t.started_at END,
-  last_heartbeat_at = CASE WHEN $7 THEN NULL ELSE t.last_heartbeat_at END,
-  run_after = CASE WHEN $7 THEN now() + make_interval(secs => $8) ELSE t.run_after END,
-  enqueued_at = CASE WHEN $7 THEN now() ELSE t.enqueued_at END,
-  queue_deadline_at = CASE WHEN NOT $7 THEN t.queue_deadline_at WHEN t.queue_timeout_seconds IS NULL THEN NULL
-    ELSE now() + make_interval(secs => $8) + make_interval(secs => t.queue_timeout_seconds) END,
-  error_type = $10, error_message = $11, error_traceback = $12,
-  cancellation_status = coalesce($13, t.cancellation_status),
-  cancellation_error = coalesce($14, t.cancellation_error),
-  workflow_progress_summary_json = CASE WHEN $7 THEN NULL ELSE $15::text END,
-  progress_summary_revision = CASE WHEN $7 OR $15::text IS NULL THEN NULL ELSE 9223372036854775807 END
-FROM old WHERE t.id = old.id AND t.` + `execution_generation = old.execution_generation AND t.attempt_number = old.attempt_number`
 
 // transition ends the fenced attempt; it returns the rows changed (0 when
 // the fence no longer matches).
@@ -156,7 +109,7 @@ func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (i
 		sum = envelope(fin.Summary(), o.state)
 	}
 	b := fin.Batch()
-	b.Queue(transitionFencedSQL, transitionArgs(f, o, sum, expect, true)...)
+	store.QueueTransitionFenced(b, f.store(), storeOutcome(o, sum, expect, true))
 	br := db.SendBatch(ctx, b)
 	var err error
 	for i := 0; err == nil && i < b.Len(); i++ {
@@ -173,20 +126,17 @@ func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (i
 }
 
 // batcher sends pipelined batches (a pool, a connection, a transaction).
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
+type batcher = store.Batcher
 
-func transitionArgs(f fence, o outcome, sum, expect *string, check bool) []any {
-	args := f.args()
-	return append(args, string(o.state), o.retry, o.backoffSeconds, o.result,
-		nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
-		nullText(truncate(o.errTrace, MaxErrorMessageBytes)), nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096)),
-		sum, expect, check)
+func storeOutcome(o outcome, sum, expect *string, check bool) store.Outcome {
+	return store.Outcome{State: string(o.state), Retry: o.retry, BackoffSeconds: o.backoffSeconds, Result: o.result,
+		ErrType: nullText(truncate(o.errType, 512)), ErrMessage: nullText(truncate(o.errMsg, MaxErrorMessageBytes)),
+		ErrTraceback: nullText(truncate(o.errTrace, MaxErrorMessageBytes)), Cancellation: nullText(o.cancellation),
+		CancelErr: nullText(truncate(o.cancelErr, 4096)), Summary: sum, Expect: expect, Check: check}
 }
 
 func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect *string, check bool) (int64, error) {
-	tag, err := db.Exec(ctx, transitionSQL, transitionArgs(f, o, sum, expect, check)...)
+	tag, err := store.Transition(ctx, db, f.store(), storeOutcome(o, sum, expect, check))
 	if err != nil {
 		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
 	}
@@ -198,8 +148,8 @@ func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect 
 // derived from its last accepted summary; nil when the run published
 // none (or it cannot be read: the transition must still land).
 func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {
-	var last *string
-	if err := db.QueryRow(ctx, `SELECT workflow_progress_summary_json FROM rayflow_tasks WHERE `+fenceWhere, f.args()...).Scan(&last); err != nil || last == nil {
+	last, err := store.TaskSummary(ctx, db, f.store())
+	if err != nil || last == nil {
 		return nil
 	}
 	return envelope([]byte(*last), state)
@@ -242,20 +192,15 @@ func truncate(s string, n int) string {
 // heartbeatOnce refreshes the fenced attempt's heartbeat and returns the
 // task's state; pgx.ErrNoRows when the fence no longer matches.
 func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
-	var state State
-	err := db.QueryRow(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() WHERE `+fenceWhere+` RETURNING state`,
-		f.args()...).Scan(&state)
-	return state, err
+	s, err := store.Heartbeat(ctx, db, f.store())
+	return State(s), err
 }
 
 // pinPlan records the first materialization's plan under the fence
 // (when the claim could not: the flow was registered after it); 0 rows
 // when the fence no longer matches or a pin exists.
 func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, selection *string) (int64, error) {
-	args := append(f.args(), fingerprint, selection)
-	tag, err := db.Exec(ctx, `UPDATE rayflow_tasks SET workflow_plan_fingerprint = $6,
- workflow_plan_pinned_attempt = attempt_number, workflow_plan_selection = $7
-WHERE `+fenceWhere+` AND workflow_plan_fingerprint IS NULL`, args...)
+	tag, err := store.PinPlan(ctx, db, f.store(), fingerprint, selection)
 	if err != nil {
 		return 0, err
 	}
@@ -277,7 +222,8 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 	for i, p := range pins {
 		flows[i], fps[i], sels[i] = p.flow, p.fingerprint, p.selection
 	}
-	rows, err := db.Query(ctx, claimSQL, queue, n, worker, runner, ray, flows, fps, sels)
+	rows, err := store.ClaimTasks(ctx, db, store.Claim{Queue: queue, N: n, Worker: worker, Runner: runner, RayAddress: ray,
+		Flows: flows, Fingerprints: fps, Selections: sels})
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +277,5 @@ type planPin struct {
 
 // storePlan records a plan's canonical JSON once per fingerprint.
 func storePlan(ctx context.Context, db DB, fingerprint string, plan []byte) error {
-	_, err := db.Exec(ctx, `INSERT INTO rayflow_plans (fingerprint, plan_json) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-		fingerprint, string(plan))
-	return err
+	return store.StorePlan(ctx, db, fingerprint, string(plan))
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
@@ -379,7 +380,7 @@ func (w *Worker) listen(ctx context.Context) {
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err == nil {
+			if err = store.Listen(ctx, conn); err == nil {
 				backoff = 50 * time.Millisecond
 				signal(w.wake)
 				for {
@@ -442,25 +443,6 @@ type claimed struct {
 	adoptJob      string        // a running Ray job this worker takes over
 	waited        time.Duration // claim latency: claim − max(enqueued, run_after)
 }
-
-const claimSQL = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))
-UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
-  workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
-  finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL,
-  workflow_plan_pinned_attempt = CASE WHEN t.workflow_plan_fingerprint IS NULL
-    AND EXISTS (SELECT 1 FROM p WHERE p.flow = t.flow_name) THEN t.attempt_number ELSE t.workflow_plan_pinned_attempt END,
-  workflow_plan_fingerprint = coalesce(t.workflow_plan_fingerprint, (SELECT p.fp FROM p WHERE p.flow = t.flow_name)),
-  workflow_plan_selection = CASE WHEN t.workflow_plan_fingerprint IS NULL
-    THEN (SELECT p.sel FROM p WHERE p.flow = t.flow_name) ELSE t.workflow_plan_selection END
-FROM (SELECT id FROM rayflow_tasks
-  WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
-    AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
-  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c
-WHERE t.id = c.id
-RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
-  t.workflow_run_id::text, t.input_json, coalesce(t.timeout_seconds, 0), coalesce(t.workflow_plan_fingerprint, ''),
-  coalesce(t.workflow_plan_pinned_attempt, 0), t.priority, t.created_at,
-  extract(epoch FROM now() - greatest(t.run_after, t.enqueued_at))::float8`
 
 // claim takes up to n tasks, each as a new attempt with a new execution
 // generation and run id, and starts them.
@@ -789,13 +771,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 // CANCELLING ones CANCELLED, and queued tasks past their deadline EXPIRED.
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
-	rows, err := w.pool.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
-  coalesce(ray_job_id, ''), task_id::text, flow_name,
-  extract(epoch FROM now() - CASE WHEN state = 'QUEUED' THEN enqueued_at ELSE coalesce(started_at, enqueued_at) END)::float8
-FROM rayflow_tasks
-WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
-   OR (state = 'QUEUED' AND queue_deadline_at < now())
-LIMIT 500`, w.o.StuckTimeout.Seconds())
+	rows, err := store.StuckTasks(ctx, w.pool, w.o.StuckTimeout.Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("sweep failed", "err", err)

@@ -9,14 +9,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/internal/store"
 )
 
 // Cleanup classes (docs/contracts.md#retention-and-cleanup), in the order they are processed.
 const (
-	ClassExpiredRun      = "expired_run"
-	ClassPendingManifest = "pending_manifest"
-	ClassOrphanPage      = "orphan_page"
-	ClassEmptyRun        = "empty_run"
+	ClassExpiredRun      = store.CleanupExpiredRun
+	ClassPendingManifest = store.CleanupPendingManifest
+	ClassOrphanPage      = store.CleanupOrphanPage
+	ClassEmptyRun        = store.CleanupEmptyRun
 )
 
 // Classes lists the cleanup classes in processing order.
@@ -66,51 +68,6 @@ func (r *CleanupResult) Line() string {
 		r.ByClass[ClassOrphanPage], r.ByClass[ClassEmptyRun])
 }
 
-// The active run of a task (RUNNING or CANCELLING with the run's exact
-// identity) is never a candidate.
-const notActive = `NOT EXISTS (SELECT 1 FROM rayflow_tasks t WHERE t.id = r.task_pk AND t.state IN ('RUNNING', 'CANCELLING')
- AND t.attempt_number = r.attempt_number AND t.execution_generation = r.execution_generation AND t.workflow_run_id = r.run_id)`
-
-// Per class: the candidate query ($1 now, $2 limit; never-failed first),
-// the recheck under lock ($1 now, $2 id), the delete ($1 id) and where a
-// failure is recorded ($1 id, $2 text; empty: nowhere).
-var classSQL = map[string]struct{ candidates, recheck, del, fail string }{
-	ClassExpiredRun: {
-		candidates: `SELECT r.id::text FROM rayflow_progress_runs r WHERE r.detail_expires_at <= $1 AND ` + notActive + `
- ORDER BY r.cleanup_error IS NOT NULL, r.detail_expires_at, r.id LIMIT $2`,
-		recheck: `SELECT r.id FROM rayflow_progress_runs r WHERE r.id = $2::bigint AND r.detail_expires_at <= $1 AND ` + notActive + ` FOR UPDATE OF r`,
-		del:     `DELETE FROM rayflow_progress_runs WHERE id = $1::bigint`,
-		fail:    `UPDATE rayflow_progress_runs SET cleanup_error = $2 WHERE id = $1::bigint`,
-	},
-	ClassPendingManifest: {
-		candidates: `SELECT manifest_id FROM rayflow_progress_manifests WHERE slot = 'PENDING' AND created_at <= $1::timestamptz - interval '1 hour'
- ORDER BY cleanup_error IS NOT NULL, created_at, manifest_id LIMIT $2`,
-		recheck: `SELECT 1 FROM rayflow_progress_manifests WHERE manifest_id = $2 AND slot = 'PENDING' AND created_at <= $1::timestamptz - interval '1 hour' FOR UPDATE`,
-		del:     `DELETE FROM rayflow_progress_manifests WHERE manifest_id = $1`,
-		fail:    `UPDATE rayflow_progress_manifests SET cleanup_error = $2 WHERE manifest_id = $1`,
-	},
-	ClassOrphanPage: {
-		candidates: `SELECT p.id::text FROM rayflow_progress_pages p WHERE p.created_at <= $1::timestamptz - interval '1 hour'
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_manifest_pages l WHERE l.page_id = p.id) ORDER BY p.created_at, p.id LIMIT $2`,
-		recheck: `SELECT 1 FROM rayflow_progress_pages p WHERE p.id = $2::bigint AND p.created_at <= $1::timestamptz - interval '1 hour'
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_manifest_pages l WHERE l.page_id = p.id) FOR UPDATE`,
-		del: `DELETE FROM rayflow_progress_pages WHERE id = $1::bigint`,
-	},
-	ClassEmptyRun: {
-		candidates: `SELECT r.id::text FROM rayflow_progress_runs r WHERE r.updated_at <= $1::timestamptz - interval '1 hour' AND ` + notActive + `
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_manifests m WHERE m.run_pk = r.id)
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_pages p WHERE p.run_pk = r.id)
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_nodes n WHERE n.run_pk = r.id)
- ORDER BY r.cleanup_error IS NOT NULL, r.updated_at, r.id LIMIT $2`,
-		recheck: `SELECT r.id FROM rayflow_progress_runs r WHERE r.id = $2::bigint AND r.updated_at <= $1::timestamptz - interval '1 hour' AND ` + notActive + `
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_manifests m WHERE m.run_pk = r.id)
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_pages p WHERE p.run_pk = r.id)
- AND NOT EXISTS (SELECT 1 FROM rayflow_progress_nodes n WHERE n.run_pk = r.id) FOR UPDATE OF r`,
-		del:  `DELETE FROM rayflow_progress_runs WHERE id = $1::bigint`,
-		fail: `UPDATE rayflow_progress_runs SET cleanup_error = $2 WHERE id = $1::bigint`,
-	},
-}
-
 // ErrCleanupFailed is returned (with the result) when any candidate failed.
 var ErrCleanupFailed = errors.New("progressstore: cleanup failed for some candidates")
 
@@ -130,19 +87,15 @@ func Cleanup(ctx context.Context, pool *pgxpool.Pool, o CleanupOptions) (*Cleanu
 		return nil, fmt.Errorf("progressstore: batch size %d outside 1…%d", o.BatchSize, MaxCleanupBatch)
 	}
 	var now time.Time
+	var err error
 	if o.Now != nil {
 		now = *o.Now
-	} else if err := pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+	} else if now, err = store.Now(ctx, pool); err != nil {
 		return nil, fmt.Errorf("progressstore: cleanup: %w", err)
 	}
 	res := &CleanupResult{Delete: o.Delete, ByClass: map[string]int{}}
 	for _, class := range Classes {
-		q := classSQL[class]
-		rows, err := pool.Query(ctx, q.candidates, now, o.BatchSize)
-		if err != nil {
-			return res, fmt.Errorf("progressstore: cleanup %s candidates: %w", class, err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		ids, err := store.CleanupCandidates(ctx, pool, class, now, o.BatchSize)
 		if err != nil {
 			return res, fmt.Errorf("progressstore: cleanup %s candidates: %w", class, err)
 		}
@@ -152,7 +105,7 @@ func Cleanup(ctx context.Context, pool *pgxpool.Pool, o CleanupOptions) (*Cleanu
 			continue
 		}
 		for _, id := range ids {
-			gone, err := deleteOne(ctx, pool, now, q.recheck, q.del, id)
+			gone, err := deleteOne(ctx, pool, now, class, id)
 			switch {
 			case err != nil:
 				if ctx.Err() != nil {
@@ -161,9 +114,7 @@ func Cleanup(ctx context.Context, pool *pgxpool.Pool, o CleanupOptions) (*Cleanu
 				msg := truncateRunes(err.Error(), maxCleanupError)
 				res.Failed++
 				res.Failures = append(res.Failures, CleanupFailure{Class: class, ID: id, Err: msg})
-				if q.fail != "" {
-					_, _ = pool.Exec(ctx, q.fail, id, msg) // best effort: the failure is also in the result
-				}
+				_ = store.CleanupRecordFailure(ctx, pool, class, id, msg) // best effort: the failure is also in the result
 			case gone:
 				res.Deleted++
 			default:
@@ -179,17 +130,11 @@ func Cleanup(ctx context.Context, pool *pgxpool.Pool, o CleanupOptions) (*Cleanu
 
 // deleteOne rechecks the candidate under lock and deletes it; false when
 // it is no longer eligible.
-func deleteOne(ctx context.Context, pool *pgxpool.Pool, now time.Time, recheck, del, id string) (bool, error) {
+func deleteOne(ctx context.Context, pool *pgxpool.Pool, now time.Time, class, id string) (bool, error) {
 	deleted := false
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var x any
-		if err := tx.QueryRow(ctx, recheck, now, id).Scan(&x); errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, del, id)
-		deleted = err == nil && tag.RowsAffected() == 1
+		var err error
+		deleted, err = store.CleanupDelete(ctx, tx, class, now, id)
 		return err
 	})
 	return deleted, err

@@ -1,9 +1,9 @@
 // Package progressstore is rayflow's PostgreSQL progress storage
-// (docs/contracts.md#progress-storage): it owns the progress tables created
-// by the durable migration 0002_progress_storage (rayflow_progress_runs, _manifests,
-// _pages, _manifest_pages, _nodes), the summary v3 columns on
-// rayflow_tasks and rayflow_task_attempts, and everything that writes or
-// verifies them.
+// (docs/contracts.md#progress-storage): everything that writes or
+// verifies the progress tables (rayflow_progress_runs, _manifests, _pages,
+// _manifest_pages, _nodes, created by migration 0002_progress_storage) and
+// the summary v3 columns on rayflow_tasks and rayflow_task_attempts. The
+// tables and the statements themselves belong to package internal/store.
 //
 // A [Sink] is a progress.Sink for one durable run. Each Publish is one
 // fenced publication (docs/contracts.md#publication): the topology, when it changed, is prepared

@@ -16,6 +16,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
@@ -191,7 +192,34 @@ var errCancelling = errors.New("progressstore: the task is cancelling")
 // ErrRevision is returned when a summary's revision is not above the stored one.
 var ErrRevision = errors.New("progressstore: summary_revision does not advance")
 
-const fenceSQL = `id = $1 AND attempt_number = $2 AND execution_generation = $3 AND workflow_run_id = $4::uuid`
+// storeRun is id as the store's statements carry it.
+func storeRun(id common.RunIdentity) store.Run {
+	return store.Run{TaskPK: id.TaskExecutionPK, Attempt: id.AttemptNumber, Gen: id.ExecutionGeneration, RunID: id.RunID}
+}
+
+// storeDetail is rows as the store writes them, all of topology version
+// topo and detail revision rev.
+func storeDetail(rows []detailRow, topo, rev int64) []store.DetailRow {
+	out := make([]store.DetailRow, len(rows))
+	for i, r := range rows {
+		out[i] = store.DetailRow{Key: r.key, ID: r.nodeID, Invocation: r.invocation, State: string(r.state),
+			Events: int32(r.events), Truncated: r.truncated, Payload: string(r.payload), Digest: r.digest,
+			TopologyVersion: topo, Revision: rev}
+	}
+	return out
+}
+
+// storeManifest is t's manifest as the store writes it, with its pages.
+func storeManifest(t *Topology) (store.Manifest, []store.Page) {
+	pages := make([]store.Page, len(t.Pages))
+	for i, p := range t.Pages {
+		pages[i] = store.Page{Digest: p.Digest, Collection: string(p.Collection), Payload: string(p.Payload),
+			Items: int32(p.Items), Index: int32(p.Index)}
+	}
+	return store.Manifest{ID: t.ManifestID, Version: t.Version, Digest: t.ManifestDigest, Reasons: reasonsText(t.Reasons),
+		Payload: string(t.Manifest), Nodes: t.NodeCount, Edges: t.EdgeCount, NodePages: int32(t.NodePages),
+		EdgePages: int32(t.EdgePages), EncodedBytes: t.EncodedBytes}, pages
+}
 
 // Publish stores p (docs/contracts.md#publication).
 func (s *Sink) Publish(ctx context.Context, p *progress.Publication) error {
@@ -238,32 +266,9 @@ func (s *Sink) encodeSummary(sum *summary.Summary) ([]byte, error) {
 	return b, nil
 }
 
-// updateSummarySQL is the conditional summary update (docs/contracts.md#publication step 6); as the
-// transaction's first statement it also locks the task row (step 3).
-const updateSummarySQL = `UPDATE rayflow_tasks SET workflow_progress_summary_json = $5, progress_summary_revision = $6
- WHERE ` + fenceSQL + ` AND state = 'RUNNING' AND (progress_summary_revision IS NULL OR progress_summary_revision < $6)`
-
-// fencedSummarySQL is updateSummarySQL aborting its batch (RF001) when it
-// changes no row.
-const fencedSummarySQL = `WITH u AS (` + updateSummarySQL + ` RETURNING 1)
-SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
-
-// fencedLockSQL locks the task row under the same conditions as
-// updateSummarySQL without writing it (RF001 when they do not hold): the
-// first statement of a deferred final publication, whose summary the
-// caller's terminal transition writes.
-const fencedLockSQL = `WITH u AS (SELECT 1 FROM rayflow_tasks WHERE ` + fenceSQL + ` AND state = 'RUNNING'
-   AND (progress_summary_revision IS NULL OR progress_summary_revision < $5) FOR NO KEY UPDATE)
-SELECT rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM u`
-
 // fenceError classifies a conditional update that changed no row.
-func fenceError(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, id common.RunIdentity, rev int64) error {
-	var state string
-	var cur *int64
-	err := q.QueryRow(ctx, `SELECT state, progress_summary_revision FROM rayflow_tasks WHERE `+fenceSQL,
-		id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID).Scan(&state, &cur)
+func fenceError(ctx context.Context, q store.Reader, id common.RunIdentity, rev int64) error {
+	state, cur, err := store.RunTaskState(ctx, q, storeRun(id))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("progressstore: task %d attempt %d generation %d run %s: %w", id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, progress.ErrStaleFence)
@@ -297,7 +302,7 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 	id := p.Identity
 	if p.Final && s.defer_ {
 		batch := &pgx.Batch{}
-		batch.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+		store.QueueFencedLock(batch, storeRun(id), sum.SummaryRevision)
 		s.final = &FinalWrites{batch: batch, n: 1, summary: b, state: sum.State, rev: sum.SummaryRevision, expect: s.summary, commit: func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -307,7 +312,7 @@ func (s *Sink) publishSummaryOnly(ctx context.Context, p *progress.Publication) 
 		return nil
 	}
 	t0 := time.Now()
-	tag, err := s.pool.Exec(ctx, updateSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(b), sum.SummaryRevision)
+	tag, err := store.UpdateSummary(ctx, s.pool, storeRun(id), string(b), sum.SummaryRevision)
 	s.last.Statements = 1
 	s.last.Publish = time.Since(t0)
 	if err != nil {
@@ -368,7 +373,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	if newRun := runPK == 0; newRun || staged {
 		b := &pgx.Batch{}
 		if newRun {
-			b.Queue(runInsertSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays)
+			store.QueueRunInsert(b, storeRun(id), sum.Retention.DetailDays)
 		}
 		if staged {
 			queueStage(b, id, topo)
@@ -436,47 +441,22 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	deferred := p.Final && s.defer_ && !byCopy
 	b := &pgx.Batch{}
 	if deferred {
-		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+		store.QueueFencedLock(b, storeRun(id), sum.SummaryRevision)
 	} else {
-		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(sb), sum.SummaryRevision)
+		store.QueueFencedSummary(b, storeRun(id), string(sb), sum.SummaryRevision)
 	}
-	b.Queue(`UPDATE rayflow_progress_runs SET detail_revision = $2, detail_node_count = detail_node_count + $3 + $4 + $5 + $6,
- detail_pending_count = detail_pending_count + $3, detail_running_count = detail_running_count + $4,
- detail_succeeded_count = detail_succeeded_count + $5, detail_failed_count = detail_failed_count + $6,
- detail_truncated_count = detail_truncated_count + $7, detail_event_count = $8, detail_truncation_reasons = $9,
- detail_encoded_bytes = $10, detail_decoded_bytes = $10, detail_retention_days = $11, detail_expires_at = $12, updated_at = now()
- WHERE id = $1`, runPK, detailRev, dPend, dRun, dSucc, dFail, dTrunc, events, reasonsText(sum.Detail.TruncationReasons), bytes,
-		sum.Retention.DetailDays, expires)
+	store.QueueRunDetail(b, store.RunDetail{RunPK: runPK, Revision: detailRev, Pending: dPend, Running: dRun, Succeeded: dSucc,
+		Failed: dFail, Truncated: dTrunc, Events: events, Reasons: reasonsText(sum.Detail.TruncationReasons), Bytes: bytes,
+		RetentionDays: sum.Retention.DetailDays, Expires: expires})
 	if staged {
-		b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = $1 AND slot = 'CURRENT'`, runPK)
-		b.Queue(`WITH u AS (UPDATE rayflow_progress_manifests SET slot = 'CURRENT', published_at = now()
- WHERE manifest_id = $1 AND run_pk = $2 AND slot = 'PENDING' AND manifest_digest = $3 AND encoded_bytes = $4
-   AND node_count = $5 AND edge_count = $6
-   AND (SELECT count(*) FROM rayflow_progress_manifest_pages WHERE manifest_id = $1) = node_page_count + edge_page_count
- RETURNING 1)
-SELECT rayflow_require(count(*), 'RF002', 'progressstore: the staged manifest failed verification') FROM u`,
-			topo.ManifestID, runPK, topo.ManifestDigest, topo.EncodedBytes, topo.NodeCount, topo.EdgeCount)
+		m, _ := storeManifest(topo)
+		store.QueuePromote(b, runPK, m)
 	}
 	if len(changed) > 0 && !byCopy {
-		n := len(changed)
-		keys, ids, states, payloads, digests := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		invs, evs, truncs := make([]*string, n), make([]int32, n), make([]bool, n)
-		for i, r := range changed {
-			keys[i], ids[i], states[i], payloads[i], digests[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
-			invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
-		}
-		b.Queue(`INSERT INTO rayflow_progress_nodes AS n (run_pk, node_key, node_id, invocation_id, state, event_count, truncated,
-   payload, digest, encoded_bytes, decoded_bytes, last_topology_version, last_detail_revision)
- SELECT $1, k, i, inv, st, ec, tr, pl, dg, octet_length(pl), octet_length(pl), $2, $3
- FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::bool[], $10::text[], $11::text[]) AS x(k, i, inv, st, ec, tr, pl, dg)
- ON CONFLICT (run_pk, node_key) DO UPDATE SET invocation_id = excluded.invocation_id, state = excluded.state,
-   event_count = excluded.event_count, truncated = excluded.truncated, payload = excluded.payload, digest = excluded.digest,
-   encoded_bytes = excluded.encoded_bytes, decoded_bytes = excluded.decoded_bytes,
-   last_topology_version = excluded.last_topology_version, last_detail_revision = excluded.last_detail_revision, updated_at = now()`,
-			runPK, topo.Version, detailRev, keys, ids, invs, states, evs, truncs, payloads, digests)
+		store.QueueUpsertDetail(b, runPK, topo.Version, detailRev, storeDetail(changed, topo.Version, detailRev))
 	}
 	if len(dropped) > 0 {
-		b.Queue(`DELETE FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key = ANY($2::text[])`, runPK, dropped)
+		store.QueueDeleteDetail(b, runPK, dropped)
 	}
 	s.last.Statements += b.Len()
 	var stagedTopo *Topology
@@ -526,35 +506,6 @@ const (
 // (a sink recreated for a run that published); the general path reloads it.
 var errRunExists = errors.New("progressstore: the run row exists")
 
-// firstSQL creates a run's storage in one statement: the run row with its
-// counters, the pages, the CURRENT manifest and its page links, the
-// detail rows; RF003 when the run row exists.
-const firstSQL = `WITH run AS (
-  INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days, detail_revision,
-    detail_node_count, detail_pending_count, detail_running_count, detail_succeeded_count, detail_failed_count, detail_truncated_count,
-    detail_event_count, detail_truncation_reasons, detail_encoded_bytes, detail_decoded_bytes, detail_expires_at)
-  VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int + $8::int + $9::int + $10::int, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
-  ON CONFLICT (task_pk, attempt_number, execution_generation, run_id) DO NOTHING RETURNING id
-), pg AS (
-  INSERT INTO rayflow_progress_pages (run_pk, digest, collection, payload, item_count, encoded_bytes, decoded_bytes)
-  SELECT run.id, d, c, p, i, octet_length(p), octet_length(p) FROM run, unnest($16::text[], $17::text[], $18::text[], $19::int[]) AS x(d, c, p, i)
-  RETURNING id, digest
-), mf AS (
-  INSERT INTO rayflow_progress_manifests (manifest_id, run_pk, topology_version, slot, manifest_digest, truncation_reasons,
-    payload, node_count, edge_count, node_page_count, edge_page_count, encoded_bytes, decoded_bytes, published_at)
-  SELECT $20, run.id, $21, 'CURRENT', $22, $23, $24, $25, $26, $27, $28, $29, $29, now() FROM run
-  RETURNING manifest_id
-), ln AS (
-  INSERT INTO rayflow_progress_manifest_pages (manifest_id, page_id, collection, page_index)
-  SELECT mf.manifest_id, pg.id, x.c, x.i FROM mf, unnest($16::text[], $17::text[], $30::int[]) AS x(d, c, i) JOIN pg ON pg.digest = x.d
-), nd AS (
-  INSERT INTO rayflow_progress_nodes (run_pk, node_key, node_id, invocation_id, state, event_count, truncated,
-    payload, digest, encoded_bytes, decoded_bytes, last_topology_version, last_detail_revision)
-  SELECT run.id, k, i, inv, st, ec, tr, pl, dg, octet_length(pl), octet_length(pl), $21, $6
-  FROM run, unnest($31::text[], $32::text[], $33::text[], $34::text[], $35::int[], $36::bool[], $37::text[], $38::text[]) AS x(k, i, inv, st, ec, tr, pl, dg)
-)
-SELECT max(id), rayflow_require(count(*), 'RF003', 'progressstore: the run row exists') FROM run`
-
 // publishFirst writes a run's first publication (see firstSQL) after the
 // fenced summary update, in one batch; deferred when final and the sink
 // defers its final publication.
@@ -567,32 +518,21 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 			expires = &t
 		}
 	}
-	np := len(topo.Pages)
-	digests, colls, payloads := make([]string, np), make([]string, np), make([]string, np)
-	items, idx := make([]int32, np), make([]int32, np)
-	for i, p := range topo.Pages {
-		digests[i], colls[i], payloads[i], items[i], idx[i] = p.Digest, string(p.Collection), string(p.Payload), int32(p.Items), int32(p.Index)
-	}
-	n := len(pl.changed)
-	keys, ids, states, rpay, rdig := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	invs, evs, truncs := make([]*string, n), make([]int32, n), make([]bool, n)
-	for i, r := range pl.changed {
-		keys[i], ids[i], states[i], rpay[i], rdig[i] = r.key, r.nodeID, string(r.state), string(r.payload), r.digest
-		invs[i], evs[i], truncs[i] = r.invocation, int32(r.events), r.truncated
-	}
+	np, n := len(topo.Pages), len(pl.changed)
 	deferred := final && s.defer_
 	b := &pgx.Batch{}
 	if deferred {
-		b.Queue(fencedLockSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.SummaryRevision)
+		store.QueueFencedLock(b, storeRun(id), sum.SummaryRevision)
 	} else {
-		b.Queue(fencedSummarySQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, string(pl.sb), sum.SummaryRevision)
+		store.QueueFencedSummary(b, storeRun(id), string(pl.sb), sum.SummaryRevision)
 	}
-	b.Queue(firstSQL, id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID, sum.Retention.DetailDays, pl.detailRev,
-		pl.dPend, pl.dRun, pl.dSucc, pl.dFail, pl.dTrunc, pl.events, reasonsText(sum.Detail.TruncationReasons), pl.bytes, expires,
-		digests, colls, payloads, items,
-		topo.ManifestID, topo.Version, topo.ManifestDigest, reasonsText(topo.Reasons), string(topo.Manifest), topo.NodeCount, topo.EdgeCount,
-		topo.NodePages, topo.EdgePages, topo.EncodedBytes, idx,
-		keys, ids, invs, states, evs, truncs, rpay, rdig)
+	m, pages := storeManifest(topo)
+	store.QueueFirstPublication(b, store.FirstRun{TaskPK: id.TaskExecutionPK, Attempt: id.AttemptNumber, Gen: id.ExecutionGeneration,
+		RunID: id.RunID, RetentionDays: int32(sum.Retention.DetailDays), DetailRevision: pl.detailRev,
+		Pending: int32(pl.dPend), Running: int32(pl.dRun), Succeeded: int32(pl.dSucc), Failed: int32(pl.dFail),
+		Truncated: int32(pl.dTrunc), Events: int32(pl.events), Reasons: reasonsText(sum.Detail.TruncationReasons),
+		Bytes: pl.bytes, Expires: expires, Manifest: m, Pages: pages,
+		Nodes: storeDetail(pl.changed, topo.Version, pl.detailRev)})
 	s.last.Statements += b.Len()
 	s.written(pl.sb, topo, pl.changed)
 	var runPK int64
@@ -670,15 +610,7 @@ func (s *Sink) publishCopy(ctx context.Context, b *pgx.Batch, runPK, topoVersion
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"rayflow_progress_nodes"}, []string{"run_pk", "node_key", "node_id", "invocation_id", "state",
-		"event_count", "truncated", "payload", "digest", "encoded_bytes", "decoded_bytes", "last_topology_version", "last_detail_revision",
-		"created_at", "updated_at"},
-		pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			r := rows[i]
-			return []any{runPK, r.key, r.nodeID, r.invocation, string(r.state), int32(r.events), r.truncated, string(r.payload), r.digest,
-				int32(len(r.payload)), int32(len(r.payload)), topoVersion, detailRev, now, now}, nil
-		})); err != nil {
+	if err := store.CopyDetail(ctx, tx, runPK, topoVersion, detailRev, storeDetail(rows, topoVersion, detailRev), time.Now()); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
@@ -790,14 +722,14 @@ func (s *Sink) plan(sum summary.Summary, details []detail.NodeDetail, topo *Topo
 
 // reload reads the committed state of an existing run row.
 func (s *Sink) reload(ctx context.Context, runPK int64) error {
-	var rev *int64
-	if err := s.pool.QueryRow(ctx, `SELECT detail_revision FROM rayflow_progress_runs WHERE id = $1`, runPK).Scan(&rev); err != nil {
+	rev, err := store.RunDetailRevision(ctx, s.pool, runPK)
+	if err != nil {
 		return fmt.Errorf("progressstore: reloading run %d: %w", runPK, err)
 	}
 	if rev != nil {
 		s.detailRev = *rev
 	}
-	rows, err := s.pool.Query(ctx, `SELECT node_key, digest, state, event_count, truncated, encoded_bytes FROM rayflow_progress_nodes WHERE run_pk = $1`, runPK)
+	rows, err := store.RunDetailDigests(ctx, s.pool, runPK)
 	if err != nil {
 		return fmt.Errorf("progressstore: reloading run %d: %w", runPK, err)
 	}
@@ -814,38 +746,9 @@ func (s *Sink) reload(ctx context.Context, runPK int64) error {
 	return rows.Err()
 }
 
-// runInsertSQL creates the run row under the fence (any task state: the
-// publication checks RUNNING) and returns its id and whether it is new;
-// RF001 when the fence matches no task.
-const runInsertSQL = `WITH ins AS (INSERT INTO rayflow_progress_runs (task_pk, attempt_number, execution_generation, run_id, detail_retention_days)
- SELECT id, attempt_number, execution_generation, workflow_run_id, $5 FROM rayflow_tasks WHERE ` + fenceSQL + `
- ON CONFLICT (task_pk, attempt_number, execution_generation, run_id) DO UPDATE SET updated_at = now() RETURNING id, xmax = 0 AS inserted)
-SELECT max(id), bool_or(inserted), rayflow_require(count(*), 'RF001', 'progressstore: the run fence no longer matches') FROM ins`
-
-// runRef is the id of the run row of identity $1…$4 (a later statement of
-// the batch that created it sees it).
-const runRef = `(SELECT id FROM rayflow_progress_runs WHERE task_pk = $1 AND attempt_number = $2 AND execution_generation = $3 AND run_id = $4::uuid)`
-
 // queueStage queues t as the run's PENDING manifest (replacing an older
 // pending one) with its pages.
 func queueStage(b *pgx.Batch, id common.RunIdentity, t *Topology) {
-	n := len(t.Pages)
-	digests, colls, payloads := make([]string, n), make([]string, n), make([]string, n)
-	items, idx := make([]int32, n), make([]int32, n)
-	for i, p := range t.Pages {
-		digests[i], colls[i], payloads[i], items[i], idx[i] = p.Digest, string(p.Collection), string(p.Payload), int32(p.Items), int32(p.Index)
-	}
-	run := []any{id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID}
-	b.Queue(`DELETE FROM rayflow_progress_manifests WHERE run_pk = `+runRef+` AND slot = 'PENDING'`, run...)
-	b.Queue(`INSERT INTO rayflow_progress_pages (run_pk, digest, collection, payload, item_count, encoded_bytes, decoded_bytes)
- SELECT r.id, d, c, p, i, octet_length(p), octet_length(p) FROM `+runRef+` AS r(id), unnest($5::text[], $6::text[], $7::text[], $8::int[]) AS x(d, c, p, i)
- ON CONFLICT (run_pk, digest) DO NOTHING`, append(run, digests, colls, payloads, items)...)
-	b.Queue(`INSERT INTO rayflow_progress_manifests (manifest_id, run_pk, topology_version, slot, manifest_digest, truncation_reasons,
-   payload, node_count, edge_count, node_page_count, edge_page_count, encoded_bytes, decoded_bytes)
- VALUES ($5, `+runRef+`, $6, 'PENDING', $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
-		append(run, t.ManifestID, t.Version, t.ManifestDigest, reasonsText(t.Reasons), string(t.Manifest), t.NodeCount, t.EdgeCount,
-			t.NodePages, t.EdgePages, t.EncodedBytes)...)
-	b.Queue(`INSERT INTO rayflow_progress_manifest_pages (manifest_id, page_id, collection, page_index)
- SELECT $5, p.id, x.c, x.i FROM unnest($6::text[], $7::text[], $8::int[]) AS x(d, c, i)
- JOIN rayflow_progress_pages p ON p.run_pk = `+runRef+` AND p.digest = x.d`, append(run, t.ManifestID, digests, colls, idx)...)
+	m, pages := storeManifest(t)
+	store.QueueStage(b, storeRun(id), m, pages)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -60,11 +61,9 @@ func Verify(ctx context.Context, q Querier, pk int64, attempt int) (*Report, err
 	var raw *string
 	var err error
 	if attempt == 0 {
-		err = q.QueryRow(ctx, `SELECT octet_length(workflow_progress_summary_json),
- CASE WHEN octet_length(workflow_progress_summary_json) <= 16384 THEN workflow_progress_summary_json END FROM rayflow_tasks WHERE id = $1`, pk).Scan(&size, &raw)
+		err = store.TaskSummarySize(ctx, q, pk).Scan(&size, &raw)
 	} else {
-		err = q.QueryRow(ctx, `SELECT octet_length(workflow_progress_summary_json),
- CASE WHEN octet_length(workflow_progress_summary_json) <= 16384 THEN workflow_progress_summary_json END FROM rayflow_task_attempts WHERE task_pk = $1 AND attempt_number = $2`, pk, attempt).Scan(&size, &raw)
+		err = store.AttemptSummarySize(ctx, q, pk, attempt).Scan(&size, &raw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("progressstore: reading the summary of task %d: %w", pk, err)
@@ -89,10 +88,7 @@ func Verify(ctx context.Context, q Querier, pk int64, attempt int) (*Report, err
 	var runPK int64
 	var detailRev *int64
 	var cnt [6]int32
-	err = q.QueryRow(ctx, `SELECT id, detail_revision, detail_node_count, detail_pending_count, detail_running_count,
- detail_succeeded_count, detail_failed_count, detail_event_count
- FROM rayflow_progress_runs WHERE task_pk = $1 AND attempt_number = $2 AND execution_generation = $3 AND run_id = $4::uuid`,
-		id.TaskExecutionPK, id.AttemptNumber, id.ExecutionGeneration, id.RunID).Scan(&runPK, &detailRev, &cnt[0], &cnt[1], &cnt[2], &cnt[3], &cnt[4], &cnt[5])
+	err = store.RunCounters(ctx, q, storeRun(id)).Scan(&runPK, &detailRev, &cnt[0], &cnt[1], &cnt[2], &cnt[3], &cnt[4], &cnt[5])
 	if errors.Is(err, pgx.ErrNoRows) {
 		rep.missing("run %s has no storage row", id.RunID)
 		return rep, nil
@@ -115,8 +111,7 @@ func verifyTopology(ctx context.Context, q Querier, rep *Report, s *summary.Summ
 	var payload, digest, slot string
 	var version, encoded int64
 	var nodeCount, edgeCount int32
-	err := q.QueryRow(ctx, `SELECT payload, manifest_digest, slot, topology_version, encoded_bytes, node_count, edge_count
- FROM rayflow_progress_manifests WHERE manifest_id = $1 AND run_pk = $2`, *s.Storage.ManifestID, runPK).
+	err := store.ManifestRow(ctx, q, *s.Storage.ManifestID, runPK).
 		Scan(&payload, &digest, &slot, &version, &encoded, &nodeCount, &edgeCount)
 	if errors.Is(err, pgx.ErrNoRows) {
 		rep.missing("manifest %s not found", *s.Storage.ManifestID)
@@ -142,9 +137,7 @@ func verifyTopology(ctx context.Context, q Querier, rep *Report, s *summary.Summ
 		rep.corrupt("manifest version/identity/counts disagree with the summary (%d nodes, %d edges; summary %d, %d)",
 			m.NodeCount, m.EdgeCount, s.NodeCounts.RetainedTopology, s.EdgeCounts.RetainedTopology)
 	}
-	rows, err := q.Query(ctx, `SELECT l.collection, l.page_index, p.digest, p.payload, p.item_count, p.collection
- FROM rayflow_progress_manifest_pages l JOIN rayflow_progress_pages p ON p.id = l.page_id
- WHERE l.manifest_id = $1 ORDER BY l.collection DESC, l.page_index`, *s.Storage.ManifestID) // NODE before EDGE
+	rows, err := store.ManifestPages(ctx, q, *s.Storage.ManifestID) // NODE before EDGE
 	if err != nil {
 		return err
 	}
@@ -215,7 +208,7 @@ func verifyTopology(ctx context.Context, q Querier, rep *Report, s *summary.Summ
 }
 
 func verifyDetail(ctx context.Context, q Querier, rep *Report, s *summary.Summary, runPK int64, cnt [6]int32) error {
-	rows, err := q.Query(ctx, `SELECT node_key, node_id, state, event_count, payload, digest FROM rayflow_progress_nodes WHERE run_pk = $1`, runPK)
+	rows, err := store.RunDetailRows(ctx, q, runPK)
 	if err != nil {
 		return err
 	}

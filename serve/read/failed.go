@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/rayflow/rayflow/gen/read"
+	"github.com/rayflow/rayflow/internal/store"
 )
 
 // A map's failed items, as the task store keeps them. A map stops at its
@@ -40,24 +41,6 @@ func itemPattern(mapID string) string {
 	return `step ` + regexp.QuoteMeta(mapID) + `\.m([0-9]{1,18})[ .]`
 }
 
-// mapFailedItemsSQL lists a task's attempts (the task row's current one,
-// and the archived ones of rayflow_task_attempts) whose error names an
-// item of the map, newest first, before attempt $2, at most $3 rows: a
-// primary-key lookup of the task and a range of the (task_pk,
-// attempt_number) index of the attempts.
-const mapFailedItemsSQL = `WITH t AS (SELECT id, attempt_number, state, error_type, error_message FROM rayflow_tasks WHERE id = $1)
-SELECT x.attempt_number, x.state, coalesce(x.error_type, ''), substring(x.error_message from $4)::bigint,
- octet_length(x.error_message), CASE WHEN octet_length(x.error_message) <= $5 THEN x.error_message END
-FROM (
- SELECT attempt_number, state, error_type, error_message FROM t
- UNION ALL
- SELECT a.attempt_number, a.state, a.error_type, a.error_message FROM rayflow_task_attempts a, t
- WHERE a.task_pk = t.id AND a.attempt_number <> t.attempt_number AND a.attempt_number < $2
-) x
-WHERE x.attempt_number < $2 AND x.error_message ~ $4
-ORDER BY x.attempt_number DESC
-LIMIT $3`
-
 // MapFailedItems authorizes principal to read taskID's progress and lists
 // the failed items of the map mapID recorded by the task's attempts
 // numbered below before (0: all), newest first, at most limit (1 to
@@ -78,7 +61,7 @@ func (s *Service) MapFailedItems(ctx context.Context, principal, taskID, mapID s
 	if before == 0 {
 		before = math.MaxInt32 // past any attempt number (an integer column)
 	}
-	rows, err := s.pool.Query(ctx, mapFailedItemsSQL, pk, before, limit, itemPattern(mapID), maxMessage)
+	rows, err := store.MapFailedItems(ctx, s.pool, pk, before, limit, itemPattern(mapID), maxMessage)
 	if err != nil {
 		return nil, fmt.Errorf("read: listing failed items: %w", err)
 	}
@@ -111,5 +94,5 @@ func MapFailedItemsQuery(taskPK int64, mapID string, before int64, limit, maxMes
 	if before == 0 {
 		before = math.MaxInt32
 	}
-	return mapFailedItemsSQL, []any{taskPK, before, limit, itemPattern(mapID), maxMessage}
+	return store.MapFailedItemsSQL, []any{taskPK, before, limit, itemPattern(mapID), maxMessage}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -244,17 +245,17 @@ type manifestRow struct {
 	nodePages, edgePages int64
 }
 
-// runWhere selects the run row of a target (its exact identity).
-const runWhere = `r.task_pk = $1 AND r.attempt_number = $2 AND r.execution_generation = $3 AND r.run_id = $4::uuid`
+// run is the target's exact run identity.
+func (t *target) run() store.Run {
+	return store.Run{TaskPK: t.taskPK, Attempt: t.attempt, Gen: t.gen, RunID: t.runID}
+}
 
 // loadManifest reads the run's current manifest of the summary's topology
 // version, in the statement that finds the run.
 func loadManifest(ctx context.Context, q pgx.Tx, t *target) (*manifestRow, error) {
 	var id *string
 	var nodePages, edgePages *int64
-	err := q.QueryRow(ctx, `SELECT m.manifest_id, m.node_page_count, m.edge_page_count FROM rayflow_progress_runs r
- LEFT JOIN rayflow_progress_manifests m ON m.run_pk = r.id AND m.slot = 'CURRENT' AND m.topology_version = $5
- WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID, *t.sum.TopologyVersion).Scan(&id, &nodePages, &edgePages)
+	err := store.CurrentManifest(ctx, q, t.run(), *t.sum.TopologyVersion).Scan(&id, &nodePages, &edgePages)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 	}
@@ -273,9 +274,7 @@ func loadPage(ctx context.Context, q pgx.Tx, manifestID, coll string, index int6
 	var size int32
 	var payload *string
 	var digest string
-	err := q.QueryRow(ctx, `SELECT octet_length(p.payload), CASE WHEN octet_length(p.payload) <= $4 THEN p.payload END, p.digest
- FROM rayflow_progress_manifest_pages mp JOIN rayflow_progress_pages p ON p.id = mp.page_id
- WHERE mp.manifest_id = $1 AND mp.collection = $2 AND mp.page_index = $3`, manifestID, coll, index, MaxRecordBytes).Scan(&size, &payload, &digest)
+	err := store.LinkedPage(ctx, q, manifestID, coll, index, MaxRecordBytes).Scan(&size, &payload, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", errorf(read.ErrorCodeMissing, "%s page %d is missing", coll, index)
 	}
@@ -553,8 +552,7 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 		}
 		var pk int64
 		var counts [5]int64
-		err = tx.QueryRow(ctx, `SELECT r.id, r.detail_node_count, r.detail_pending_count, r.detail_running_count, r.detail_succeeded_count,
- r.detail_failed_count FROM rayflow_progress_runs r WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID).Scan(&pk, &counts[0], &counts[1], &counts[2], &counts[3], &counts[4])
+		err = store.RunDetailCounts(ctx, tx, t.run()).Scan(&pk, &counts[0], &counts[1], &counts[2], &counts[3], &counts[4])
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 		}
@@ -570,15 +568,7 @@ func (s *Service) NodeDetails(ctx context.Context, principal string, req PageReq
 			dc := c.(*read.DetailCursor)
 			after, seen = dc.After, dc.Seen
 		}
-		sql := `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END, digest
- FROM rayflow_progress_nodes WHERE run_pk = $1 AND node_key > $2 ORDER BY node_key LIMIT $3`
-		args := []any{pk, after, limit + 1, MaxRecordBytes}
-		if req.State != "" {
-			sql = `SELECT node_key, node_id, octet_length(payload), CASE WHEN octet_length(payload) <= $4 THEN payload END, digest
- FROM rayflow_progress_nodes WHERE run_pk = $1 AND state = $5 AND node_key > $2 ORDER BY node_key LIMIT $3`
-			args = append(args, req.State)
-		}
-		rows, err := tx.Query(ctx, sql, args...)
+		rows, err := store.DetailPage(ctx, tx, pk, after, limit+1, MaxRecordBytes, req.State)
 		if err != nil {
 			return fmt.Errorf("read: loading node details: %w", err)
 		}
@@ -716,9 +706,7 @@ func (s *Service) Node(ctx context.Context, principal, taskID string, attempt in
 		var size *int32
 		var payload []byte
 		var digest *string
-		err = tx.QueryRow(ctx, `SELECT octet_length(n.payload), CASE WHEN octet_length(n.payload) <= $6 THEN n.payload END, n.digest
- FROM rayflow_progress_runs r LEFT JOIN rayflow_progress_nodes n ON n.run_pk = r.id AND n.node_key = $5
- WHERE `+runWhere, t.taskPK, t.attempt, t.gen, t.runID, nodeKey(nodeID), MaxRecordBytes).Scan(&size, &payload, &digest)
+		err = store.NodeDetail(ctx, tx, t.run(), nodeKey(nodeID), MaxRecordBytes).Scan(&size, &payload, &digest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errorf(read.ErrorCodeMissing, "the run's progress storage is missing")
 		}

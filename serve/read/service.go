@@ -15,6 +15,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress"
 )
 
@@ -127,7 +128,8 @@ func (s *Service) Authorize(ctx context.Context, q Querier, principal, taskID st
 	task := Task{ID: taskID}
 	var pk int64
 	if taskIDRe.MatchString(taskID) {
-		err := q.QueryRow(ctx, `SELECT id, flow_name FROM rayflow_tasks WHERE task_id = $1`, taskID).Scan(&pk, &task.Flow)
+		var err error
+		pk, task.Flow, err = store.TaskFlow(ctx, q, taskID)
 		switch {
 		case err == nil:
 			task.Exists = true
@@ -171,13 +173,7 @@ func (s *Service) load(ctx context.Context, q Querier, principal, taskID string,
 	var aSize *int32
 	var aRaw *string
 	if taskIDRe.MatchString(taskID) {
-		err := q.QueryRow(ctx, `SELECT t.id, t.flow_name, t.attempt_number, t.execution_generation, t.workflow_run_id::text,
- octet_length(t.workflow_progress_summary_json),
- CASE WHEN octet_length(t.workflow_progress_summary_json) <= 16384 THEN t.workflow_progress_summary_json END,
- a.attempt_number, a.execution_generation, a.workflow_run_id::text, octet_length(a.workflow_progress_summary_json),
- CASE WHEN octet_length(a.workflow_progress_summary_json) <= 16384 THEN a.workflow_progress_summary_json END
- FROM rayflow_tasks t LEFT JOIN rayflow_task_attempts a ON a.task_pk = t.id AND a.attempt_number = $2
- WHERE t.task_id = $1`, taskID, attempt).Scan(&t.taskPK, &task.Flow, &t.attempt, &t.gen, &runID, &size, &raw,
+		err := store.TaskProgress(ctx, q, taskID, attempt).Scan(&t.taskPK, &task.Flow, &t.attempt, &t.gen, &runID, &size, &raw,
 			&aAttempt, &aGen, &aRunID, &aSize, &aRaw)
 		switch {
 		case err == nil:

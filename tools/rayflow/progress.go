@@ -10,6 +10,7 @@ import (
 	"github.com/rayflow/rayflow/engine/durable"
 	"github.com/rayflow/rayflow/engine/progressstore"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/store"
 )
 
 func init() {
@@ -49,14 +50,10 @@ rayflow progress verify 5da5c564-2b1e-4b8e-9c1c-3f0e6f0f2a11
 		return code
 	}
 	defer pool.Close()
-	// the task row's summary (attempt 0) and every archived attempt's
-	q := `SELECT t.id, t.task_id::text, 0 FROM rayflow_tasks t WHERE t.workflow_progress_summary_json IS NOT NULL %[1]s
- UNION ALL SELECT t.id, t.task_id::text, a.attempt_number FROM rayflow_task_attempts a JOIN rayflow_tasks t ON t.id = a.task_pk
- WHERE a.workflow_progress_summary_json IS NOT NULL %[1]s ORDER BY 1, 3`
 	var rows pgx.Rows
 	var err error
 	if *all {
-		rows, err = pool.Query(ctx, fmt.Sprintf(q, ""))
+		rows, err = store.ProgressSummaries(ctx, pool, nil)
 	} else {
 		ids := words[1:]
 		for _, id := range ids {
@@ -65,7 +62,7 @@ rayflow progress verify 5da5c564-2b1e-4b8e-9c1c-3f0e6f0f2a11
 				return exitUsage
 			}
 		}
-		rows, err = pool.Query(ctx, fmt.Sprintf(q, "AND t.task_id = ANY($1::uuid[])"), ids)
+		rows, err = store.ProgressSummaries(ctx, pool, ids)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
