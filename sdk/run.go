@@ -10,6 +10,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -135,7 +136,7 @@ type PanicError = flowgraph.PanicError
 func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOption) (Out, error) {
 	var zero Out
 	if f.node == nil {
-		return zero, &DefinitionError{Path: flowgraph.RootID, Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
+		return zero, &DefinitionError{Path: program.RootID, Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
 	}
 	out, err := run(ctx, f.node, nil, in, opts)
 	if err != nil {
@@ -151,10 +152,10 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 // (DecodeResult turns either into a typed value). It is for callers that hold a plan
 // and not a typed flow (a durable worker, a job coordinator).
 func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption) (any, error) {
-	if m == nil || m.bindings == nil || m.bindings.Root == nil || m.Selection == nil {
+	if m == nil || m.bindings == nil || m.bindings.Program == nil || m.Selection == nil {
 		return nil, errors.New("rayflow: RunPlan: not a materialized plan")
 	}
-	return run(ctx, m.bindings.Root, m, input, opts)
+	return run(ctx, nil, m, input, opts)
 }
 
 func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (_ any, err error) {
@@ -172,8 +173,11 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
 		return nil, ErrRayRequired
 	}
-	if m == nil {
+	if m == nil && cfg.plan != nil { // RunPlan's own plan wins over WithPlan
 		m = cfg.plan
+		if m.bindings == nil || !m.bindings.Source(root) {
+			return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
+		}
 	}
 	if m == nil {
 		popts := cfg.planOpts
@@ -184,8 +188,6 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		if m, err = materialize(root, popts); err != nil {
 			return nil, err
 		}
-	} else if m.bindings == nil || m.bindings.Root != root {
-		return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
 	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
 		return nil, err
@@ -196,7 +198,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
-		Identity: id.record(), Policy: m.ReportingPolicy(), Root: m.bindings.Root,
+		Identity: id.record(), Policy: m.ReportingPolicy(), Program: m.bindings.Program,
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
@@ -215,7 +217,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	} else {
 		// The leaves report to the run's progress only, whatever the
 		// caller's context carries.
-		out, err = local.Run(progress.WithReporter(ctx, nil), m.bindings.Root, in, local.Options{
+		out, err = local.RunProgram(progress.WithReporter(ctx, nil), m.bindings.Program, in, local.Options{
 			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
 	}
 	ferr := prun.Finish(ctx, err)

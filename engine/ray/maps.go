@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 )
@@ -69,7 +70,7 @@ func (r *runner) items(ctx context.Context, m *flowgraph.Map, id string, in valu
 // in Ray. On the first failure it stops admission, cancels every retained
 // physical reference of the in-flight items (recursively), waits up to
 // CancelTimeout for them, releases everything and returns the failure.
-func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) mapNode(ctx context.Context, n *program.Node, id string, in value, sc *scope) (value, error) {
 	m := n.Map
 	maxItems, window, cancelTimeout := 0, 0, time.Duration(0)
 	if m.Limits != nil {
@@ -389,7 +390,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 	if s.Bound > 0 {
 		b, err := r.e.codec.Marshal(s.BoundValue)
 		if err != nil {
-			return value{}, fmt.Errorf("rayflow: node %s: encoding the bound value: %w", flowgraph.ItemID(id, -1), err)
+			return value{}, fmt.Errorf("rayflow: node %s: encoding the bound value: %w", program.ItemID(id, -1), err)
 		}
 		bound = b
 	}
@@ -410,7 +411,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 		l.inflight[base] = isc
 		l.running++
 		go func() {
-			t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: flowgraph.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
+			t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: program.ItemID(id, base), Bound: bound, Options: opts, OptionsKey: key,
 				Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: id, Base: base, Trace: telemetry.Inject(ictx)}
 			h, hs, err := r.e.rt.SubmitBatch(ictx, t)
 			if err == nil {
@@ -418,7 +419,7 @@ func (r *runner) mapBatched(ctx context.Context, l *mapLoop, s *flowgraph.Step, 
 				for _, ih := range hs {
 					isc.add(ih)
 				}
-				err = r.await(ictx, h, flowgraph.ItemID(id, base))
+				err = r.await(ictx, h, program.ItemID(id, base))
 			}
 			l.done <- itemDone{index: base, h: h, sc: isc, err: err, items: hs, n: len(items)}
 		}()
