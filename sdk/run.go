@@ -15,21 +15,51 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// Engine executes a materialized workflow. The local engine is built in;
-// the Ray engine (engine/ray) implements this interface too. An
-// application passes an engine to WithEngine; it does not implement one:
-// an engine executes the plan's graph, which it reaches (with the
-// registered leaves) through this module's internal packages, so engines
-// live in this module.
+// Engine executes a materialized workflow. The in-process engine is built
+// in (a run without WithEngine uses it, through this same interface); the
+// Ray engine (engine/ray) implements it too. An application passes an
+// engine to WithEngine; it does not implement one: an engine executes the
+// plan's compiled program, which it reaches (with the registered leaves)
+// through this module's internal packages, so engines live in this module.
 type Engine interface {
 	// Name identifies the engine ("local", "ray").
 	Name() string
-	// IsRay reports whether the engine runs leaves on Ray.
-	IsRay() bool
+	// Runs reports whether the engine executes plans selected for
+	// strategy s: the in-process engine runs StrategyLocal, the Ray engine
+	// StrategyDynamicTasks. Run materializes for the strategies its
+	// engine runs (StrategyDynamicTasks: as ForRay does), refuses a plan
+	// selected for another one (*StrategyMismatchError), and RequireRay
+	// asks for an engine that runs StrategyDynamicTasks.
+	Runs(s Strategy) bool
 	// Run executes one run. It is called only after the plan was
 	// materialized and its strategy selected, with the run's identity and
 	// its progress handle (see RunSpec).
 	Run(ctx context.Context, spec RunSpec) (any, error)
+}
+
+// onRay reports whether e runs plans on Ray (nil: the in-process engine).
+func onRay(e Engine) bool { return e != nil && e.Runs(StrategyDynamicTasks) }
+
+// inProcess is the built-in engine: the run's program executes in this
+// process with goroutines (engine/local), under Sequential and
+// WithoutCodecRoundTrip.
+type inProcess struct {
+	sequential, noRoundTrip bool
+}
+
+var _ Engine = inProcess{}
+
+// Name is "local".
+func (inProcess) Name() string { return "local" }
+
+// Runs is true for StrategyLocal only.
+func (inProcess) Runs(s Strategy) bool { return s == StrategyLocal }
+
+// Run executes the plan's program in this process. The leaves report to
+// the run's progress only, whatever the caller's context carries.
+func (e inProcess) Run(ctx context.Context, spec RunSpec) (any, error) {
+	return local.RunProgram(progress.WithReporter(ctx, nil), spec.Plan.bindings.Program, spec.Input, local.Options{
+		Sequential: e.sequential, NoCodecRoundTrip: e.noRoundTrip, Progress: spec.Progress, Preview: localPreview})
 }
 
 // RunSpec is one run as an engine receives it: a run is (plan, input,
@@ -170,7 +200,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		}
 		id = *cfg.identity
 	}
-	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
+	if cfg.requireRay && !onRay(cfg.engine) {
 		return nil, ErrRayRequired
 	}
 	if m == nil && cfg.plan != nil { // RunPlan's own plan wins over WithPlan
@@ -181,7 +211,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	}
 	if m == nil {
 		popts := cfg.planOpts
-		if cfg.engine != nil && cfg.engine.IsRay() {
+		if onRay(cfg.engine) {
 			popts = append([]MaterializeOption{ForRay()}, popts...)
 		}
 		var err error
@@ -211,15 +241,11 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	if cfg.onStart != nil {
 		cfg.onStart(id)
 	}
-	var out any
-	if cfg.engine != nil {
-		out, err = cfg.engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
-	} else {
-		// The leaves report to the run's progress only, whatever the
-		// caller's context carries.
-		out, err = local.RunProgram(progress.WithReporter(ctx, nil), m.bindings.Program, in, local.Options{
-			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
+	engine := cfg.engine
+	if engine == nil {
+		engine = inProcess{sequential: cfg.sequential, noRoundTrip: cfg.noRoundTrip}
 	}
+	out, err := engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
 	ferr := prun.Finish(ctx, err)
 	if stale := prun.Err(); stale != nil {
 		return nil, stale

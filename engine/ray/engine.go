@@ -178,8 +178,8 @@ func (e *Engine) bridgeRuntime() rayRuntime { return e.rt }
 // Name is "ray".
 func (e *Engine) Name() string { return "ray" }
 
-// IsRay is true.
-func (e *Engine) IsRay() bool { return true }
+// Runs is true for sdk.StrategyDynamicTasks: every leaf a Ray task.
+func (e *Engine) Runs(s sdk.Strategy) bool { return s == sdk.StrategyDynamicTasks }
 
 // Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
 // result still encoded (the final value's codec bytes;
