@@ -162,9 +162,10 @@
 //
 // # Dependencies
 //
-// The only executor sdk imports is engine/local (and the engine-neutral
-// progress package). The Ray engine lives in
-// its own package, linked only into programs that import it, so a program
+// sdk imports no engine package: its built-in in-process engine is the
+// executor internal/inproc (engine/local is that executor's public face)
+// behind the same Engine interface as any other, with the engine-neutral
+// progress package. The Ray engine lives in its own package, linked only into programs that import it, so a program
 // that imports only sdk builds and runs workflows locally without pulling
 // CUE's evaluator, pgx, Kubernetes or Ray client packages (deps_test.go
 // checks this with go list -deps and by building such a program in a

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/internal/inproc"
 	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -41,7 +41,8 @@ type Engine interface {
 func onRay(e Engine) bool { return e != nil && e.Runs(StrategyDynamicTasks) }
 
 // inProcess is the built-in engine: the run's program executes in this
-// process with goroutines (engine/local), under Sequential and
+// process with goroutines (internal/inproc, the executor behind
+// engine/local), under Sequential and
 // WithoutCodecRoundTrip.
 type inProcess struct {
 	sequential, noRoundTrip bool
@@ -58,7 +59,7 @@ func (inProcess) Runs(s Strategy) bool { return s == StrategyLocal }
 // Run executes the plan's program in this process. The leaves report to
 // the run's progress only, whatever the caller's context carries.
 func (e inProcess) Run(ctx context.Context, spec RunSpec) (any, error) {
-	return local.RunProgram(progress.WithReporter(ctx, nil), spec.Plan.bindings.Program, spec.Input, local.Options{
+	return inproc.RunProgram(progress.WithReporter(ctx, nil), spec.Plan.bindings.Program, spec.Input, inproc.Options{
 		Sequential: e.sequential, NoCodecRoundTrip: e.noRoundTrip, Progress: spec.Progress, Preview: localPreview})
 }
 

@@ -1,4 +1,4 @@
-package local
+package inproc
 
 import (
 	"context"
@@ -39,11 +39,6 @@ type Options struct {
 	// dropped here too and what it refuses fails here too, naming the
 	// node. Skipping it is faster but lets values Ray cannot carry pass.
 	NoCodecRoundTrip bool
-}
-
-// Run compiles root (program.Compile) and executes it as RunProgram does.
-func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
-	return RunProgram(ctx, program.Compile(root), input, opts)
 }
 
 // RunProgram executes the compiled flow p on input and returns its
