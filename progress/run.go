@@ -180,7 +180,7 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 			return nil, err
 		}
 		if prog != nil {
-			if err := r.initialize(prog.Root); err != nil {
+			if err := r.initialize(prog); err != nil {
 				return nil, err
 			}
 		}
@@ -415,8 +415,7 @@ func (r *Run) publishLocked(ctx context.Context, p *Publication) error {
 
 // register records the labels of the graph's nodes and the declared counts.
 func (r *Run) register(p *program.Program) {
-	root := p.Root
-	walkGraph(root, func(id, label string, n *program.Node) {
+	walkGraph(p, func(id, label string, n *program.Node) {
 		r.labels[id] = label
 		if n.Kind == flowgraph.KindMap {
 			r.maps[id] = true
@@ -424,12 +423,12 @@ func (r *Run) register(p *program.Program) {
 	}, nil, int(^uint(0)>>1))
 	r.declared.static = !p.HasMap
 	var edges int64
-	walkGraph(root, func(string, string, *program.Node) { r.declared.nodes++ }, func(topology.Edge) { edges++ }, int(^uint(0)>>1))
+	walkGraph(p, func(string, string, *program.Node) { r.declared.nodes++ }, func(topology.Edge) { edges++ }, int(^uint(0)>>1))
 	r.declared.edges = edges
 }
 
 // initialize ingests the plan, its nodes and its edges.
-func (r *Run) initialize(root *program.Node) error {
+func (r *Run) initialize(p *program.Program) error {
 	name, fp, rev := r.plan.DefinitionName, r.plan.Fingerprint, r.plan.DefinitionRevision
 	if name == "" {
 		name = "workflow:anonymous"
@@ -447,7 +446,7 @@ func (r *Run) initialize(root *program.Node) error {
 	var wires [][]byte
 	var evs []event.Event
 	var edges []topology.Edge
-	walkGraph(root, func(id, label string, n *program.Node) {
+	walkGraph(p, func(id, label string, n *program.Node) {
 		var b []byte
 		var ev event.Event
 		var err error
@@ -484,58 +483,34 @@ func (r *Run) initialize(root *program.Node) error {
 	return nil
 }
 
-// walkGraph visits the progress graph of a plan: every step outside a map
-// and every map is a node (a map's items are not), labelled with its
-// Label or else its function's name ("map" for a map); the edges are the
-// plan's dependencies (a chain links every exit of one child to every
-// entry of the next; a group's entries and exits are its branches').
-// Edge generation stops at maxEdges.
-func walkGraph(root *program.Node, node func(id, label string, n *program.Node), edge func(topology.Edge), maxEdges int) {
+// walkGraph visits the program's topology (program.Program.Topology):
+// every step outside a map and every map is a node, labelled with its
+// Label or else its function's name ("map" for a map). Edge generation
+// stops at maxEdges.
+func walkGraph(p *program.Program, node func(id, label string, n *program.Node), edge func(topology.Edge), maxEdges int) {
 	emitted := 0
-	var walk func(n *program.Node) (entries, exits []string)
-	walk = func(n *program.Node) (entries, exits []string) {
-		id := n.ID
-		switch n.Kind {
-		case flowgraph.KindStep:
-			path := n.Step.Callable.Name
-			label := path[strings.LastIndex(path, ".")+1:]
-			if n.Label != "" {
-				label = n.Label
+	var emit func(s, t *program.Node) bool
+	if edge != nil {
+		emit = func(s, t *program.Node) bool {
+			if emitted >= maxEdges {
+				return false
 			}
-			node(id, label, n)
-			return []string{id}, []string{id}
-		case flowgraph.KindMap:
-			label := "map"
-			if n.Label != "" {
-				label = n.Label
-			}
-			node(id, label, n)
-			return []string{id}, []string{id}
+			emitted++
+			edge(topology.Edge{Source: s.ID, Target: t.ID})
+			return emitted < maxEdges
 		}
-		for i, c := range n.Children {
-			en, ex := walk(c)
-			switch {
-			case n.Kind == flowgraph.KindGroup:
-				entries, exits = append(entries, en...), append(exits, ex...)
-			case i == 0:
-				entries, exits = en, ex
-			default:
-				for _, s := range exits {
-					for _, t := range en {
-						if edge != nil && emitted < maxEdges {
-							emitted++
-							edge(topology.Edge{Source: s, Target: t})
-						}
-					}
-				}
-				if len(en) > 0 {
-					exits = ex
-				}
-			}
-		}
-		return entries, exits
 	}
-	walk(root)
+	p.Topology(func(n *program.Node) {
+		label := "map"
+		if n.Kind == flowgraph.KindStep {
+			path := n.Step.Callable.Name
+			label = path[strings.LastIndex(path, ".")+1:]
+		}
+		if n.Label != "" {
+			label = n.Label
+		}
+		node(n.ID, label, n)
+	}, emit)
 }
 
 // publication builds the run's publication (pubMu held): the summary v3,

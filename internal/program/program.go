@@ -191,3 +191,43 @@ func limitsOf(m *flowgraph.Map) Limits {
 	l.BatchSize = m.BatchSize(l.Window)
 	return l
 }
+
+// Topology visits the program's run-time topology, the graph progress
+// shows: every step outside a map and every map is a node (a map's items
+// are not), visited in plan order; the edges are the dependencies between
+// them (a chain links every exit of one child to every entry of the next;
+// a group's entries and exits are its branches'). Edges are generated
+// while edge returns true (a consumer bounds them, as the progress limits
+// do); the nodes are all visited regardless.
+func (p *Program) Topology(node func(n *Node), edge func(source, target *Node) bool) {
+	emitting := edge != nil
+	var walk func(n *Node) (entries, exits []*Node)
+	walk = func(n *Node) (entries, exits []*Node) {
+		if n.Kind == flowgraph.KindStep || n.Kind == flowgraph.KindMap {
+			node(n)
+			return []*Node{n}, []*Node{n}
+		}
+		for i, c := range n.Children {
+			en, ex := walk(c)
+			switch {
+			case n.Kind == flowgraph.KindGroup:
+				entries, exits = append(entries, en...), append(exits, ex...)
+			case i == 0:
+				entries, exits = en, ex
+			default:
+				for _, s := range exits {
+					for _, t := range en {
+						if emitting {
+							emitting = edge(s, t)
+						}
+					}
+				}
+				if len(en) > 0 {
+					exits = ex
+				}
+			}
+		}
+		return entries, exits
+	}
+	walk(p.Root)
+}

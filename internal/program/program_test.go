@@ -142,3 +142,38 @@ func TestSegment(t *testing.T) {
 		}
 	}
 }
+
+func TestTopology(t *testing.T) {
+	// chain(A, group(B, chain(C, map(D))), E): the map's body is not a
+	// topology node; E follows both branches' exits.
+	root := &flowgraph.Node{Kind: flowgraph.KindChain, Children: []*flowgraph.Node{step("A"),
+		{Kind: flowgraph.KindGroup, Children: []*flowgraph.Node{step("B"),
+			{Kind: flowgraph.KindChain, Children: []*flowgraph.Node{step("C"), mapOf(step("D"), &flowgraph.Map{})}}}},
+		step("E")}}
+	// Inner edges come first: a chain's edges are generated once its
+	// children are walked.
+	all := []string{"0.1.g1.0->0.1.g1.1", "0.0->0.1.g0", "0.0->0.1.g1.0", "0.1.g0->0.2", "0.1.g1.1->0.2"}
+	for _, c := range []struct {
+		name     string
+		maxEdges int // edges accepted before edge returns false (-1: all)
+		edges    []string
+	}{
+		{"all edges", -1, all},
+		{"stopped exactly at the cap", 3, all[:3]},
+		{"stopped at one", 1, all[:1]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var nodes, edges []string
+			Compile(root).Topology(func(n *Node) { nodes = append(nodes, n.ID) }, func(s, d *Node) bool {
+				edges = append(edges, s.ID+"->"+d.ID)
+				return c.maxEdges < 0 || len(edges) < c.maxEdges
+			})
+			if diff := cmp.Diff([]string{"0.0", "0.1.g0", "0.1.g1.0", "0.1.g1.1", "0.2"}, nodes); diff != "" {
+				t.Errorf("nodes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.edges, edges); diff != "" {
+				t.Errorf("edges (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
