@@ -13,9 +13,9 @@
 // (the fence of every event), the plan's reporting policy, the limits
 // profile, the Collector (full policy), the producers of in-process leaves
 // (Producer; the Run is their Sender) and the publications to the run's
-// Sink. Start registers the plan's graph (walking the flowgraph with the
-// node ids of flowgraph.ChildID); the engine hands leaf events to it
-// (Ingest on Ray, Producer in process) and map counters (Map); Finish
+// Sink. Start registers the plan's topology from the compiled program
+// (internal/program: its nodes, ids and labels); the engine hands leaf
+// events to it (Ingest on Ray, Producer in process) and map counters (Map); Finish
 // publishes the terminal state. A Sink (the PostgreSQL progress storage,
 // a live display, Latest in tests) receives Publications: the summary v3,
 // topology and node detail at most once per flush interval while they

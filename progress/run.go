@@ -18,6 +18,7 @@ import (
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -42,8 +43,12 @@ type RunConfig struct {
 	// Profile bounds the retained state under full; the zero value is
 	// limits.ProfileV1.
 	Profile limits.Profile
-	// Plan describes the materialized plan; Root is its graph.
-	Plan PlanInfo
+	// Plan describes the materialized plan; Program is the compiled flow
+	// it records, whose topology the run registers.
+	Plan    PlanInfo
+	Program *program.Program
+	// Root is a builder graph to compile when Program is nil (tests and
+	// tools that hold a graph and no program).
 	Root *flowgraph.Node
 	// Sink receives the publications (nil: none; the state stays readable
 	// with Snapshot).
@@ -144,8 +149,12 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 	}
 	r.started = r.now()
 	r.updated = r.started
-	if cfg.Root != nil {
-		r.register(cfg.Root)
+	prog := cfg.Program
+	if prog == nil && cfg.Root != nil {
+		prog = program.Compile(cfg.Root)
+	}
+	if prog != nil {
+		r.register(prog)
 	}
 	if pol == common.ReportingPolicyFull && cfg.Discard && cfg.Sink == nil {
 		// The profile is checked as the Collector would.
@@ -170,8 +179,8 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 		if r.enc, err = NewEncoder(r.id, r.now, nil); err != nil {
 			return nil, err
 		}
-		if cfg.Root != nil {
-			if err := r.initialize(cfg.Root); err != nil {
+		if prog != nil {
+			if err := r.initialize(prog); err != nil {
 				return nil, err
 			}
 		}
@@ -405,21 +414,21 @@ func (r *Run) publishLocked(ctx context.Context, p *Publication) error {
 }
 
 // register records the labels of the graph's nodes and the declared counts.
-func (r *Run) register(root *flowgraph.Node) {
-	walkGraph(root, func(id, label string, n *flowgraph.Node) {
+func (r *Run) register(p *program.Program) {
+	walkGraph(p, func(id, label string, n *program.Node) {
 		r.labels[id] = label
 		if n.Kind == flowgraph.KindMap {
 			r.maps[id] = true
 		}
 	}, nil, int(^uint(0)>>1))
-	r.declared.static = !containsMap(root)
+	r.declared.static = !p.HasMap
 	var edges int64
-	walkGraph(root, func(string, string, *flowgraph.Node) { r.declared.nodes++ }, func(topology.Edge) { edges++ }, int(^uint(0)>>1))
+	walkGraph(p, func(string, string, *program.Node) { r.declared.nodes++ }, func(topology.Edge) { edges++ }, int(^uint(0)>>1))
 	r.declared.edges = edges
 }
 
 // initialize ingests the plan, its nodes and its edges.
-func (r *Run) initialize(root *flowgraph.Node) error {
+func (r *Run) initialize(p *program.Program) error {
 	name, fp, rev := r.plan.DefinitionName, r.plan.Fingerprint, r.plan.DefinitionRevision
 	if name == "" {
 		name = "workflow:anonymous"
@@ -437,7 +446,7 @@ func (r *Run) initialize(root *flowgraph.Node) error {
 	var wires [][]byte
 	var evs []event.Event
 	var edges []topology.Edge
-	walkGraph(root, func(id, label string, n *flowgraph.Node) {
+	walkGraph(p, func(id, label string, n *program.Node) {
 		var b []byte
 		var ev event.Event
 		var err error
@@ -474,64 +483,34 @@ func (r *Run) initialize(root *flowgraph.Node) error {
 	return nil
 }
 
-// walkGraph visits the progress graph of a plan: every step outside a map
-// and every map is a node (a map's items are not), labelled with its
-// Label or else its function's name ("map" for a map); the edges are the
-// plan's dependencies (a chain links every exit of one child to every
-// entry of the next; a group's entries and exits are its branches').
-// Edge generation stops at maxEdges.
-func walkGraph(root *flowgraph.Node, node func(id, label string, n *flowgraph.Node), edge func(topology.Edge), maxEdges int) {
+// walkGraph visits the program's topology (program.Program.Topology):
+// every step outside a map and every map is a node, labelled with its
+// Label or else its function's name ("map" for a map). Edge generation
+// stops at maxEdges.
+func walkGraph(p *program.Program, node func(id, label string, n *program.Node), edge func(topology.Edge), maxEdges int) {
 	emitted := 0
-	var walk func(n *flowgraph.Node, id string) (entries, exits []string)
-	walk = func(n *flowgraph.Node, id string) (entries, exits []string) {
-		switch n.Kind {
-		case flowgraph.KindStep:
+	var emit func(s, t *program.Node) bool
+	if edge != nil {
+		emit = func(s, t *program.Node) bool {
+			if emitted >= maxEdges {
+				return false
+			}
+			emitted++
+			edge(topology.Edge{Source: s.ID, Target: t.ID})
+			return emitted < maxEdges
+		}
+	}
+	p.Topology(func(n *program.Node) {
+		label := "map"
+		if n.Kind == flowgraph.KindStep {
 			path := n.Step.Callable.Name
-			label := path[strings.LastIndex(path, ".")+1:]
-			if n.Label != "" {
-				label = n.Label
-			}
-			node(id, label, n)
-			return []string{id}, []string{id}
-		case flowgraph.KindMap:
-			label := "map"
-			if n.Label != "" {
-				label = n.Label
-			}
-			node(id, label, n)
-			return []string{id}, []string{id}
+			label = path[strings.LastIndex(path, ".")+1:]
 		}
-		for i, c := range n.Children {
-			en, ex := walk(c, flowgraph.ChildID(n.Kind, id, i))
-			switch {
-			case n.Kind == flowgraph.KindGroup:
-				entries, exits = append(entries, en...), append(exits, ex...)
-			case i == 0:
-				entries, exits = en, ex
-			default:
-				for _, s := range exits {
-					for _, t := range en {
-						if edge != nil && emitted < maxEdges {
-							emitted++
-							edge(topology.Edge{Source: s, Target: t})
-						}
-					}
-				}
-				if len(en) > 0 {
-					exits = ex
-				}
-			}
+		if n.Label != "" {
+			label = n.Label
 		}
-		return entries, exits
-	}
-	walk(root, flowgraph.RootID)
-}
-
-func containsMap(n *flowgraph.Node) bool {
-	if n.Kind == flowgraph.KindMap {
-		return true
-	}
-	return slices.ContainsFunc(n.Children, containsMap)
+		node(n.ID, label, n)
+	}, emit)
 }
 
 // publication builds the run's publication (pubMu held): the summary v3,

@@ -14,13 +14,11 @@ import (
 // not link: CUE's evaluator, pgx, Kubernetes and the Ray client.
 var heavyDeps = []string{"cuelang.org/", "github.com/jackc/", "k8s.io/", "github.com/ray-project/"}
 
-// allowedEngines are the engine packages sdk may depend on: the local
-// executor only. The lifecycle protocol version bound into every plan comes
-// from gen/lifecycle, below both sdk and the lifecycle reducer
+// sdk depends on no engine package: its built-in engine is the executor
+// internal/inproc (engine/local wraps it), reached through sdk.Engine. The
+// lifecycle protocol version bound into every plan comes from
+// gen/lifecycle, below both sdk and the lifecycle reducer
 // (conformance/lifecycle/reducer).
-var allowedEngines = []string{
-	"github.com/rayflow/rayflow/engine/local",
-}
 
 // goCmd runs the go command in dir with extra environment and returns its
 // standard output.
@@ -42,8 +40,8 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) []byte {
 func checkDeps(t *testing.T, what string, listing []byte) {
 	t.Helper()
 	deps := strings.Fields(string(listing))
-	if !slices.Contains(deps, "github.com/rayflow/rayflow/sdk") || !slices.Contains(deps, "github.com/rayflow/rayflow/engine/local") {
-		t.Fatalf("%s: the listing does not include sdk and engine/local; is it the right package?\n%s", what, listing)
+	if !slices.Contains(deps, "github.com/rayflow/rayflow/sdk") || !slices.Contains(deps, "github.com/rayflow/rayflow/internal/inproc") {
+		t.Fatalf("%s: the listing does not include sdk and internal/inproc; is it the right package?\n%s", what, listing)
 	}
 	for _, d := range deps {
 		for _, p := range heavyDeps {
@@ -51,8 +49,8 @@ func checkDeps(t *testing.T, what string, listing []byte) {
 				t.Errorf("%s depends on %s", what, d)
 			}
 		}
-		if strings.HasPrefix(d, "github.com/rayflow/rayflow/engine/") && !slices.Contains(allowedEngines, d) {
-			t.Errorf("%s depends on the engine package %s; sdk may link only %v", what, d, allowedEngines)
+		if strings.HasPrefix(d, "github.com/rayflow/rayflow/engine/") {
+			t.Errorf("%s depends on the engine package %s; sdk links none", what, d)
 		}
 	}
 }

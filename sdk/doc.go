@@ -98,13 +98,13 @@
 // # Local and Ray engines
 //
 // [Run] without [WithEngine] runs the flow in this process with goroutines
-// (package engine/local): the "local" strategy, with ordered results,
+// (the built-in in-process [Engine], package engine/local): the "local" strategy, with ordered results,
 // admission windows, item caps, values through the codec, bounded
 // cancellation ([CanceledError]) and the same progress exactly as on Ray.
 // Result buffers and fold byte limits are Ray-only. [Sequential] runs one
 // leaf at a time for debugging.
 //
-// [WithEngine] with a Ray engine (one whose IsRay reports true) runs the
+// [WithEngine] with a Ray engine (one that Runs [StrategyDynamicTasks]) runs the
 // flow on Ray: the plan is materialized for Ray and the "auto" strategy
 // selects "dynamic_tasks". [WithPlanOptions] passes [WithStrategy] to
 // request a strategy explicitly; requesting one the plan is not eligible
@@ -162,9 +162,10 @@
 //
 // # Dependencies
 //
-// The only executor sdk imports is engine/local (and the engine-neutral
-// progress package). The Ray engine lives in
-// its own package, linked only into programs that import it, so a program
+// sdk imports no engine package: its built-in in-process engine is the
+// executor internal/inproc (engine/local is that executor's public face)
+// behind the same Engine interface as any other, with the engine-neutral
+// progress package. The Ray engine lives in its own package, linked only into programs that import it, so a program
 // that imports only sdk builds and runs workflows locally without pulling
 // CUE's evaluator, pgx, Kubernetes or Ray client packages (deps_test.go
 // checks this with go list -deps and by building such a program in a

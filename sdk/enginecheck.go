@@ -57,23 +57,13 @@ func (e *StrategyMismatchError) Is(target error) bool {
 // cannot honour (see StrategyMismatchError).
 func checkEngine(m *Materialized, engine Engine, requireRay bool) error {
 	selected := Strategy(m.Selection.SelectedStrategy)
-	isRay := engine != nil && engine.IsRay()
 	name := ""
+	runs := inProcess{}.Runs(selected)
 	if engine != nil {
-		name = engine.Name()
+		name, runs = engine.Name(), engine.Runs(selected)
 	}
-	mismatch := &StrategyMismatchError{Selected: selected, Engine: name, RequireRay: requireRay}
-	switch selected {
-	case StrategyLocal:
-		if isRay || requireRay {
-			return mismatch
-		}
-	case StrategyDynamicTasks:
-		if !isRay {
-			return mismatch
-		}
-	default:
-		return mismatch // no engine runs the reusable strategies yet
+	if !runs || requireRay && !onRay(engine) {
+		return &StrategyMismatchError{Selected: selected, Engine: name, RequireRay: requireRay}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -20,7 +21,12 @@ func (e *fakeRay) Name() string {
 	}
 	return "fake-other"
 }
-func (e *fakeRay) IsRay() bool { return e.ray }
+func (e *fakeRay) Runs(s Strategy) bool {
+	if e.ray {
+		return s == StrategyDynamicTasks
+	}
+	return s == StrategyLocal
+}
 func (e *fakeRay) Run(_ context.Context, spec RunSpec) (any, error) {
 	e.plans = append(e.plans, spec.Plan)
 	return 7, nil
@@ -93,5 +99,36 @@ func TestPlanEngineMismatchIsRefused(t *testing.T) {
 	}
 	if got, err := Run(context.Background(), mismatchFlow, 1, WithPlan(localPlan)); err != nil || got != 2 {
 		t.Fatalf("local plan in process: %v, %v", got, err)
+	}
+}
+
+// TestEngineCapabilities: what an engine runs decides where a plan goes
+// (Engine.Runs, no engine type switch), and a run without WithEngine
+// reaches the built-in in-process engine through the same Engine
+// interface.
+func TestEngineCapabilities(t *testing.T) {
+	var builtin Engine = inProcess{}
+	for _, c := range []struct {
+		engine Engine
+		runs   []Strategy
+		ray    bool
+	}{
+		{builtin, []Strategy{StrategyLocal}, false},
+		{&fakeRay{ray: true}, []Strategy{StrategyDynamicTasks}, true},
+		{&fakeRay{}, []Strategy{StrategyLocal}, false},
+		{nil, nil, false},
+	} {
+		var runs []Strategy
+		for _, s := range []Strategy{StrategyLocal, StrategyDynamicTasks, StrategyCompiledGraph, StrategyStaticActors} {
+			if c.engine != nil && c.engine.Runs(s) {
+				runs = append(runs, s)
+			}
+		}
+		if !slices.Equal(runs, c.runs) || onRay(c.engine) != c.ray {
+			t.Errorf("%T: runs %v (ray %v), want %v (ray %v)", c.engine, runs, onRay(c.engine), c.runs, c.ray)
+		}
+	}
+	if got := builtin.Name(); got != "local" {
+		t.Errorf("the built-in engine is %q, want local", got)
 	}
 }

@@ -61,8 +61,8 @@ type recordingEngine struct {
 	spec   RunSpec
 }
 
-func (*recordingEngine) Name() string { return "recording" }
-func (*recordingEngine) IsRay() bool  { return false }
+func (*recordingEngine) Name() string         { return "recording" }
+func (*recordingEngine) Runs(s Strategy) bool { return s == StrategyLocal }
 func (e *recordingEngine) Run(_ context.Context, spec RunSpec) (any, error) {
 	e.called, e.spec = true, spec
 	return 42, nil

@@ -14,36 +14,26 @@ import (
 // items to finish after cancelling them, unless Limits says otherwise.
 const CancelTimeoutDefault = time.Second
 
-// Limits bound a map (WithLimits).
-type Limits struct {
-	// MaxConcurrency is the admission window: at most this many items are
-	// in flight at once. Required, ≥ 1.
-	MaxConcurrency int
-	// MaxItems caps the number of input items; 0 means unbounded. A sized
-	// input over the cap fails before any leaf runs; a sequence fails when
-	// item MaxItems+1 is read.
-	MaxItems int
-	// CancelTimeout bounds the wait for cancelled in-flight items after the
-	// first failure; 0 means CancelTimeoutDefault.
-	CancelTimeout time.Duration
-}
+// Limits bound a map (WithLimits): MaxConcurrency, the admission window
+// (required, ≥ 1); MaxItems, the cap on input items (0: unbounded; a sized
+// input over it fails before any leaf runs, a sequence when item
+// MaxItems+1 is read); CancelTimeout, the wait for cancelled in-flight
+// items after the first failure (0: CancelTimeoutDefault). It is the
+// graph's own type, so the map keeps exactly what is given.
+type Limits = flowgraph.Limits
 
-// ActorOptions are the resources of a result-buffer or fold actor. Only
-// these fields exist, so no other Ray actor option can be passed.
-type ActorOptions struct {
-	NumCPUs            float64            // required, > 0
-	Memory             int64              // required, ≥ MaxSerializedBytes
-	Resources          map[string]float64 // ≤ 32 custom resources, each > 0
-	SchedulingStrategy string             // "DEFAULT" (or "") or "SPREAD"
-}
+// ActorOptions are the resources of a result-buffer or fold actor:
+// NumCPUs (required, > 0), Memory (required, ≥ MaxSerializedBytes), at
+// most 32 custom Resources (each > 0) and SchedulingStrategy ("DEFAULT"
+// or "", or "SPREAD"). Only these fields exist, so no other Ray actor
+// option can be passed.
+type ActorOptions = flowgraph.ActorOptions
 
 // ResultBuffer keeps a bounded map's ordered results in one Ray actor so
-// the coordinator never holds the list (WithResultBuffer). Local runs
-// validate and fingerprint it but keep results in memory.
-type ResultBuffer struct {
-	MaxSerializedBytes int64 // required, > 0: retained encoded bytes
-	Actor              ActorOptions
-}
+// the coordinator never holds the list (WithResultBuffer):
+// MaxSerializedBytes (required, > 0) bounds the retained encoded bytes.
+// Local runs validate and fingerprint it but keep results in memory.
+type ResultBuffer = flowgraph.ResultBuffer
 
 // FoldOptions configure Reduce.
 type FoldOptions struct {
@@ -109,7 +99,7 @@ func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
 		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithLimits applies to sdk.Map and sdk.MapSeq only"}
 		return Flow[In, Out]{n}
 	}
-	fl := flowgraph.Limits{MaxConcurrency: l.MaxConcurrency, MaxItems: l.MaxItems, CancelTimeout: l.CancelTimeout}
+	fl := l
 	if fl.CancelTimeout == 0 {
 		fl.CancelTimeout = CancelTimeoutDefault
 	}
@@ -164,7 +154,7 @@ func (f Flow[In, Out]) WithResultBuffer(b ResultBuffer) Flow[In, Out] {
 		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithResultBuffer applies to sdk.Map and sdk.MapSeq only"}
 		return Flow[In, Out]{n}
 	}
-	n.Map.Buffer = &flowgraph.ResultBuffer{MaxSerializedBytes: b.MaxSerializedBytes, Actor: flowgraph.ActorOptions(b.Actor)}
+	n.Map.Buffer = &b
 	return Flow[In, Out]{n}
 }
 
@@ -222,7 +212,7 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 		},
 		Accumulator:        roundTrip[Acc],
 		MaxSerializedBytes: opts.MaxSerializedBytes,
-		Actor:              flowgraph.ActorOptions(opts.Actor),
+		Actor:              opts.Actor,
 	}
 	n.Collect = nil // the engine returns the accumulator itself
 	return Flow[MapIn, Acc]{n}

@@ -12,6 +12,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	genlifecycle "github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -137,7 +138,8 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := validateGraph(root); err != nil {
+	prog := program.Compile(root)
+	if err := validateProgram(prog); err != nil {
 		return nil, err
 	}
 	trust, err := cfg.trust.plan()
@@ -148,10 +150,10 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	if err != nil {
 		return nil, err
 	}
-	mz := &materializer{cfg: &cfg, trust: trust, outer: outer,
+	mz := &materializer{cfg: &cfg, prog: prog, trust: trust, outer: outer,
 		profiles: map[string]plan.RuntimeEnvIdentity{}, callableRefs: map[string]string{},
-		byNode: map[string]plan.EnvironmentRef{}, bindings: map[string]*flowgraph.Node{}, envSpecs: map[string]map[string]any{}}
-	terminal, err := mz.visit(root, flowgraph.RootID, nil)
+		byNode: map[string]plan.EnvironmentRef{}, envSpecs: map[string]map[string]any{}}
+	terminal, err := mz.visit(prog.Root, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 		return nil, fmt.Errorf("rayflow: materialized plan fails its schema (a rayflow bug): %w", err)
 	}
 	m := &Materialized{Plan: p, Canonical: canon, Fingerprint: canonical.DomainPlan.Sum(canon).String(),
-		DefinitionRevision: p.Definition.Revision, bindings: &sdkrt.Bindings{Root: root, Nodes: mz.bindings, RuntimeEnvs: mz.envSpecs}}
+		DefinitionRevision: p.Definition.Revision, bindings: &sdkrt.Bindings{Program: prog, RuntimeEnvs: mz.envSpecs}}
 	if err := m.selectStrategy(&cfg, mz); err != nil {
 		return nil, err
 	}
@@ -187,6 +189,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 // materializer walks the graph once, building the plan's parts.
 type materializer struct {
 	cfg          *materializeConfig
+	prog         *program.Program
 	trust        plan.TrustIdentity
 	outer        plan.RuntimeEnvIdentity
 	profiles     map[string]plan.RuntimeEnvIdentity
@@ -206,7 +209,6 @@ type materializer struct {
 	optionPaths  []string // UNRESOLVED_PLAN_OPTION
 	envPaths     []string // UNRESOLVED_RUNTIME_ENV
 	retryUnsafe  []string
-	bindings     map[string]*flowgraph.Node
 	envSpecs     map[string]map[string]any // profile → spec, for Bindings
 }
 
@@ -227,10 +229,10 @@ func (mz *materializer) addEdges(id string, deps []string) {
 	}
 }
 
-// visit adds n (plan id) fed by deps and returns the ids of its terminal
-// nodes.
-func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]string, error) {
-	mz.bindings[id] = n
+// visit adds the program node n fed by deps and returns the ids of its
+// terminal nodes.
+func (mz *materializer) visit(n *program.Node, deps []string) ([]string, error) {
+	id := n.ID
 	switch n.Kind {
 	case flowgraph.KindStep:
 		node, err := mz.callNode(n.Step, id, deps)
@@ -242,17 +244,17 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 		return []string{id}, nil
 	case flowgraph.KindChain:
 		d := deps
-		for i, c := range n.Children {
+		for _, c := range n.Children {
 			var err error
-			if d, err = mz.visit(c, flowgraph.ChildID(n.Kind, id, i), d); err != nil {
+			if d, err = mz.visit(c, d); err != nil {
 				return nil, err
 			}
 		}
 		return d, nil
 	case flowgraph.KindGroup:
 		var terms []string
-		for i, c := range n.Children {
-			t, err := mz.visit(c, flowgraph.ChildID(n.Kind, id, i), deps)
+		for _, c := range n.Children {
+			t, err := mz.visit(c, deps)
 			if err != nil {
 				return nil, err
 			}
@@ -265,7 +267,7 @@ func (mz *materializer) visit(n *flowgraph.Node, id string, deps []string) ([]st
 		mz.retention = append(mz.retention, int64(len(terms)))
 		return []string{cid}, nil
 	case flowgraph.KindMap:
-		return mz.mapNode(n, id, deps)
+		return mz.mapNode(n, deps)
 	}
 	return nil, fmt.Errorf("rayflow: node %s: unknown kind", id)
 }
@@ -502,8 +504,8 @@ func toFloatMap(v any) (map[string]float64, bool) {
 	return out, true
 }
 
-func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]string, error) {
-	m := n.Map
+func (mz *materializer) mapNode(n *program.Node, deps []string) ([]string, error) {
+	id, m := n.ID, n.Map
 	mz.maps++
 	bounds := plan.MapBounds{CancelTimeoutSeconds: CancelTimeoutDefault.Seconds()}
 	limit := plan.MapLimit{NodeID: id, CancelTimeoutSeconds: bounds.CancelTimeoutSeconds}
@@ -517,11 +519,7 @@ func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]
 			bounds.MaximumItems, limit.MaximumItems = &items, &items
 		}
 	}
-	window := 0
-	if m.Limits != nil {
-		window = m.Limits.MaxConcurrency
-	}
-	if k := m.BatchSize(window); k > 1 { // absent when unbatched: plans without batching are unchanged
+	if k := n.Limits.BatchSize; k > 1 { // absent when unbatched: plans without batching are unchanged
 		perTask := int64(k)
 		bounds.MaximumItemsPerTask = &perTask
 	}
@@ -552,7 +550,7 @@ func (mz *materializer) mapNode(n *flowgraph.Node, id string, deps []string) ([]
 	mz.nodes = append(mz.nodes, &plan.DynamicMapNode{ID: id, Operation: "dynamic_map", NodeModel: "task_template",
 		Inputs: inputsFrom(deps, "invocation:arg:0"), Outputs: []string{"result"}, Bounds: bounds, ActorLayout: actorID})
 	mz.addEdges(id, deps)
-	body, err := mz.visit(n.Children[0], flowgraph.ItemID(id, -1), []string{id})
+	body, err := mz.visit(n.Body(), []string{id})
 	if err != nil {
 		return nil, err
 	}

@@ -10,14 +10,10 @@ import (
 // WithRuntimeEnv, WithBootstrap.
 type StepOption struct{ apply func(*flowgraph.Node) }
 
-// Resources are per-leaf Ray resource requests; zero fields are unset.
-type Resources struct {
-	NumCPUs         float64
-	NumGPUs         float64
-	Memory          int64 // bytes
-	AcceleratorType string
-	Custom          map[string]float64
-}
+// Resources are per-leaf Ray resource requests (NumCPUs, NumGPUs, Memory
+// in bytes, AcceleratorType, Custom); zero fields are unset. It is the
+// graph's own type: the step keeps exactly what is given.
+type Resources = flowgraph.Resources
 
 // RayOptions are Ray task options of a leaf, keyed as in Ray
 // ("max_retries", "scheduling_strategy", ...). Only the keys Ray tasks
@@ -28,8 +24,8 @@ type RayOptions map[string]any
 // WithResources sets the leaf's resource requests.
 func WithResources(r Resources) StepOption {
 	return StepOption{func(n *flowgraph.Node) {
-		n.Step.Resources = flowgraph.Resources{NumCPUs: r.NumCPUs, NumGPUs: r.NumGPUs, Memory: r.Memory,
-			AcceleratorType: r.AcceleratorType, Custom: cloneMap(r.Custom)}
+		r.Custom = cloneMap(r.Custom)
+		n.Step.Resources = r
 	}}
 }
 

@@ -27,8 +27,8 @@ func (mz *materializer) overflowReasons(p *plan.Plan, fullBytes int) []plan.Over
 	}
 	long := func(s string) bool { return utf8.RuneCountInString(s) > maxIdentifierRune }
 	idTooLong := false
-	for id := range mz.bindings {
-		idTooLong = idTooLong || long(id)
+	for n := range mz.prog.All() {
+		idTooLong = idTooLong || long(n.ID)
 	}
 	for _, e := range p.Edges {
 		idTooLong = idTooLong || long(e.Source) || long(e.Target)

@@ -8,27 +8,59 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/gen/limits"
+	"github.com/rayflow/rayflow/internal/inproc"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// Engine executes a materialized workflow. The local engine is built in;
-// the Ray engine (engine/ray) implements this interface too. An
-// application passes an engine to WithEngine; it does not implement one:
-// an engine executes the plan's graph, which it reaches (with the
-// registered leaves) through this module's internal packages, so engines
-// live in this module.
+// Engine executes a materialized workflow. The in-process engine is built
+// in (a run without WithEngine uses it, through this same interface); the
+// Ray engine (engine/ray) implements it too. An application passes an
+// engine to WithEngine; it does not implement one: an engine executes the
+// plan's compiled program, which it reaches (with the registered leaves)
+// through this module's internal packages, so engines live in this module.
 type Engine interface {
 	// Name identifies the engine ("local", "ray").
 	Name() string
-	// IsRay reports whether the engine runs leaves on Ray.
-	IsRay() bool
+	// Runs reports whether the engine executes plans selected for
+	// strategy s: the in-process engine runs StrategyLocal, the Ray engine
+	// StrategyDynamicTasks. Run materializes for the strategies its
+	// engine runs (StrategyDynamicTasks: as ForRay does), refuses a plan
+	// selected for another one (*StrategyMismatchError), and RequireRay
+	// asks for an engine that runs StrategyDynamicTasks.
+	Runs(s Strategy) bool
 	// Run executes one run. It is called only after the plan was
 	// materialized and its strategy selected, with the run's identity and
 	// its progress handle (see RunSpec).
 	Run(ctx context.Context, spec RunSpec) (any, error)
+}
+
+// onRay reports whether e runs plans on Ray (nil: the in-process engine).
+func onRay(e Engine) bool { return e != nil && e.Runs(StrategyDynamicTasks) }
+
+// inProcess is the built-in engine: the run's program executes in this
+// process with goroutines (internal/inproc, the executor behind
+// engine/local), under Sequential and
+// WithoutCodecRoundTrip.
+type inProcess struct {
+	sequential, noRoundTrip bool
+}
+
+var _ Engine = inProcess{}
+
+// Name is "local".
+func (inProcess) Name() string { return "local" }
+
+// Runs is true for StrategyLocal only.
+func (inProcess) Runs(s Strategy) bool { return s == StrategyLocal }
+
+// Run executes the plan's program in this process. The leaves report to
+// the run's progress only, whatever the caller's context carries.
+func (e inProcess) Run(ctx context.Context, spec RunSpec) (any, error) {
+	return inproc.RunProgram(progress.WithReporter(ctx, nil), spec.Plan.bindings.Program, spec.Input, inproc.Options{
+		Sequential: e.sequential, NoCodecRoundTrip: e.noRoundTrip, Progress: spec.Progress, Preview: localPreview})
 }
 
 // RunSpec is one run as an engine receives it: a run is (plan, input,
@@ -135,7 +167,7 @@ type PanicError = flowgraph.PanicError
 func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOption) (Out, error) {
 	var zero Out
 	if f.node == nil {
-		return zero, &DefinitionError{Path: flowgraph.RootID, Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
+		return zero, &DefinitionError{Path: program.RootID, Code: CodeEmpty, Msg: "the flow is empty (a zero sdk.Flow)"}
 	}
 	out, err := run(ctx, f.node, nil, in, opts)
 	if err != nil {
@@ -151,10 +183,10 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 // (DecodeResult turns either into a typed value). It is for callers that hold a plan
 // and not a typed flow (a durable worker, a job coordinator).
 func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption) (any, error) {
-	if m == nil || m.bindings == nil || m.bindings.Root == nil || m.Selection == nil {
+	if m == nil || m.bindings == nil || m.bindings.Program == nil || m.Selection == nil {
 		return nil, errors.New("rayflow: RunPlan: not a materialized plan")
 	}
-	return run(ctx, m.bindings.Root, m, input, opts)
+	return run(ctx, nil, m, input, opts)
 }
 
 func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opts []RunOption) (_ any, err error) {
@@ -169,23 +201,24 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		}
 		id = *cfg.identity
 	}
-	if cfg.requireRay && (cfg.engine == nil || !cfg.engine.IsRay()) {
+	if cfg.requireRay && !onRay(cfg.engine) {
 		return nil, ErrRayRequired
 	}
-	if m == nil {
+	if m == nil && cfg.plan != nil { // RunPlan's own plan wins over WithPlan
 		m = cfg.plan
+		if m.bindings == nil || !m.bindings.Source(root) {
+			return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
+		}
 	}
 	if m == nil {
 		popts := cfg.planOpts
-		if cfg.engine != nil && cfg.engine.IsRay() {
+		if onRay(cfg.engine) {
 			popts = append([]MaterializeOption{ForRay()}, popts...)
 		}
 		var err error
 		if m, err = materialize(root, popts); err != nil {
 			return nil, err
 		}
-	} else if m.bindings == nil || m.bindings.Root != root {
-		return nil, errors.New("rayflow: WithPlan: the plan was materialized from a different flow")
 	}
 	if err := checkEngine(m, cfg.engine, cfg.requireRay); err != nil {
 		return nil, err
@@ -196,7 +229,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
-		Identity: id.record(), Policy: m.ReportingPolicy(), Root: m.bindings.Root,
+		Identity: id.record(), Policy: m.ReportingPolicy(), Program: m.bindings.Program,
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
@@ -209,15 +242,11 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	if cfg.onStart != nil {
 		cfg.onStart(id)
 	}
-	var out any
-	if cfg.engine != nil {
-		out, err = cfg.engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
-	} else {
-		// The leaves report to the run's progress only, whatever the
-		// caller's context carries.
-		out, err = local.Run(progress.WithReporter(ctx, nil), m.bindings.Root, in, local.Options{
-			Sequential: cfg.sequential, NoCodecRoundTrip: cfg.noRoundTrip, Progress: prun, Preview: localPreview})
+	engine := cfg.engine
+	if engine == nil {
+		engine = inProcess{sequential: cfg.sequential, noRoundTrip: cfg.noRoundTrip}
 	}
+	out, err := engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
 	ferr := prun.Finish(ctx, err)
 	if stale := prun.Err(); stale != nil {
 		return nil, stale

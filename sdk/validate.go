@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -160,19 +161,25 @@ func lookupRuntimeEnv(name string) (RuntimeEnv, bool) {
 }
 
 // validateGraph checks a workflow graph against every definition rule and
-// returns the first violation as a *DefinitionError naming the node; it
-// runs before any leaf (Materialize calls it).
+// returns the first violation as a *DefinitionError naming the node.
 func validateGraph(root *flowgraph.Node) error {
-	return validate(root, flowgraph.RootID, false, false)
+	return validateProgram(program.Compile(root))
 }
 
-// validate walks n; inMap is true under a dynamic map, inFold under a
-// fold's mapper.
-func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
+// validateProgram checks a compiled flow against every definition rule
+// and returns the first violation as a *DefinitionError naming the node;
+// it runs before any leaf (Materialize calls it).
+func validateProgram(p *program.Program) error {
+	return validate(p.Root)
+}
+
+// validate walks n.
+func validate(n *program.Node) error {
+	id := n.ID
 	fail := func(code DefinitionCode, format string, args ...any) error {
 		return &DefinitionError{Path: id, Code: code, Msg: fmt.Sprintf(format, args...)}
 	}
-	if n == nil {
+	if n.Missing {
 		return fail(CodeEmpty, "nil node")
 	}
 	if n.Err != nil {
@@ -194,25 +201,28 @@ func validate(n *flowgraph.Node, id string, inMap, inFold bool) error {
 		if len(n.Children) == 0 {
 			return fail(CodeEmpty, "a %s needs at least one child", n.Kind)
 		}
-		for i, c := range n.Children {
-			cid := flowgraph.ChildID(n.Kind, id, i)
-			if err := validate(c, cid, inMap, inFold); err != nil {
+		for _, c := range n.Children {
+			if err := validate(c); err != nil {
 				return err
 			}
 		}
 		return nil
 	case flowgraph.KindMap:
 		m := n.Map
-		if inFold {
+		if n.InFold {
 			return fail(CodeForbiddenNesting, "a fold's mapper cannot contain a dynamic map")
 		}
-		if err := validateMap(m, id, inMap, fail); err != nil {
+		if err := validateMap(m, id, n.InMap, fail); err != nil {
 			return err
 		}
-		if m.ItemsPerTask > 1 && (len(n.Children) == 0 || n.Children[0] == nil || n.Children[0].Kind != flowgraph.KindStep) {
+		body := n.Body()
+		if m.ItemsPerTask > 1 && (body == nil || body.Missing || body.Kind != flowgraph.KindStep) {
 			return fail(CodeInvalidBatching, "WithItemBatching needs a map whose body is a single step (a batch calls that step once per item in one task)")
 		}
-		return validate(n.Children[0], flowgraph.ItemID(id, -1), true, m.Fold != nil)
+		if body == nil {
+			return fail(CodeEmpty, "a map needs a body")
+		}
+		return validate(body)
 	}
 	return fail(CodeEmpty, "unknown node kind %v", n.Kind)
 }

@@ -8,7 +8,7 @@ import (
 // Recorder receives the metrics the engines and the progress sinks
 // record (leaves, map windows, progress publications). Package telemetry
 // imports no metrics library, so that a program linking only the SDK (sdk
-// → engine/local → telemetry) links none: the process that serves
+// → internal/inproc → telemetry) links none: the process that serves
 // metrics installs one with SetRecorder. Package telemetry/prom is the
 // Prometheus recorder; importing it installs it (a durable worker and
 // rayflow serve do). Until then nothing is recorded.

@@ -141,7 +141,7 @@ func (o *WorkerOptions) defaults() error {
 		switch {
 		case o.Jobs != nil:
 			o.Runner = "ray_job"
-		case o.Engine != nil && o.Engine.IsRay():
+		case o.Engine != nil && o.Engine.Runs(sdk.StrategyDynamicTasks):
 			o.Runner = "ray"
 		}
 	}
@@ -209,7 +209,7 @@ type Worker struct {
 // for the claim to pin. A flow that does not materialize or whose plan
 // cannot be stored is left out (its attempt fails or pins on its own).
 func (w *Worker) planPins(ctx context.Context) []planPin {
-	ray := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.IsRay()
+	ray := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.Runs(sdk.StrategyDynamicTasks)
 	pins := w.o.Registry.pins(ray)
 	out := pins[:0]
 	for _, p := range pins {
@@ -708,7 +708,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **prog
 	if err != nil {
 		return nil, &permanent{err}
 	}
-	isRay := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.IsRay()
+	isRay := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.Runs(sdk.StrategyDynamicTasks)
 	m, err := e.materialize(isRay)
 	if err != nil {
 		return nil, &permanent{fmt.Errorf("durable: materializing %s: %w", c.flow, err)}

@@ -1,6 +1,8 @@
 // Package local runs a workflow graph in the current process with
 // goroutines: the engine sdk.Run uses when no Ray engine is configured, and
-// the reference for the Ray engine's semantics.
+// the reference for the Ray engine's semantics. The executor itself is
+// internal/inproc (below sdk, so that sdk imports no engine package); this
+// package is its public face.
 //
 // Its maps run through the map scheduler both engines share
 // (internal/executor, which owns the window, MaxItems, item batching, the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
@@ -177,8 +178,8 @@ func (e *Engine) bridgeRuntime() rayRuntime { return e.rt }
 // Name is "ray".
 func (e *Engine) Name() string { return "ray" }
 
-// IsRay is true.
-func (e *Engine) IsRay() bool { return true }
+// Runs is true for sdk.StrategyDynamicTasks: every leaf a Ray task.
+func (e *Engine) Runs(s sdk.Strategy) bool { return s == sdk.StrategyDynamicTasks }
 
 // Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
 // result still encoded (the final value's codec bytes;
@@ -194,13 +195,13 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	defer func() { err = end(err) }()
 	m, input := spec.Plan, spec.Input
 	bind := sdkrt.PlanBindings(m)
-	if bind == nil || bind.Root == nil {
+	if bind == nil || bind.Program == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
 	if spec.Progress == nil {
 		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdk.RunPlan)")
 	}
-	if err := e.check(bind.Root, flowgraph.RootID); err != nil {
+	if err := e.check(bind.Root); err != nil {
 		return nil, err
 	}
 	if e.lib != "" && planDigest(m) != "" {
@@ -219,7 +220,7 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 	}
 	root := &scope{rt: r.rt}
 	defer root.releaseAll()
-	v, err := r.exec(ctx, bind.Root, flowgraph.RootID, value{local: true, v: input}, root)
+	v, err := r.exec(ctx, bind.Root, bind.Root.ID, value{local: true, v: input}, root)
 	if err == nil && !v.local {
 		// Every leaf has finished (and its events reached the actor)
 		// before the last drain.
@@ -276,7 +277,8 @@ func planDigest(m *sdk.Materialized) string {
 }
 
 // check rejects, before any submission, what this engine cannot run.
-func (e *Engine) check(n *flowgraph.Node, id string) error {
+func (e *Engine) check(n *program.Node) error {
+	id := n.ID
 	switch n.Kind {
 	case flowgraph.KindStep:
 		if !n.Step.Callable.Resolvable {
@@ -296,11 +298,10 @@ func (e *Engine) check(n *flowgraph.Node, id string) error {
 		if e.codec.Name() != "json" {
 			return &sdk.DefinitionError{Path: id, Code: sdk.CodeNotAMap, Msg: "maps on Ray need the JSON codec"}
 		}
-		return e.check(n.Children[0], flowgraph.ItemID(id, -1))
+		return e.check(n.Body())
 	}
-	for i, c := range n.Children {
-		cid := flowgraph.ChildID(n.Kind, id, i)
-		if err := e.check(c, cid); err != nil {
+	for _, c := range n.Children {
+		if err := e.check(c); err != nil {
 			return err
 		}
 	}
@@ -431,7 +432,7 @@ func (r *runner) arg(ctx context.Context, v value, sc *scope) (taskArg, error) {
 
 // exec submits n on in and returns its (not yet awaited) result. It does
 // not take ownership of in; the returned handle belongs to sc.
-func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in value, sc *scope) (value, error) {
 	if err := ctx.Err(); err != nil {
 		return value{}, err
 	}
@@ -441,7 +442,7 @@ func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in 
 	case flowgraph.KindChain:
 		v := in
 		for i, c := range n.Children {
-			out, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v, sc)
+			out, err := r.exec(ctx, c, c.At(id), v, sc)
 			if err != nil {
 				return value{}, err
 			}
@@ -538,7 +539,7 @@ func taskOptions(s *flowgraph.Step, envs map[string]map[string]any) map[string]a
 // group submits every branch on in and collects their results in order,
 // in Ray. Branches containing maps run concurrently; the first failure
 // cancels the others.
-func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) group(ctx context.Context, n *program.Node, id string, in value, sc *scope) (value, error) {
 	outs := make([]value, len(n.Children))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -553,13 +554,13 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 	// group is pure dataflow in Ray.
 	awaitBranches := false
 	for _, c := range n.Children {
-		awaitBranches = awaitBranches || containsMap(c)
+		awaitBranches = awaitBranches || c.HasMap
 	}
 	for i, c := range n.Children {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bid := flowgraph.ChildID(n.Kind, id, i)
+			bid := c.At(id)
 			v, err := r.exec(ctx, c, bid, in, sc)
 			if err == nil && awaitBranches && !v.local && v.raw == nil {
 				err = r.await(ctx, v.h, bid)
@@ -594,18 +595,6 @@ func (r *runner) group(ctx context.Context, n *flowgraph.Node, id string, in val
 		}
 	}
 	return value{h: h}, nil
-}
-
-func containsMap(n *flowgraph.Node) bool {
-	if n.Kind == flowgraph.KindMap {
-		return true
-	}
-	for _, c := range n.Children {
-		if containsMap(c) {
-			return true
-		}
-	}
-	return false
 }
 
 // await waits until h is ready and returns its failure, if any.

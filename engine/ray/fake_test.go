@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk"
-	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // fakeRuntime is a Runtime in this process for go test -short: leaves run
@@ -294,7 +294,7 @@ func (f *fakeRuntime) SubmitBatch(_ context.Context, t leafTask) (objHandle, []o
 				}
 				return
 			}
-			req := leafRequest{Name: t.Callable, Node: flowgraph.ItemID(t.Map, t.Base+j), Bound: t.Bound != nil, Bootstrap: t.Bootstrap}
+			req := leafRequest{Name: t.Callable, Node: program.ItemID(t.Map, t.Base+j), Bound: t.Bound != nil, Bootstrap: t.Bootstrap}
 			out, info, ev := runLeaf(ctx, sdk.DefaultCodec, req, t.Bound, in)
 			if info != nil {
 				info.Kind = "leaf"

@@ -17,6 +17,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
@@ -343,7 +344,7 @@ func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewE
 // runBatch runs a batch request: the step on each item in input order, one
 // at a time, stopping at the first failure. The reply is {"ok": true, "n"}
 // with one section per item (its encoded result), or {"ok": false, "item":
-// j, "error"} (the item's error, naming its node ItemID(map, base+j), as an
+// j, "error"} (the item's error, naming its node program.ItemID(map, base+j), as an
 // unbatched leaf's) with the error chain: the items after j are not run.
 // It returns the failing item's error (nil when every item succeeded) and
 // the error of writing the reply.
@@ -355,7 +356,7 @@ func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafReque
 	for j := range req.N {
 		one := req
 		one.Kind = ""
-		one.Node = flowgraph.ItemID(req.Map, req.Base+j)
+		one.Node = program.ItemID(req.Map, req.Base+j)
 		one.Bootstrap = req.Bootstrap && j == 0
 		out, info, value := runLeaf(ctx, codec, one, bound, sections[j+1])
 		if info != nil {

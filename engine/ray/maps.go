@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 )
@@ -66,7 +67,7 @@ func (r *runner) items(ctx context.Context, m *flowgraph.Map, id string, in valu
 // result-buffer or fold actor), and after a failure every retained
 // physical reference of the items in flight is cancelled (recursively)
 // within CancelTimeout and released.
-func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) mapNode(ctx context.Context, n *program.Node, id string, in value, sc *scope) (value, error) {
 	m := n.Map
 	lim := executor.Limits{Node: id}
 	if m.Limits != nil {
@@ -114,7 +115,7 @@ func (r *runner) mapNode(ctx context.Context, n *flowgraph.Node, id string, in v
 type mapBackend struct {
 	r    *runner
 	id   string
-	body *flowgraph.Node
+	body *program.Node
 	sk   *sink  // a result buffer or fold, nil for a plain map
 	sc   *scope // the map's scope (collected results)
 	mw   *telemetry.MapWindow
@@ -146,7 +147,7 @@ func (b *mapBackend) batched(k int) error {
 	if s.Bound > 0 {
 		v, err := b.r.e.codec.Marshal(s.BoundValue)
 		if err != nil {
-			return fmt.Errorf("rayflow: node %s: encoding the bound value: %w", flowgraph.ItemID(b.id, -1), err)
+			return fmt.Errorf("rayflow: node %s: encoding the bound value: %w", program.ItemID(b.id, -1), err)
 		}
 		b.bound = v
 	}
@@ -184,7 +185,7 @@ func (b *mapBackend) Batch(ctx context.Context, base int, items [][]byte, each f
 	}
 	isc := &scope{rt: b.r.rt, retain: true}
 	r, s := b.r, b.step
-	t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: flowgraph.ItemID(b.id, base), Bound: b.bound, Options: b.opts, OptionsKey: b.key,
+	t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: program.ItemID(b.id, base), Bound: b.bound, Options: b.opts, OptionsKey: b.key,
 		Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: b.id, Base: base, Trace: telemetry.Inject(ctx)}
 	h, hs, err := r.e.rt.SubmitBatch(ctx, t)
 	if err == nil {
@@ -192,7 +193,7 @@ func (b *mapBackend) Batch(ctx context.Context, base int, items [][]byte, each f
 		for _, ih := range hs {
 			isc.add(ih)
 		}
-		err = r.await(ctx, h, flowgraph.ItemID(b.id, base))
+		err = r.await(ctx, h, program.ItemID(b.id, base))
 	}
 	for range items {
 		b.mw.ItemDone()
@@ -414,7 +415,6 @@ func (c *chunkCollector) finish(ctx context.Context, rt rayRuntime, sc *scope, n
 }
 
 func (r *runner) report(p mapProgress) { r.rp.mapProgress(p) }
-
 
 func debugf(format string, args ...any) {
 	if os.Getenv("RAYFLOW_DEBUG") == "1" {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -51,7 +52,7 @@ type runProgress struct {
 // when some leaf of the plan can report to it, that is a step outside every
 // map (map items never report: leafSpec); a plan of maps only gets none,
 // which spares a worker process per run.
-func (e *Engine) startProgress(ctx context.Context, run *progress.Run, root *flowgraph.Node) (*runProgress, error) {
+func (e *Engine) startProgress(ctx context.Context, run *progress.Run, root *program.Node) (*runProgress, error) {
 	rp := &runProgress{e: e, run: run}
 	if !run.Full() || !stepOutsideMaps(root) {
 		return rp, nil
@@ -71,7 +72,7 @@ func (e *Engine) startProgress(ctx context.Context, run *progress.Run, root *flo
 }
 
 // stepOutsideMaps reports whether n has a step that is not inside a map.
-func stepOutsideMaps(n *flowgraph.Node) bool {
+func stepOutsideMaps(n *program.Node) bool {
 	switch n.Kind {
 	case flowgraph.KindStep:
 		return true

@@ -13,8 +13,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk"
-	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/tracing"
 )
@@ -49,13 +49,13 @@ type itemKey struct{}
 
 // exec submits node n (id) in its span, which ends when the node's
 // result is known (see nodeSpans).
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope) (value, error) {
+func (r *runner) exec(ctx context.Context, n *program.Node, id string, in value, sc *scope) (value, error) {
 	return r.execIn(ctx, n, id, in, sc, false)
 }
 
 // execIn is exec; with await it also awaits the node's result (a map
 // item's body), in its span.
-func (r *runner) execIn(ctx context.Context, n *flowgraph.Node, id string, in value, sc *scope, await bool) (value, error) {
+func (r *runner) execIn(ctx context.Context, n *program.Node, id string, in value, sc *scope, await bool) (value, error) {
 	item := -1
 	if m, ok := ctx.Value(itemKey{}).(itemMark); ok && m.id == id {
 		item = m.index
@@ -75,8 +75,8 @@ func (r *runner) execIn(ctx context.Context, n *flowgraph.Node, id string, in va
 
 // item submits a map item's body (index, of map id) and awaits it, in
 // the item's span, holding a slot of the map's window.
-func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgraph.Node, id string, index int, in value, sc *scope) (value, error) {
-	node := flowgraph.ItemID(id, index)
+func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *program.Node, id string, index int, in value, sc *scope) (value, error) {
+	node := program.ItemID(id, index)
 	mw.ItemStarted()
 	defer mw.ItemDone()
 	if telemetry.Recording(ctx) {

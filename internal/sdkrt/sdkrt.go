@@ -3,6 +3,7 @@ package sdkrt
 import (
 	"context"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/sdk/redact"
@@ -35,11 +36,10 @@ type ReducerLeaf func(ctx context.Context, codec Codec, acc, item []byte) ([]byt
 type PreviewLeaf func(codec Codec, result []byte, policy *redact.Policy) progress.PreviewEnvelope
 
 // Bindings are a materialized plan's runtime-only execution bindings: the
-// graph to execute and, per plan node id, its graph node. They are never
-// fingerprinted.
+// compiled program the plan records (its nodes by plan id, bound to the Go
+// functions). They are never fingerprinted.
 type Bindings struct {
-	Root  *flowgraph.Node
-	Nodes map[string]*flowgraph.Node
+	*program.Program
 	// RuntimeEnvs are the runtime environment profiles the plan names, as
 	// they were when it was materialized (the Ray engine applies them).
 	RuntimeEnvs map[string]map[string]any

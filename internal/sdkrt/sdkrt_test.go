@@ -41,7 +41,7 @@ func TestSDKFillsTheHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := sdkrt.PlanBindings(m); b == nil || b.Root != g {
+	if b := sdkrt.PlanBindings(m); b == nil || !b.Source(g) {
 		t.Fatalf("PlanBindings = %+v; want the flow's graph as root", b)
 	}
 	if sdkrt.PlanBindings(nil) != nil || sdkrt.PlanBindings((*sdk.Materialized)(nil)) != nil {

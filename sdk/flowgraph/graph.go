@@ -131,11 +131,12 @@ type StepValues struct {
 	Invoke func(ctx context.Context, in any) (any, error)
 }
 
-// Resources are per-leaf Ray resource requests. Zero values are unset.
+// Resources are per-leaf Ray resource requests; zero fields are unset
+// (sdk.Resources, sdk.WithResources).
 type Resources struct {
 	NumCPUs         float64
 	NumGPUs         float64
-	Memory          int64
+	Memory          int64 // bytes
 	AcceleratorType string
 	Custom          map[string]float64
 }
@@ -173,24 +174,35 @@ func (m *Map) BatchSize(window int) int {
 	return k
 }
 
-// Limits bound a map.
+// Limits bound a map (sdk.Limits, sdk's WithLimits).
 type Limits struct {
+	// MaxConcurrency is the admission window: at most this many items are
+	// in flight at once. Required, ≥ 1.
 	MaxConcurrency int
-	MaxItems       int
-	CancelTimeout  time.Duration
+	// MaxItems caps the number of input items; 0 means unbounded. A sized
+	// input over the cap fails before any leaf runs; a sequence fails when
+	// item MaxItems+1 is read.
+	MaxItems int
+	// CancelTimeout bounds the wait for cancelled in-flight items after the
+	// first failure; 0 means sdk.CancelTimeoutDefault.
+	CancelTimeout time.Duration
 }
 
-// ActorOptions are the validated options of a result-buffer or fold actor.
+// ActorOptions are the resources of a result-buffer or fold actor
+// (sdk.ActorOptions). Only these fields exist, so no other Ray actor
+// option can be passed.
 type ActorOptions struct {
-	NumCPUs            float64
-	Memory             int64
-	Resources          map[string]float64
-	SchedulingStrategy string // "DEFAULT" or "SPREAD"
+	NumCPUs            float64            // required, > 0
+	Memory             int64              // required, ≥ MaxSerializedBytes
+	Resources          map[string]float64 // ≤ 32 custom resources, each > 0
+	SchedulingStrategy string             // "DEFAULT" (or "") or "SPREAD"
 }
 
-// ResultBuffer keeps a map's ordered results in a Ray actor.
+// ResultBuffer keeps a bounded map's ordered results in one Ray actor so
+// the coordinator never holds the list (sdk.ResultBuffer, sdk's
+// WithResultBuffer).
 type ResultBuffer struct {
-	MaxSerializedBytes int64
+	MaxSerializedBytes int64 // required, > 0: retained encoded bytes
 	Actor              ActorOptions
 }
 

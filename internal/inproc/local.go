@@ -1,4 +1,4 @@
-package local
+package inproc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
@@ -40,12 +41,13 @@ type Options struct {
 	NoCodecRoundTrip bool
 }
 
-// Run executes root on input and returns its result. Once ctx is done it
-// returns a *flowgraph.CanceledError within the cancel timeout of the
-// running nodes, whatever the leaves do (see the package documentation).
-func Run(ctx context.Context, root *flowgraph.Node, input any, opts Options) (any, error) {
+// RunProgram executes the compiled flow p on input and returns its
+// result. Once ctx is done it returns a *flowgraph.CanceledError within
+// the cancel timeout of the running nodes, whatever the leaves do (see the
+// package documentation).
+func RunProgram(ctx context.Context, p *program.Program, input any, opts Options) (any, error) {
 	r := &runner{opts: opts}
-	out, err := r.exec(ctx, root, flowgraph.RootID, input, frame{grace: CancelTimeoutDefault, external: true})
+	out, err := r.exec(ctx, p.Root, p.Root.ID, input, frame{grace: CancelTimeoutDefault, external: true})
 	if cerr := flowgraph.Canceled(ctx); cerr != nil {
 		// Never a result nor an item's error after cancellation.
 		return nil, cerr
@@ -72,7 +74,7 @@ type frame struct {
 	external bool
 }
 
-func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in any, f frame) (any, error) {
 	if err := flowgraph.Canceled(ctx); err != nil {
 		return nil, err
 	}
@@ -85,9 +87,9 @@ func (r *runner) execNode(ctx context.Context, n *flowgraph.Node, id string, in 
 		return await(ctx, f.grace, call)
 	case flowgraph.KindChain:
 		v := in
-		for i, c := range n.Children {
+		for _, c := range n.Children {
 			var err error
-			if v, err = r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), v, f); err != nil {
+			if v, err = r.exec(ctx, c, c.At(id), v, f); err != nil {
 				return nil, err
 			}
 			f.external = false // the next child gets a step's output
@@ -178,12 +180,9 @@ func await(ctx context.Context, grace time.Duration, call func() (any, error)) (
 // drainBound is the longest a node waits for its leaves once cancelled:
 // the largest CancelTimeout of the maps it runs (not counting maps inside
 // their items), or 0.
-func drainBound(n *flowgraph.Node) time.Duration {
+func drainBound(n *program.Node) time.Duration {
 	if n.Kind == flowgraph.KindMap {
-		if n.Map.Limits != nil && n.Map.Limits.CancelTimeout > 0 {
-			return n.Map.Limits.CancelTimeout
-		}
-		return CancelTimeoutDefault
+		return n.Limits.CancelTimeout
 	}
 	var d time.Duration
 	for _, c := range n.Children {
@@ -192,7 +191,7 @@ func drainBound(n *flowgraph.Node) time.Duration {
 	return d
 }
 
-func collect(n *flowgraph.Node, rs []any) (any, error) {
+func collect(n *program.Node, rs []any) (any, error) {
 	if n.Collect == nil {
 		return rs, nil
 	}
@@ -202,11 +201,11 @@ func collect(n *flowgraph.Node, rs []any) (any, error) {
 // group runs every branch on in, concurrently unless sequential. The first
 // failure cancels the other branches; its error is returned once they end,
 // or once the cancel timeout passes (stragglers are abandoned).
-func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+func (r *runner) group(parent context.Context, n *program.Node, id string, in any, f frame) (any, error) {
 	rs := make([]any, len(n.Children))
 	if r.opts.Sequential {
 		for i, c := range n.Children {
-			v, err := r.exec(parent, c, flowgraph.ChildID(n.Kind, id, i), in, f)
+			v, err := r.exec(parent, c, c.At(id), in, f)
 			if err != nil {
 				return nil, err
 			}
@@ -226,7 +225,7 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := r.exec(ctx, c, flowgraph.ChildID(n.Kind, id, i), in, branch)
+			v, err := r.exec(ctx, c, c.At(id), in, branch)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -267,7 +266,7 @@ func (r *runner) group(parent context.Context, n *flowgraph.Node, id string, in 
 // batching, the first failure and its drain, the ordered fold and the
 // progress counters; this engine's backend (mapBackend) runs the items on
 // goroutines in process.
-func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in any, f frame) (any, error) {
 	m := n.Map
 	items, err := m.Items(in)
 	if err != nil {
@@ -326,7 +325,7 @@ func (r *runner) mapNode(parent context.Context, n *flowgraph.Node, id string, i
 type mapBackend struct {
 	r    *runner
 	mw   *telemetry.MapWindow
-	body *flowgraph.Node
+	body *program.Node
 	id   string
 	item frame
 }
@@ -349,7 +348,7 @@ func (b *mapBackend) Abort(context.Context, error, time.Duration) {}
 
 // listSink collects a plain map's results by input index.
 type listSink struct {
-	n       *flowgraph.Node
+	n       *program.Node
 	results []any
 }
 

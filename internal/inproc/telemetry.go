@@ -1,8 +1,9 @@
-package local
+package inproc
 
 import (
 	"context"
 
+	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 )
@@ -38,7 +39,7 @@ func withItem(ctx context.Context, id string, index int) context.Context {
 var leaves = telemetry.Leaves(engineName)
 
 // exec runs node n (id) in its span.
-func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any, f frame) (any, error) {
+func (r *runner) exec(ctx context.Context, n *program.Node, id string, in any, f frame) (any, error) {
 	item := -1
 	if m, ok := ctx.Value(itemKey{}).(itemMark); ok && m.id == id {
 		item = m.index
@@ -57,8 +58,8 @@ func (r *runner) exec(ctx context.Context, n *flowgraph.Node, id string, in any,
 
 // item runs a map item's body (index, of map id) in its item span,
 // holding a slot of the map's window in rayflow_map_items_in_flight.
-func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *flowgraph.Node, id string, index int, v any, f frame) (any, error) {
-	bid := flowgraph.ItemID(id, index)
+func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *program.Node, id string, index int, v any, f frame) (any, error) {
+	bid := program.ItemID(id, index)
 	mw.ItemStarted()
 	defer mw.ItemDone()
 	return r.exec(withItem(ctx, bid, index), body, bid, v, f)
