@@ -14,6 +14,11 @@ type reporterKey struct{}
 // WithReporter returns a context whose leaves report to r (nil: no
 // reporter, so Report returns false).
 func WithReporter(ctx context.Context, r Reporter) context.Context {
+	if r == nil {
+		if cur, _ := ctx.Value(reporterKey{}).(Reporter); cur == nil {
+			return ctx // nothing to hide: every leaf without a reporter passes here
+		}
+	}
 	return context.WithValue(ctx, reporterKey{}, r)
 }
 

@@ -80,11 +80,13 @@ func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in an
 	}
 	switch n.Kind {
 	case flowgraph.KindStep:
-		call := func() (any, error) { return r.step(ctx, n.Step, id, in, f.external) }
+		// A map item's step (guarded: the scheduler bounds it) is called
+		// directly, with no closure: this is every item's path.
 		if f.guarded {
-			return call()
+			return r.step(ctx, n.Step, id, in, f.external)
 		}
-		return await(ctx, f.grace, call)
+		external := f.external
+		return await(ctx, f.grace, func() (any, error) { return r.step(ctx, n.Step, id, in, external) })
 	case flowgraph.KindChain:
 		v := in
 		for _, c := range n.Children {

@@ -115,22 +115,31 @@ func (n *Node) At(parent string) string { return parent + n.seg }
 // ItemID is the runtime id of the body of item i of the map whose
 // runtime id is mapID ("0.2.m3"); a negative i gives the template id of
 // every item ("0.2.m*").
-func ItemID(mapID string, i int) string { return mapID + Segment(flowgraph.KindMap, i) }
+// It is on every map item's path, so it builds the id in one allocation.
+func ItemID(mapID string, i int) string {
+	var buf [64]byte
+	return string(appendSegment(append(buf[:0], mapID...), flowgraph.KindMap, i))
+}
 
 // Segment is the one function that spells node ids: the id of child i of
 // a node of kind parent is the parent's id followed by Segment(parent, i):
 // ".i" under a chain, ".gi" under a group, ".mi" for a map's item i and
 // ".m*" for a map's body template (i < 0) (docs/contracts.md#the-effective-plan).
-func Segment(parent flowgraph.Kind, i int) string {
+func Segment(parent flowgraph.Kind, i int) string { return string(appendSegment(nil, parent, i)) }
+
+// appendSegment appends Segment(parent, i) to b.
+func appendSegment(b []byte, parent flowgraph.Kind, i int) []byte {
 	switch {
 	case parent == flowgraph.KindGroup:
-		return ".g" + strconv.Itoa(i)
+		b = append(b, ".g"...)
 	case parent == flowgraph.KindMap && i < 0:
-		return ".m*"
+		return append(b, ".m*"...)
 	case parent == flowgraph.KindMap:
-		return ".m" + strconv.Itoa(i)
+		b = append(b, ".m"...)
+	default:
+		b = append(b, '.')
 	}
-	return "." + strconv.Itoa(i)
+	return strconv.AppendInt(b, int64(i), 10)
 }
 
 // Compile turns the builder graph rooted at root into a program. It never
