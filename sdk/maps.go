@@ -210,7 +210,7 @@ func Reduce[MapIn, Out, Acc any](m Flow[MapIn, []Out], reducer func(ctx context.
 			}
 			return fresh, nil
 		},
-		Accumulator:        roundTrip[Acc],
+		Accumulator:        roundTripOf[Acc](),
 		MaxSerializedBytes: opts.MaxSerializedBytes,
 		Actor:              opts.Actor,
 	}
