@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/executor/executortest"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -20,37 +20,6 @@ type Small struct {
 
 // NoopSmall is the struct benchmark leaf.
 func NoopSmall(_ context.Context, v Small) (Small, error) { return v, nil }
-
-// pool runs fn on every item with at most window calls at once, the way
-// a hand-written errgroup-style bounded goroutine pool does (a goroutine
-// per item, a semaphore, the first error kept), and returns the results
-// in input order.
-func pool[T any](ctx context.Context, window int, in []T, fn func(context.Context, T) (T, error)) ([]T, error) {
-	out := make([]T, len(in))
-	sem := make(chan struct{}, window)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for i, v := range in {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r, err := fn(ctx, v)
-			if err != nil {
-				once.Do(func() { first = err; cancel() })
-				return
-			}
-			out[i] = r
-		}()
-	}
-	wg.Wait()
-	return out, first
-}
 
 // side runs one round of the engine (sdk.Run, the public API) and of the
 // pool on the same input and returns each one's wall time and the
@@ -66,7 +35,7 @@ func side[T any](b *testing.B, f sdk.Flow[[]T, []T], in []T, fn func(context.Con
 		b.Fatalf("engine: %d results, %v", len(out), err)
 	}
 	t0 = time.Now()
-	pout, err := pool(context.Background(), 64, in, fn)
+	pout, err := executortest.Pool(context.Background(), 64, in, fn)
 	pl = time.Since(t0)
 	if err != nil || len(pout) != len(in) {
 		b.Fatalf("pool: %d results, %v", len(pout), err)

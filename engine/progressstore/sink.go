@@ -481,7 +481,7 @@ func (s *Sink) publishFull(ctx context.Context, p *progress.Publication) error {
 	if byCopy {
 		err = s.publishCopy(ctx, b, runPK, topo.Version, detailRev, changed)
 	} else {
-		err = sendBatch(ctx, s.pool, b)
+		err = store.SendBatch(ctx, s.pool, b)
 	}
 	switch {
 	case IsFenceError(err):
@@ -576,20 +576,6 @@ func (s *Sink) publishFirst(ctx context.Context, id common.RunIdentity, topo *To
 // sends them by COPY (several times cheaper per row than the upsert, but
 // two more round trips and an explicit transaction).
 const copyMinRows = 1000
-
-// sendBatch sends b as one round trip (one implicit transaction) and
-// returns its first error.
-func sendBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
-	br := pool.SendBatch(ctx, b)
-	var err error
-	for i := 0; err == nil && i < b.Len(); i++ {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 // publishCopy sends b then COPYs the run's first detail rows, in one
 // explicit transaction.

@@ -5,11 +5,11 @@ import (
 	"iter"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/executor/executortest"
 	"github.com/rayflow/rayflow/progress"
 )
 
@@ -30,32 +30,6 @@ type intSink struct{ out []int }
 
 func (s *intSink) Add(_ context.Context, i int, v int) error  { s.out[i] = v; return nil }
 func (s *intSink) Finish(context.Context, int) ([]int, error) { return s.out, nil }
-
-// pool is a hand-written errgroup-style bounded goroutine pool.
-func pool(ctx context.Context, window int, in []int, fn func(context.Context, int) (int, error)) ([]int, error) {
-	out := make([]int, len(in))
-	sem := make(chan struct{}, window)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for i, v := range in {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r, err := fn(ctx, v)
-			if err != nil {
-				once.Do(func() { first = err })
-				return
-			}
-			out[i] = r
-		}()
-	}
-	wg.Wait()
-	return out, first
-}
 
 // BenchmarkRunVsPool is the scheduler's own cost: 50,000 no-op items
 // (window 64) through executor.Run on a backend that does nothing, and in
@@ -93,7 +67,7 @@ func BenchmarkRunVsPool(b *testing.B) {
 			b.Fatalf("executor: %v", err)
 		}
 		t0 = time.Now()
-		pout, err := pool(context.Background(), window, in, fn)
+		pout, err := executortest.Pool(context.Background(), window, in, fn)
 		pl += time.Since(t0)
 		if err != nil || !slices.Equal(pout, in) {
 			b.Fatalf("pool: %v", err)

@@ -326,3 +326,19 @@ func ProgressSummaries(ctx context.Context, q Reader, taskIDs []string) (pgx.Row
 	}
 	return q.Query(ctx, fmt.Sprintf(progressSummariesSQL, "AND t.task_id = ANY($1::uuid[])"), taskIDs)
 }
+
+// SendBatch sends b as one round trip (one implicit transaction) and
+// returns its first error.
+func SendBatch(ctx context.Context, q interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, b *pgx.Batch) error {
+	br := q.SendBatch(ctx, b)
+	var err error
+	for i := 0; err == nil && i < b.Len(); i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -37,15 +37,7 @@ func runningRun(t *testing.T, pool *pgxpool.Pool, flow string) (store.Run, strin
 
 func send(t *testing.T, pool *pgxpool.Pool, b *pgx.Batch) error {
 	t.Helper()
-	br := pool.SendBatch(context.Background(), b)
-	var err error
-	for i := 0; err == nil && i < b.Len(); i++ {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return store.SendBatch(context.Background(), pool, b)
 }
 
 func sqlState(err error) string {
