@@ -24,8 +24,11 @@ type RayOptions map[string]any
 // WithResources sets the leaf's resource requests.
 func WithResources(r Resources) StepOption {
 	return StepOption{func(n *flowgraph.Node) {
-		r.Custom = cloneMap(r.Custom)
-		n.Step.Resources = r
+		// A copy per step: one option may be applied to many steps, at
+		// the same time.
+		res := r
+		res.Custom = cloneMap(r.Custom)
+		n.Step.Resources = res
 	}}
 }
 
