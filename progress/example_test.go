@@ -30,7 +30,7 @@ var shipping = sdk.Then(
 // A sink receives the run's bounded progress while it changes and once
 // more at the end (Final). This one prints the final node states: the
 // step's last report and the map's item counters. A sink that stores the
-// publications (engine/progressstore) makes them readable by others.
+// publications (progress/pgstore) makes them readable by others.
 func ExampleSinkFunc() {
 	sink := progress.SinkFunc(func(_ context.Context, p *progress.Publication) error {
 		if !p.Final {

@@ -20,19 +20,19 @@ export RAYFLOW_TEST_DATABASE_URL=$url
 case $what in
 durable)
 	echo "bench-durable: $url; $(uptime)"
-	RAYFLOW_BENCH_DURABLE=1 "$GO" test -count=1 -run '^TestBenchDurable$' -v -timeout 30m ./engine/durable/ |
+	RAYFLOW_BENCH_DURABLE=1 "$GO" test -count=1 -run '^TestBenchDurable$' -v -timeout 30m ./durable/ |
 		grep -E '^(\||BENCH|---|ok|FAIL)'
 	;;
 progress)
 	echo "bench-progress: $url; $(uptime)"
-	RAYFLOW_BENCH_PROGRESS=1 "$GO" test -count=1 -run '^TestBenchProgress$' -v ./engine/progressstore/
+	RAYFLOW_BENCH_PROGRESS=1 "$GO" test -count=1 -run '^TestBenchProgress$' -v ./progress/pgstore/
 	;;
 read)
 	echo "bench-read: $(uptime)"
 	echo '--- warm: the decoded-record cache on (the default)'
-	"$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
+	"$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/reader/ | grep -E '^(\||ok|FAIL|---)'
 	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'
-	RAYFLOW_BENCH_READ_COLD=1 "$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/read/ | grep -E '^(\||ok|FAIL|---)'
+	RAYFLOW_BENCH_READ_COLD=1 "$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/reader/ | grep -E '^(\||ok|FAIL|---)'
 	;;
 *)
 	echo "usage: bench-pg.sh durable|progress|read" >&2

@@ -9,16 +9,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // The task page's actions: Cancel and Retry. A link on the task page
 // opens a confirmation page (GET /tasks/{id}/cancel or /retry) whose form
 // posts to the same path; the post is authorized as POST
-// /api/tasks/{id}/cancel or /retry is (read.ActionCancel,
-// read.ActionRetry), runs the same durable.Client call pinned to the
+// /api/tasks/{id}/cancel or /retry is (reader.ActionCancel,
+// reader.ActionRetry), runs the same durable.Client call pinned to the
 // attempt and generation the confirmation showed, and redirects to the
 // task page, which shows the outcome. A signed-in browser's form carries
 // its session's CSRF token (see sessions); a bearer-token caller, which
@@ -27,7 +27,7 @@ import (
 // taskAction is one of the task page's actions.
 type taskAction struct {
 	Name, Verb string
-	Auth       read.Action
+	Auth       reader.Action
 	// States the action applies to (the task page offers it then).
 	States []durable.State
 	// Outcomes are the durable outcomes the task page may show.
@@ -35,12 +35,12 @@ type taskAction struct {
 }
 
 var taskActions = map[string]taskAction{
-	"cancel": {Name: "cancel", Verb: "Cancel", Auth: read.ActionCancel,
+	"cancel": {Name: "cancel", Verb: "Cancel", Auth: reader.ActionCancel,
 		States: []durable.State{durable.StateQueued, durable.StateRunning},
 		Outcomes: []string{string(durable.CancelAccepted), string(durable.CancelAlreadyRequested), string(durable.CancelAlreadyTerminal),
 			string(durable.CancelCompletionPending), string(durable.CancelNotFound), string(durable.CancelStaleAttempt),
 			string(durable.CancelStaleGeneration), string(durable.CancelInvalidState)}},
-	"retry": {Name: "retry", Verb: "Retry", Auth: read.ActionRetry,
+	"retry": {Name: "retry", Verb: "Retry", Auth: reader.ActionRetry,
 		States: []durable.State{durable.StateFailed, durable.StateLost, durable.StateCancelled, durable.StateExpired},
 		Outcomes: []string{string(durable.RetryAccepted), string(durable.RetryNotRetryable), string(durable.RetryNotFound),
 			string(durable.RetryStaleAttempt), string(durable.RetryStaleGeneration), string(durable.RetryStaleWorkflowIdentity)}},
@@ -112,7 +112,7 @@ func (s *Server) loadForAction(r *http.Request, principal string, a taskAction) 
 	}
 	t, err := s.client.Get(r.Context(), id)
 	if errors.Is(err, durable.ErrNotFound) {
-		err = &read.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"}
+		err = &reader.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"}
 	}
 	return t, err
 }

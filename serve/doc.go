@@ -1,6 +1,6 @@
 // Package serve is rayflow serve's HTTP API (docs/serve.md#routes):
 // task status, the executions list, cancel and retry of durable
-// tasks, and the five authorized progress reads of serve/read, behind
+// tasks, and the five authorized progress reads of serve/reader, behind
 // bearer tokens with a per-flow allowlist; /livez and /readyz.
 //
 // Every route but the probes needs "Authorization: Bearer <token>"; a

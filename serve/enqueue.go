@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // EnqueueRoute is a POST route that creates one durable task of a
@@ -169,7 +169,7 @@ func (s *Server) routesOfEnqueue() []Route {
 // the input, so a denied principal learns nothing), checks the input and
 // creates the task.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, principal string, ex *EnqueueRoute) {
-	if err := s.reads.AuthorizeFlow(r.Context(), principal, ex.Flow, read.ActionEnqueue); err != nil {
+	if err := s.reads.AuthorizeFlow(r.Context(), principal, ex.Flow, reader.ActionEnqueue); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -186,7 +186,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, principal strin
 	if flow != ex.Flow {
 		// a variant (e.g. the complex workflow's reporting policies) is a
 		// flow of its own: the principal needs it too.
-		if err := s.reads.AuthorizeFlow(r.Context(), principal, flow, read.ActionEnqueue); err != nil {
+		if err := s.reads.AuthorizeFlow(r.Context(), principal, flow, reader.ActionEnqueue); err != nil {
 			s.fail(w, r, err)
 			return
 		}

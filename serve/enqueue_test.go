@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 )

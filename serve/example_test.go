@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/serve"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // A token file names each principal's bearer token and the flows whose
@@ -30,10 +30,10 @@ shipping     ship-0123456789abcdef012345678   orderfulfillment,fanout
 	}
 	who := tokens.Principal("ship-0123456789abcdef012345678")
 	ctx := context.Background()
-	task := read.Task{ID: "1175aaf8-4b1c-4f4e-9a3e-0c9f4f3f1a2b", Flow: "recovery", Exists: true}
+	task := reader.Task{ID: "1175aaf8-4b1c-4f4e-9a3e-0c9f4f3f1a2b", Flow: "recovery", Exists: true}
 	fmt.Println(who, tokens.Flows(who))
-	fmt.Println("shipping reads a recovery task:", tokens.Authorize(ctx, who, task, read.ActionReadProgress))
-	fmt.Println("ops reads a recovery task:", tokens.Authorize(ctx, "ops", task, read.ActionReadProgress))
+	fmt.Println("shipping reads a recovery task:", tokens.Authorize(ctx, who, task, reader.ActionReadProgress))
+	fmt.Println("ops reads a recovery task:", tokens.Authorize(ctx, "ops", task, reader.ActionReadProgress))
 	// Output:
 	// shipping [orderfulfillment fanout]
 	// shipping reads a recovery task: access denied
@@ -59,9 +59,9 @@ func ExampleNew() {
 	for _, k := range strings.Fields(os.Getenv("RAYFLOW_SERVE_CURSOR_KEYS")) {
 		keys = append(keys, []byte(k))
 	}
-	ring, err := read.NewKeys(keys...)
+	ring, err := reader.NewKeys(keys...)
 	if err != nil {
-		log.Fatal(err) // no key, or one shorter than read.MinKeyBytes
+		log.Fatal(err) // no key, or one shorter than reader.MinKeyBytes
 	}
 	api, err := serve.New(pool, tokens, ring, slog.Default())
 	if err != nil {

@@ -3,8 +3,8 @@ package serve
 import (
 	"context"
 
-	"github.com/rayflow/rayflow/engine/durable"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // The task page's failures: for each shown attempt that ended with an
@@ -63,7 +63,7 @@ func (s *Server) failuresOf(ctx context.Context, principal string, t *durable.Ta
 // failed first (the earliest finished_at among the first FailedNodesRead
 // FAILED details); none when the attempt kept no detail or no failed node.
 func (s *Server) failedNode(ctx context.Context, principal, taskID string, f *failure) {
-	p, err := s.reads.NodeDetails(ctx, principal, read.PageRequest{TaskID: taskID, Attempt: int64(f.Attempt), Limit: FailedNodesRead, State: "FAILED"})
+	p, err := s.reads.NodeDetails(ctx, principal, reader.PageRequest{TaskID: taskID, Attempt: int64(f.Attempt), Limit: FailedNodesRead, State: "FAILED"})
 	if err != nil {
 		return // no progress to point at (a read error shows on the graph page)
 	}

@@ -11,7 +11,7 @@ import (
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // Graph page bounds.
@@ -84,7 +84,7 @@ type graph struct {
 
 // fillStates reads the states of the nodes idx by single node reads of
 // the summary's attempt (sparseReaders at a time).
-func (g *graph) fillStates(ctx context.Context, reads *read.Service, principal, taskID string, idx []int) error {
+func (g *graph) fillStates(ctx context.Context, reads *reader.Service, principal, taskID string, idx []int) error {
 	attempt := g.Summary.RunIdentity.AttemptNumber
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -200,7 +200,7 @@ func pubRev(p *int64) int64 {
 // loadGraph reads attempt's summary, topology and node details through
 // the read service (pages of graphPage) and lays the graph out; a run
 // republished while it is read is read again (twice at most).
-func loadGraph(ctx context.Context, reads *read.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
+func loadGraph(ctx context.Context, reads *reader.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
 	for try := 0; ; try++ {
 		g, err := loadGraphOnce(ctx, reads, cache, principal, taskID, attempt)
 		if !errors.Is(err, errChanged) || try == 2 {
@@ -209,7 +209,7 @@ func loadGraph(ctx context.Context, reads *read.Service, cache *graphCache, prin
 	}
 }
 
-func loadGraphOnce(ctx context.Context, reads *read.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
+func loadGraphOnce(ctx context.Context, reads *reader.Service, cache *graphCache, principal, taskID string, attempt int64) (*graph, error) {
 	sum, err := reads.Summary(ctx, principal, taskID, attempt)
 	if err != nil {
 		return nil, err
@@ -230,8 +230,8 @@ func loadGraphOnce(ctx context.Context, reads *read.Service, cache *graphCache, 
 		out.Summary = sum
 		return &out, nil
 	}
-	req := func(cursor string) read.PageRequest {
-		return read.PageRequest{TaskID: taskID, Attempt: attempt, Limit: graphPage, Cursor: cursor}
+	req := func(cursor string) reader.PageRequest {
+		return reader.PageRequest{TaskID: taskID, Attempt: attempt, Limit: graphPage, Cursor: cursor}
 	}
 	same := func(p gread.Publication, avail summary.DetailAvailability) bool {
 		return avail != summary.DetailAvailabilityExpired && pubRev(p.TopologyVersion) == topoV

@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // The /tasks page: the executions list of GET /api/tasks (the same
@@ -96,7 +96,7 @@ func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request, principal str
 		d.States = append(d.States, string(st))
 	}
 	if len(s.tokens.Flows(principal)) == 0 {
-		s.htmlFail(w, r, principal, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
+		s.htmlFail(w, r, principal, &reader.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
 		return
 	}
 	if id := strings.ToLower(strings.TrimSpace(d.TaskID)); id != "" {
@@ -118,7 +118,7 @@ func (s *Server) tasksPage(w http.ResponseWriter, r *http.Request, principal str
 			return
 		}
 	}
-	var re *read.Error
+	var re *reader.Error
 	if errors.As(err, &re) && (HTTPStatus(re.Code) == http.StatusBadRequest || HTTPStatus(re.Code) == http.StatusConflict) {
 		// a bad filter or cursor: the form again, with the message
 		d.Code, d.Message = string(re.Code), re.Message

@@ -8,13 +8,13 @@ import (
 	"strconv"
 
 	gread "github.com/rayflow/rayflow/gen/read"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // A map's failed items page (GET /tasks/{id}/graph/map-items?node_id=):
 // the failed item each attempt of the task recorded for the map (a map
 // stops at its first failed item, so an attempt records at most one:
-// the item its stored error names, read.MapFailedItems), newest attempt
+// the item its stored error names, reader.MapFailedItems), newest attempt
 // first, in keyset pages of at most MaxListLimit rows (default
 // DefaultListLimit) with signed cursors bound to the principal, task,
 // map and page size, as the /tasks page's. Each row says how many
@@ -61,7 +61,7 @@ func mapItemsHref(taskID, nodeID string, v url.Values) string {
 func (s *Server) mapItemsPage(w http.ResponseWriter, r *http.Request, principal string) {
 	taskID, nodeID := r.PathValue("task_id"), r.URL.Query().Get("node_id")
 	// Authorized first: a denied principal is refused whatever it asks.
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, read.ActionReadProgress); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, reader.ActionReadProgress); err != nil {
 		s.htmlFail(w, r, principal, err)
 		return
 	}
@@ -86,13 +86,13 @@ func (s *Server) mapItemsPage(w http.ResponseWriter, r *http.Request, principal 
 		}
 		var c mapItemsCursor
 		if err := json.Unmarshal(payload, &c); err != nil || c.V != 1 || c.Before < 1 {
-			s.htmlFail(w, r, principal, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
+			s.htmlFail(w, r, principal, &reader.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"})
 			return
 		}
 		before := c.Before
 		c.Before = 0
 		if c != want {
-			s.htmlFail(w, r, principal, &read.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, task, map or limit"})
+			s.htmlFail(w, r, principal, &reader.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, task, map or limit"})
 			return
 		}
 		want.Before = before
@@ -117,7 +117,7 @@ func (s *Server) mapItemsPage(w http.ResponseWriter, r *http.Request, principal 
 		// The attempt's detail of the map: the items in flight when it
 		// failed (the failed one among them) were cancelled with it.
 		out, err := s.reads.Node(r.Context(), principal, taskID, it.Attempt, nodeID)
-		var re *read.Error
+		var re *reader.Error
 		switch {
 		case errors.As(err, &re) && (re.Code == gread.ErrorCodeNotFound || re.Code == gread.ErrorCodeMissing):
 		case err != nil:

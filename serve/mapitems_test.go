@@ -19,7 +19,7 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // mapItemsEnv is a task of six attempts whose errors name items of the
@@ -191,7 +191,7 @@ func TestMapFailedItemsIndexed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, before := range []int64{0, 50} {
-		sql, args := read.MapFailedItemsQuery(pk, fixture.NodeID(3), before, MaxListLimit+1, ErrorMaxBytes)
+		sql, args := reader.MapFailedItemsQuery(pk, fixture.NodeID(3), before, MaxListLimit+1, ErrorMaxBytes)
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {

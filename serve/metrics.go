@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/internal/store"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
@@ -84,7 +84,7 @@ func (c taskCounts) Collect(ch chan<- prometheus.Metric) {
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principal string) {
 	flows := s.tokens.Flows(principal)
 	if len(flows) == 0 {
-		s.fail(w, r, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
+		s.fail(w, r, &reader.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
 		return
 	}
 	var flowArg []string

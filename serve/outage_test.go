@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	gread "github.com/rayflow/rayflow/gen/read"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 const tokenFile = `# principal token flows
@@ -62,18 +62,18 @@ func TestParseTokens(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		principal string
-		task      read.Task
+		task      reader.Task
 		allow     bool
 	}{
-		{"admin", read.Task{ID: "x"}, true},
-		{"chain", read.Task{ID: "x", Flow: "chain", Exists: true}, true},
-		{"chain", read.Task{ID: "x", Flow: "other", Exists: true}, true},
-		{"chain", read.Task{ID: "x", Flow: "else", Exists: true}, false},
-		{"chain", read.Task{ID: "x"}, false},
-		{"nobody", read.Task{ID: "x", Flow: "chain", Exists: true}, false},
-		{"ghost", read.Task{ID: "x", Flow: "chain", Exists: true}, false},
+		{"admin", reader.Task{ID: "x"}, true},
+		{"chain", reader.Task{ID: "x", Flow: "chain", Exists: true}, true},
+		{"chain", reader.Task{ID: "x", Flow: "other", Exists: true}, true},
+		{"chain", reader.Task{ID: "x", Flow: "else", Exists: true}, false},
+		{"chain", reader.Task{ID: "x"}, false},
+		{"nobody", reader.Task{ID: "x", Flow: "chain", Exists: true}, false},
+		{"ghost", reader.Task{ID: "x", Flow: "chain", Exists: true}, false},
 	} {
-		if err := tk.Authorize(ctx, tc.principal, tc.task, read.ActionReadProgress); (err == nil) != tc.allow {
+		if err := tk.Authorize(ctx, tc.principal, tc.task, reader.ActionReadProgress); (err == nil) != tc.allow {
 			t.Errorf("Authorize(%s, %+v) = %v, want allow %v", tc.principal, tc.task, err, tc.allow)
 		}
 	}
@@ -134,7 +134,7 @@ func TestHTTPStatus(t *testing.T) {
 // and testRoutes.
 func testServer(t *testing.T, pool *pgxpool.Pool) *Server {
 	t.Helper()
-	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
+	k, err := reader.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}

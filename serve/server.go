@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // Server is the HTTP API.
@@ -30,8 +30,8 @@ type Server struct {
 	tokens *Tokens
 	// sessions are the browser sign-ins (the cookie holds a session id).
 	sessions *sessions
-	reads    *read.Service
-	keys     *read.Keys
+	reads    *reader.Service
+	keys     *reader.Keys
 	client   *durable.Client
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -54,18 +54,18 @@ type Route struct {
 	// Read names the read kind whose latency the route records.
 	Read string
 	// Flow is set on the enqueue routes: the durable flow they create
-	// (authorized as read.ActionEnqueue on it).
+	// (authorized as reader.ActionEnqueue on it).
 	Flow string
 	h    func(w http.ResponseWriter, r *http.Request, principal string)
 }
 
 // New returns the API on pool, with tokens as principals and allowlist
 // and keys signing cursors. log may be nil (slog.Default()).
-func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger, opts ...Option) (*Server, error) {
+func New(pool *pgxpool.Pool, tokens *Tokens, keys *reader.Keys, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	svc, err := read.New(pool, keys, tokens)
+	svc, err := reader.New(pool, keys, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func New(pool *pgxpool.Pool, tokens *Tokens, keys *read.Keys, log *slog.Logger, 
 }
 
 // Reads returns the read service the API uses.
-func (s *Server) Reads() *read.Service { return s.reads }
+func (s *Server) Reads() *reader.Service { return s.reads }
 
 // Routes lists every endpoint (the tests walk it).
 func (s *Server) Routes() []Route {
@@ -189,7 +189,7 @@ func HTTPStatus(code gread.ErrorCode) int {
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var re *read.Error
+	var re *reader.Error
 	if errors.As(err, &re) {
 		msg := re.Message
 		if len(msg) > 2048 {
@@ -245,7 +245,7 @@ func storeUnavailable(err error) bool {
 }
 
 func invalid(format string, args ...any) error {
-	return &read.Error{Code: gread.ErrorCodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
+	return &reader.Error{Code: gread.ErrorCodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
 }
 
 func (s *Server) livez(w http.ResponseWriter, _ *http.Request, _ string) {
@@ -276,20 +276,20 @@ func intParam(r *http.Request, name string, min int64) (int64, error) {
 	return n, nil
 }
 
-func (s *Server) pageRequest(r *http.Request) (read.PageRequest, error) {
+func (s *Server) pageRequest(r *http.Request) (reader.PageRequest, error) {
 	attempt, err := intParam(r, "attempt_number", 1)
 	if err != nil {
-		return read.PageRequest{}, err
+		return reader.PageRequest{}, err
 	}
 	limit, err := intParam(r, "limit", 1)
 	if err != nil {
-		return read.PageRequest{}, err
+		return reader.PageRequest{}, err
 	}
 	if limit > 1<<20 {
 		limit = 1 << 20 // clamped to 256 by the service
 	}
 	q := r.URL.Query()
-	return read.PageRequest{TaskID: r.PathValue("task_id"), Attempt: attempt, Limit: int(limit), Cursor: q.Get("cursor"), State: q.Get("state")}, nil
+	return reader.PageRequest{TaskID: r.PathValue("task_id"), Attempt: attempt, Limit: int(limit), Cursor: q.Get("cursor"), State: q.Get("state")}, nil
 }
 
 // expiredStatus is 410 for an EXPIRED publication, else 200.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/internal/store"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // Bounds of the task responses (docs/serve.md#routes).
@@ -108,13 +108,13 @@ func status(t *durable.Task, full bool) TaskStatus {
 
 func (s *Server) taskStatus(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.PathValue("task_id")
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, read.ActionReadTask); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, reader.ActionReadTask); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	t, err := s.client.Get(r.Context(), id)
 	if errors.Is(err, durable.ErrNotFound) {
-		s.fail(w, r, &read.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"})
+		s.fail(w, r, &reader.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"})
 		return
 	}
 	if err != nil {
@@ -192,7 +192,7 @@ func listParams(r *http.Request) (taskQuery, error) {
 // signed cursors bound to the principal, the filters and the limit.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, principal string) {
 	if len(s.tokens.Flows(principal)) == 0 {
-		s.fail(w, r, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
+		s.fail(w, r, &reader.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"})
 		return
 	}
 	tq, err := listParams(r)
@@ -217,7 +217,7 @@ func (s *Server) listFlows(principal, flow string) ([]string, error) {
 	all := slices.Contains(flows, "*")
 	switch {
 	case len(flows) == 0, flow != "" && !all && !slices.Contains(flows, flow):
-		return nil, &read.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"}
+		return nil, &reader.Error{Code: gread.ErrorCodeAccessDenied, Message: "access denied"}
 	case flow != "":
 		return []string{flow}, nil
 	case all:
@@ -309,12 +309,12 @@ func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery)
 		}
 		var c listCursor
 		if err := json.Unmarshal(payload, &c); err != nil || c.V != 1 || c.After == "" {
-			return TaskList{}, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
+			return TaskList{}, &reader.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
 		}
 		after := c.After
 		c.After = ""
 		if !reflect.DeepEqual(c, want) {
-			return TaskList{}, &read.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, filter or limit"}
+			return TaskList{}, &reader.Error{Code: gread.ErrorCodeCursorMismatch, Message: "cursor was issued for another principal, filter or limit"}
 		}
 		want.After = after
 	}
@@ -322,7 +322,7 @@ func (s *Server) queryTasks(ctx context.Context, principal string, tq taskQuery)
 	if want.After != "" {
 		k, err := parseKeyset(want.After, tq.byTime())
 		if err != nil {
-			return TaskList{}, &read.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
+			return TaskList{}, &reader.Error{Code: gread.ErrorCodeInvalidCursor, Message: "invalid cursor"}
 		}
 		after = &k
 	}
@@ -432,7 +432,7 @@ func (s *Server) expect(r *http.Request) (durable.Expect, error) {
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.PathValue("task_id")
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, read.ActionCancel); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, reader.ActionCancel); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -459,7 +459,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, principal string
 
 func (s *Server) retry(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.PathValue("task_id")
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, read.ActionRetry); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, reader.ActionRetry); err != nil {
 		s.fail(w, r, err)
 		return
 	}

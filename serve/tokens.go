@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // MinTokenBytes is the minimum length of a bearer token.
@@ -117,7 +117,7 @@ func (t *Tokens) principalOf(d [sha256.Size]byte) string {
 // Authorize allows a principal the tasks of the flows on its token line.
 // An unknown task is denied unless the principal may see every flow, so a
 // denied principal cannot learn whether a task exists.
-func (t *Tokens) Authorize(_ context.Context, principal string, task read.Task, _ read.Action) error {
+func (t *Tokens) Authorize(_ context.Context, principal string, task reader.Task, _ reader.Action) error {
 	for i := range t.entries {
 		e := &t.entries[i]
 		if e.principal != principal {
@@ -127,7 +127,7 @@ func (t *Tokens) Authorize(_ context.Context, principal string, task read.Task, 
 			return nil
 		}
 	}
-	return read.ErrDenied
+	return reader.ErrDenied
 }
 
 // Flows returns the flows a principal may see (nil for none; ["*"] for all).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // The graph page's other views of the same attempt (?view=):
@@ -110,11 +110,11 @@ func durationText(d time.Duration) string {
 // readStates reads the node details of one state (at most
 // MaxFailuresRead, by the indexed state filter) into g's nodes and
 // returns their indexes.
-func readStates(ctx context.Context, reads *read.Service, principal, taskID string, g *graph, state detail.NodeState) ([]int, error) {
+func readStates(ctx context.Context, reads *reader.Service, principal, taskID string, g *graph, state detail.NodeState) ([]int, error) {
 	var out []int
 	cursor := ""
 	for len(out) < MaxFailuresRead {
-		p, err := reads.NodeDetails(ctx, principal, read.PageRequest{TaskID: taskID, Attempt: g.Summary.RunIdentity.AttemptNumber,
+		p, err := reads.NodeDetails(ctx, principal, reader.PageRequest{TaskID: taskID, Attempt: g.Summary.RunIdentity.AttemptNumber,
 			Limit: graphPage, Cursor: cursor, State: string(state)})
 		if err != nil {
 			return nil, err

@@ -20,12 +20,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/gen/detail"
 	gread "github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 )
 
 // The browser pages: server-rendered HTML and inline SVG from embedded
@@ -127,7 +127,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 
 // htmlFail renders err as an error page with the API's status mapping.
 func (s *Server) htmlFail(w http.ResponseWriter, r *http.Request, principal string, err error) {
-	var re *read.Error
+	var re *reader.Error
 	p := page{Title: "Error", Principal: principal}
 	code := http.StatusInternalServerError
 	switch {
@@ -265,13 +265,13 @@ func (s *Server) asset(w http.ResponseWriter, r *http.Request, _ string) {
 // taskPage is /tasks/{task_id}: state, attempts, the graph link.
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, principal string) {
 	id := r.PathValue("task_id")
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, read.ActionReadTask); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, id, reader.ActionReadTask); err != nil {
 		s.htmlFail(w, r, principal, err)
 		return
 	}
 	t, err := s.client.Get(r.Context(), id)
 	if errors.Is(err, durable.ErrNotFound) {
-		err = &read.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"}
+		err = &reader.Error{Code: gread.ErrorCodeNotFound, Message: "no such task"}
 	}
 	if err != nil {
 		s.htmlFail(w, r, principal, err)
@@ -421,7 +421,7 @@ func layerHref(taskID string, attempt int64, layer, pg int) string {
 // attemptsOf is the attempt switcher (attempts 1..current of the task,
 // the last MaxStatusAttempts) and the task's state ("" when unknown).
 func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) ([]attemptLink, durable.State) {
-	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, read.ActionReadTask); err != nil {
+	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, reader.ActionReadTask); err != nil {
 		return nil, ""
 	}
 	t, err := s.client.Get(r.Context(), taskID)

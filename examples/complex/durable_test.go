@@ -10,12 +10,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/engine/durable"
-	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/durable"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -130,7 +130,7 @@ func checkDurableProgress(t *testing.T, engine ...sdk.Engine) {
 		t.Fatalf("stored topology %d/%d, detail %d rows (%d counted, %d succeeded, revision %v), summary %s", nodes, edges, rows, detailCount, succeeded, v[5], taskSum)
 	}
 	for attempt := range 2 { // the task row, then attempt 1's archive
-		rep, err := progressstore.Verify(t.Context(), pool, pk, attempt)
+		rep, err := pgstore.Verify(t.Context(), pool, pk, attempt)
 		if err != nil || rep.Availability != s.Detail.Availability || len(rep.Problems) > 0 {
 			t.Fatalf("verify (attempt %d): %v %+v", attempt, err, rep)
 		}

@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	rayengine "github.com/rayflow/rayflow/engine/ray"
-	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/progress"
+	"github.com/rayflow/rayflow/rayjob/coordinator"
 	"github.com/rayflow/rayflow/sdk"
 )
 

@@ -19,14 +19,7 @@ import (
 // allowed lists the duplicate names that remain for now, each with the exact
 // import paths that share it. An entry here is a debt: when the packages are
 // renamed, the entry must go (the test fails on a stale entry).
-var allowed = map[string][]string{
-	// serve/read is the read API's server side; gen/read holds its generated
-	// types. Renaming one of them is left to a later change.
-	"read": {
-		"github.com/rayflow/rayflow/gen/read",
-		"github.com/rayflow/rayflow/serve/read",
-	},
-}
+var allowed = map[string][]string{}
 
 // listedPackage is the part of `go list -json` this test reads.
 type listedPackage struct {

@@ -7,5 +7,5 @@
 // set by sdk's init, so every program that can have registered steps (it
 // imports sdk) finds them set before its own init and main run. Keeping
 // this here keeps `go doc ./sdk` an application author's guide while the
-// engines (engine/ray, engine/rayjob) reach the same registries.
+// engines (engine/ray, rayjob) reach the same registries.
 package sdkrt

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Progress storage retention (engine/progressstore's Cleanup): per class
+// Progress storage retention (progress/pgstore's Cleanup): per class
 // of candidates, the candidate query, the recheck under lock, the delete
 // and where a failure is recorded.
 

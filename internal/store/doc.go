@@ -1,7 +1,7 @@
 // Package store owns rayflow's PostgreSQL schema: every table, every
 // migration (migrations/NNNN_name.sql, forward-only, embedded) and every
-// SQL statement the project runs. The durable queue (engine/durable), the
-// progress storage (engine/progressstore), the readers (serve/read),
+// SQL statement the project runs. The durable queue (durable), the
+// progress storage (progress/pgstore), the readers (serve/reader),
 // serve and the rayflow CLI call its functions; none of them holds SQL of
 // its own.
 //

@@ -67,7 +67,7 @@ func Migrations() ([]Migration, error) {
 
 // ErrSchemaAhead is returned when the database records a migration this
 // binary does not know (it was migrated by a newer rayflow).
-// (engine/durable re-exports it as durable.ErrSchemaAhead.)
+// (durable re-exports it as durable.ErrSchemaAhead.)
 var ErrSchemaAhead = errors.New("durable: the database schema is newer than this binary")
 
 // createVersionTable is the table that records the applied migrations.

@@ -52,7 +52,7 @@ func TestMigrationsAsRecorded(t *testing.T) {
 }
 
 // oldMigrate leaves a database as the migrator of an earlier release did
-// (engine/durable's Migrate, which recorded the same rows): migrations
+// (durable's Migrate, which recorded the same rows): migrations
 // 1..upTo applied, each recorded by version and name.
 func oldMigrate(t *testing.T, pool *pgxpool.Pool, upTo int) {
 	t.Helper()

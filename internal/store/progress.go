@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The progress storage's writes (engine/progressstore): the summary on
+// The progress storage's writes (progress/pgstore): the summary on
 // the task row and the rayflow_progress_* tables (migrations 0002, 0005).
 // The statements run under a run's fence; those queued on a batch abort
 // it with SQLSTATE RF001 when the fence no longer matches, RF002 when a
@@ -263,7 +263,7 @@ func RunDetailDigests(ctx context.Context, q Reader, runPK int64) (pgx.Rows, err
 	return q.Query(ctx, `SELECT node_key, digest, state, event_count, truncated, encoded_bytes FROM rayflow_progress_nodes WHERE run_pk = $1`, runPK)
 }
 
-// The progress verifier's reads (engine/progressstore's Verify).
+// The progress verifier's reads (progress/pgstore's Verify).
 
 // TaskSummarySize reads the size of task pk's progress summary (nullable)
 // and the summary when it is at most 16 KiB.

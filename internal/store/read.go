@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The progress readers' statements (serve/read): every read runs in the
+// The progress readers' statements (serve/reader): every read runs in the
 // caller's read-only snapshot. A payload over maxBytes is not loaded (NULL)
 // but its size is, so that the reader can refuse it.
 

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The durable task queue's statements (engine/durable): rayflow_tasks,
+// The durable task queue's statements (durable): rayflow_tasks,
 // rayflow_task_attempts and rayflow_plans (migrations 0001, 0003, 0004
 // and 0006).
 

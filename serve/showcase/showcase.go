@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	complexwf "github.com/rayflow/rayflow/examples/complex/workflow"
 	fanoutwf "github.com/rayflow/rayflow/examples/fanout/workflow"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"

@@ -15,11 +15,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
 	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 	"github.com/rayflow/rayflow/serve/showcase"
 )
 
@@ -36,7 +36,7 @@ func server(t *testing.T, pool *pgxpool.Pool) *serve.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := read.NewKeys([]byte(strings.Repeat("k", 32)))
+	k, err := reader.NewKeys([]byte(strings.Repeat("k", 32)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/progress/pgstore"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func cmdCleanup(ctx context.Context, e env, args []string) int {
 rayflow cleanup progress --delete --batch-size 500
 `)
 	dbURL := databaseFlag(fs)
-	batch := fs.Int("batch-size", progressstore.DefaultCleanupBatch, fmt.Sprintf("candidates per class (1–%d)", progressstore.MaxCleanupBatch))
+	batch := fs.Int("batch-size", pgstore.DefaultCleanupBatch, fmt.Sprintf("candidates per class (1–%d)", pgstore.MaxCleanupBatch))
 	del := fs.Bool("delete", false, "delete (default: dry run)")
 	words, code := parseWithSubcommands(fs, e, args)
 	if code >= 0 {
@@ -33,8 +33,8 @@ rayflow cleanup progress --delete --batch-size 500
 		fs.Usage()
 		return exitUsage
 	}
-	if *batch < 1 || *batch > progressstore.MaxCleanupBatch {
-		fmt.Fprintf(e.stderr, "rayflow: --batch-size %d outside 1–%d\n", *batch, progressstore.MaxCleanupBatch)
+	if *batch < 1 || *batch > pgstore.MaxCleanupBatch {
+		fmt.Fprintf(e.stderr, "rayflow: --batch-size %d outside 1–%d\n", *batch, pgstore.MaxCleanupBatch)
 		return exitUsage
 	}
 	pool, code := openPool(ctx, e, *dbURL, 2)
@@ -42,7 +42,7 @@ rayflow cleanup progress --delete --batch-size 500
 		return code
 	}
 	defer pool.Close()
-	res, err := progressstore.Cleanup(ctx, pool, progressstore.CleanupOptions{BatchSize: *batch, Delete: *del})
+	res, err := pgstore.Cleanup(ctx, pool, pgstore.CleanupOptions{BatchSize: *batch, Delete: *del})
 	if res != nil {
 		fmt.Fprintln(e.stdout, res.Line())
 		for _, f := range res.Failures {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 )
 

@@ -65,7 +65,7 @@ var (
 	// notRun: what they need is not something a test can provide here.
 	notRun = map[string]string{
 		`go build -o "$PWD/bin/fanout" ./examples/fanout`: "builds the binary for the Ray Jobs example below",
-		`rayflow rayjob submit --exe "$PWD/bin/fanout" --python "$PWD/.venv-ray/bin/python" --input 200 --id fanout-1 --wait fanout`: "needs a Ray cluster's Jobs API (engine/rayjob's tests submit to a real head)",
+		`rayflow rayjob submit --exe "$PWD/bin/fanout" --python "$PWD/.venv-ray/bin/python" --input 200 --id fanout-1 --wait fanout`: "needs a Ray cluster's Jobs API (rayjob's tests submit to a real head)",
 		`rayflow rayjob submit --exe /opt/app/fanout --input 200 --id fanout-2 fanout   # prints fanout-2`:                           "needs a Ray cluster whose nodes have /opt/app/fanout",
 		`rayflow rayjob wait fanout-2 && rayflow rayjob result fanout-2`:                                                             "needs the job of the example above",
 		`rayflow rayjob logs fanout-2`: "needs the job of the example above",

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/sdk"
 )

@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/rayflow/rayflow/engine/durable"
-	"github.com/rayflow/rayflow/engine/progressstore"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/internal/store"
+	"github.com/rayflow/rayflow/progress/pgstore"
 )
 
 func init() {
@@ -78,7 +78,7 @@ rayflow progress verify 5da5c564-2b1e-4b8e-9c1c-3f0e6f0f2a11
 	}
 	bad := 0
 	for _, t := range targets {
-		rep, err := progressstore.Verify(ctx, pool, t.pk, t.attempt)
+		rep, err := pgstore.Verify(ctx, pool, t.pk, t.attempt)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError

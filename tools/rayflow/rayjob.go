@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/rayjob"
 	"github.com/rayflow/rayflow/sdk"
 )
 

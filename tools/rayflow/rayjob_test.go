@@ -10,7 +10,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/rayflow/rayflow/engine/rayjob"
+	"github.com/rayflow/rayflow/rayjob"
 )
 
 var updateGolden = flag.Bool("update-rayjob", false, "rewrite testdata/rayjob_manifest.golden.*")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/serve"
-	"github.com/rayflow/rayflow/serve/read"
+	"github.com/rayflow/rayflow/serve/reader"
 	"github.com/rayflow/rayflow/serve/showcase"
 )
 
@@ -84,7 +84,7 @@ curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/workflows/$id/t
 		keys = [][]byte{k}
 		log.Warn("no cursor keys given: using a random key; cursors will not survive a restart")
 	}
-	ring, err := read.NewKeys(keys...)
+	ring, err := reader.NewKeys(keys...)
 	if err != nil {
 		errorLine(e, "%v", err)
 		return exitUsage

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/durable"
-	"github.com/rayflow/rayflow/engine/durable/rayjobrunner"
+	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/rayjobrunner"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
-	"github.com/rayflow/rayflow/engine/rayjob"
-	"github.com/rayflow/rayflow/engine/rayjob/coordinator"
+	"github.com/rayflow/rayflow/rayjob"
+	"github.com/rayflow/rayflow/rayjob/coordinator"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/showcase"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rayflow/rayflow/engine/durable"
+	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/syncbuf"
 )
@@ -43,7 +43,7 @@ func TestWorkerLogFlagsRefuseBadValues(t *testing.T) {
 // attempt, flow and duration. The fan-out's recovered panic (--input -5)
 // and its map one over its 10,000-item cap (--input 10001) fail at
 // attempt 1 without a retry (the cap itself is tested at the edge by
-// engine/durable's TestContractErrorsArePermanent); a small fan-out
+// durable's TestContractErrorsArePermanent); a small fan-out
 // succeeds.
 func TestWorkerJSONLogs(t *testing.T) {
 	db := pgtest.URL(t)
