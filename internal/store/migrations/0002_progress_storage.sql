@@ -1,5 +1,5 @@
 -- rayflow progress storage, storage protocol 1 (docs/contracts.md#progress-storage).
--- Owned by progress/pgstore; applied in the durable migration sequence.
+-- Owned by engine/progressstore; applied in the durable migration sequence.
 -- Every bound the Go code enforces is also a CHECK constraint here.
 
 -- Summary v3 on the task row (≤ 16 KiB canonical) with its revision, and the
