@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -9,8 +10,11 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rayflow/rayflow/durable"
 )
 
 // openTask signs in on a task page (script on or off in the tab) and
@@ -58,9 +62,12 @@ const taskViewJS = `(() => {
 // the page shows the outcome in its status region and the new state and
 // attempt, without navigating (a window marker survives); a refused post
 // (a wrong CSRF token) shows its error in place and changes nothing;
-// axe-core finds no serious violation with the confirmation open, after
-// an action and with an error shown. Without script the links and forms
-// do the same by navigation.
+// "Back to the task" closes the confirmation; a task that moved on behind
+// it shows the outcome the durable client gives; axe-core finds no
+// serious violation with the confirmation open, after an action and with
+// an error shown. A session that ended meanwhile opens the sign-in page
+// and changes nothing. Without script the links and forms do the same by
+// navigation.
 func TestBrowserTaskActions(t *testing.T) {
 	e := newEnv(t, 3)
 	srv := httptest.NewServer(e.s)
@@ -143,6 +150,54 @@ func TestBrowserTaskActions(t *testing.T) {
 			t.Errorf("error shown: %s", strings.Join(v, "\n"))
 		}
 		screenshot(t, ctx, "action-error")
+
+		// "Back to the task" closes the confirmation, focus back on its link.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#confirm-panel a[href="/tasks/`+queued+`"]`)),
+			chromedp.WaitNotPresent(chromedp.ID("confirm-panel"))); err != nil {
+			t.Fatal(err)
+		}
+		if f := eval[string](t, ctx, `document.activeElement.id`); f != "cancel-link" {
+			t.Errorf("focus after closing the confirmation: %q", f)
+		}
+		// The task moves on behind the open confirmation (cancelled through
+		// the API): the confirmed form answers with the outcome the durable
+		// client gives, in place, and the page shows the new state.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("cancel-link")), chromedp.WaitVisible(chromedp.CSS("#confirm-panel #confirm"))); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := e.do(t, "chain", "POST", "/api/tasks/"+queued+"/cancel"); code != http.StatusAccepted || stored(queued) != "CANCELLED 2" {
+			t.Fatalf("API cancel: %d %v", code, body)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#confirm-panel #confirm"))); err != nil {
+			t.Fatal(err)
+		}
+		outcome := "Cancel: " + string(durable.CancelAlreadyTerminal)
+		run(t, ctx, chromedp.Poll[bool](`document.getElementById('outcome').textContent === '`+outcome+`'`, chromedp.WithPollingTimeout(30*time.Second)))
+		v = eval[taskView](t, ctx, taskViewJS)
+		want = taskView{Outcome: outcome, State: "CANCELLED", Attempt: "2 of 3", URL: srv.URL + "/tasks/" + queued,
+			Links: []string{"retry-link"}, Marker: true}
+		if diff := cmp.Diff(want, v); diff != "" {
+			t.Errorf("after the task moved on (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("signed out meanwhile", func(t *testing.T) {
+		// The session ends while the confirmation is open: the post is sent
+		// to the sign-in page, which the page opens (nothing changes).
+		ctx := browser(t)
+		queued := addTask(t, e.pool, "chain", "default", "QUEUED", 2)
+		openTask(t, ctx, srv.URL, queued, true)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("cancel-link")), chromedp.WaitVisible(chromedp.CSS("#confirm-panel #confirm")),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, network.ClearBrowserCookies, cdp.Empty{})
+				return err
+			}),
+			chromedp.Click(chromedp.CSS("#confirm-panel #confirm")), chromedp.WaitVisible(chromedp.ID("token"))); err != nil {
+			t.Fatal(err)
+		}
+		if url := run(t, ctx, chromedp.Location()); !strings.HasPrefix(url, srv.URL+"/login?next=") || stored(queued) != "QUEUED 1" {
+			t.Errorf("at %s, stored %s", url, stored(queued))
+		}
 	})
 
 	t.Run("no script", func(t *testing.T) {
