@@ -121,59 +121,79 @@ func TestBrowserAccessibility(t *testing.T) {
 	t.Logf("axe-core %s: %d pages checked", axeVersion, checked+1)
 }
 
-// navTimes are the shown page's times from navigation start to the end
-// of its response (served) and to its first contentful paint (rendered;
-// the load event where Chromium reports no paint).
-func navTimes(t *testing.T, ctx context.Context) (served, rendered time.Duration) {
+// navTimes are a page's times: from navigation start to the end of its
+// response (Served) and to its first contentful paint (Rendered; the
+// load event where Chromium reports no paint), and the handler's own time
+// as its Server-Timing header says (Server).
+type navTimes struct{ Served, Rendered, Server time.Duration }
+
+func (n navTimes) String() string {
+	return fmt.Sprintf("served in %v (handler %v), first paint %v", n.Served.Round(time.Millisecond), n.Server.Round(100*time.Microsecond), n.Rendered.Round(time.Millisecond))
+}
+
+// shownTimes reads the shown page's navTimes; a page without its
+// Server-Timing fails the test.
+func shownTimes(t *testing.T, ctx context.Context) navTimes {
 	t.Helper()
 	ms := eval[[]float64](t, ctx, `(() => {
   const n = performance.getEntriesByType('navigation')[0];
   const p = performance.getEntriesByName('first-contentful-paint')[0];
-  return [n.responseEnd, p ? p.startTime : (n.loadEventEnd || n.domContentLoadedEventEnd)];
+  const h = n.serverTiming.find(e => e.name === 'handler');
+  return [n.responseEnd, p ? p.startTime : (n.loadEventEnd || n.domContentLoadedEventEnd), h ? h.duration : -1];
 })()`)
-	return time.Duration(ms[0] * float64(time.Millisecond)), time.Duration(ms[1] * float64(time.Millisecond))
+	if ms[2] < 0 {
+		t.Fatal("the page has no Server-Timing handler time")
+	}
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	return navTimes{Served: d(ms[0]), Rendered: d(ms[1]), Server: d(ms[2])}
 }
 
-// bestNav navigates to target three times, waiting for the element of id
-// visible, and returns the fastest served and rendered times.
-func bestNav(t *testing.T, ctx context.Context, url, visible string) (served, rendered time.Duration) {
+// Goal attempts: a goal is about what a page costs, and a busy machine
+// only adds to a time, so each time is the fastest of at least
+// minGoalAttempts navigations, and of up to maxGoalAttempts while one
+// is still over its goal.
+const minGoalAttempts, maxGoalAttempts = 3, 20
+
+// bestNav navigates to url, waiting for the element of id visible, and
+// returns the fastest of each time and the navigations made: at least
+// minGoalAttempts, more while met says the times are not yet within
+// their goals, at most maxGoalAttempts.
+func bestNav(t *testing.T, ctx context.Context, url, visible string, met func(navTimes) bool) (navTimes, int) {
 	t.Helper()
-	served, rendered = time.Duration(1<<62), time.Duration(1<<62)
-	for range 3 {
+	best := navTimes{time.Duration(1 << 62), time.Duration(1 << 62), time.Duration(1 << 62)}
+	for n := 1; ; n++ {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID(visible))); err != nil {
 			t.Fatalf("%s: %v", url, err)
 		}
-		s, r := navTimes(t, ctx)
-		served, rendered = min(served, s), min(rendered, r)
+		m := shownTimes(t, ctx)
+		best = navTimes{min(best.Served, m.Served), min(best.Rendered, m.Rendered), min(best.Server, m.Server)}
+		if n >= maxGoalAttempts || n >= minGoalAttempts && met(best) {
+			return best, n
+		}
 	}
-	return served, rendered
 }
 
-// quietMachine reports whether this machine's one-minute load average
-// per CPU is at most 1 (/proc/loadavg), so that wall-clock goals mean
-// something; on a busier machine the goal tests log their times and say
-// why they do not check them. Where the load is unknown it is quiet.
-func quietMachine(t *testing.T) bool {
-	t.Helper()
+// loadAverage is this machine's one-minute load average per CPU, for the
+// goal tests' logs ("?" where unknown).
+func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return true
+		return "?"
 	}
 	var load float64
 	if _, err := fmt.Sscan(string(b), &load); err != nil {
-		return true
+		return "?"
 	}
-	if per := load / float64(runtime.NumCPU()); per > 1 {
-		t.Logf("load average %.1f on %d CPUs: the times below are logged, not checked against the goals", load, runtime.NumCPU())
-		return false
-	}
-	return true
+	return fmt.Sprintf("%.1f on %d CPUs", load, runtime.NumCPU())
 }
 
 // TestBrowserTasksGoal: in headless Chromium on this machine, the tasks
 // page over 100,000 tasks, for a principal who sees them all, is served
-// (navigation start to the response's end, the fastest of three) within
-// 100 ms, and with any filter within 200 ms (checked on a quiet machine).
+// within 100 ms, and with any filter within 200 ms: both the handler's
+// time (its Server-Timing) and navigation start to the response's end,
+// each the fastest of bestNav's navigations, whatever the machine's load.
+// TestTaskListIndexed checks that no filter's plan reads the whole task
+// table.
 func TestBrowserTasksGoal(t *testing.T) {
 	e := newEnv(t, 3)
 	if _, err := e.pool.Exec(context.Background(), `INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, state, input_json,
@@ -197,7 +217,7 @@ func TestBrowserTasksGoal(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	check := quietMachine(t)
+	t.Logf("load average %s", loadAverage())
 	for _, c := range []struct {
 		target string
 		goal   time.Duration
@@ -209,10 +229,10 @@ func TestBrowserTasksGoal(t *testing.T) {
 		{"/tasks?from=" + now.Add(-30*24*time.Hour).Format("2006-01-02T15:04") + "&to=" + now.Add(-29*24*time.Hour).Format("2006-01-02T15:04"), 200 * time.Millisecond},
 		{"/tasks?state=QUEUED&queue=batch&flow=flow5", 200 * time.Millisecond},
 	} {
-		served, rendered := bestNav(t, ctx, srv.URL+c.target, "tasks")
-		t.Logf("%-58s served in %v, first paint %v (goal: served in %v)", c.target, served.Round(time.Millisecond), rendered.Round(time.Millisecond), c.goal)
-		if check && served > c.goal {
-			t.Errorf("%s: served in %v, over the goal of %v", c.target, served, c.goal)
+		best, n := bestNav(t, ctx, srv.URL+c.target, "tasks", func(b navTimes) bool { return b.Served <= c.goal && b.Server <= c.goal })
+		t.Logf("%-58s %v (goal: served in %v; best of %d)", c.target, best, c.goal, n)
+		if best.Served > c.goal || best.Server > c.goal {
+			t.Errorf("%s: %v, over the goal of %v (best of %d; load average %s)", c.target, best, c.goal, n, loadAverage())
 		}
 	}
 }
@@ -220,9 +240,10 @@ func TestBrowserTasksGoal(t *testing.T) {
 // TestBrowserFailures25k: in headless Chromium on this machine, the
 // failures view of a 25,000-node run failing deep in its chain (node
 // 15,000; the details of the last nodes are past the store's byte bound)
-// renders (navigation start to first contentful paint, the
-// fastest of three) within 1 s (checked on a quiet machine), at the
-// failure's window, next to the graph view's first window.
+// renders within 1 s, at the failure's window: both the handler's time
+// (its Server-Timing) and navigation start to first contentful paint,
+// each the fastest of bestNav's navigations, whatever the machine's load.
+// The graph view's first window is timed next to it (logged).
 func TestBrowserFailures25k(t *testing.T) {
 	const bad = 15_000
 	e := chainEnv(t, 25_000, false, func(c *fixture.Chain) {
@@ -236,11 +257,11 @@ func TestBrowserFailures25k(t *testing.T) {
 	ctx := browser(t)
 	graph := "/tasks/" + e.taskID + "/graph"
 	signIn(t, ctx, srv.URL, graph, "chain") // reads and caches the run's topology once
-	_, graphRendered := bestNav(t, ctx, srv.URL+graph, "graph")
-	served, rendered := bestNav(t, ctx, srv.URL+graph+"?view=failures", "failed-nodes")
-	t.Logf("25,000 nodes: failures view served in %v, first paint %v (graph view: first paint %v)", served.Round(time.Millisecond), rendered.Round(time.Millisecond), graphRendered.Round(time.Millisecond))
-	if quietMachine(t) && rendered > time.Second {
-		t.Errorf("failures view: first paint %v, over the goal of 1s", rendered)
+	graphView, _ := bestNav(t, ctx, srv.URL+graph, "graph", func(navTimes) bool { return true })
+	best, n := bestNav(t, ctx, srv.URL+graph+"?view=failures", "failed-nodes", func(b navTimes) bool { return b.Rendered <= time.Second && b.Server <= time.Second })
+	t.Logf("25,000 nodes: failures view %v (best of %d; goal: first paint in 1s); graph view %v; load average %s", best, n, graphView, loadAverage())
+	if best.Rendered > time.Second || best.Server > time.Second {
+		t.Errorf("failures view: %v, over the goal of 1s (best of %d; load average %s)", best, n, loadAverage())
 	}
 	if n := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-state="FAILED"]').length`); n != 1 {
 		t.Errorf("the failures view draws %d failed nodes", n)

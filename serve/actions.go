@@ -22,7 +22,10 @@ import (
 // attempt and generation the confirmation showed, and redirects to the
 // task page, which shows the outcome. A signed-in browser's form carries
 // its session's CSRF token (see sessions); a bearer-token caller, which
-// sends no cookie, needs none.
+// sends no cookie, needs none. With script, the task page's actions
+// script (web/pages.html, "actions-script") fetches the confirmation page
+// and posts its form to the same route, and shows the task page the post
+// is sent on to in place: the routes are the same either way.
 
 // taskAction is one of the task page's actions.
 type taskAction struct {

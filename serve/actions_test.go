@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/net/html"
 )
 
@@ -187,5 +188,64 @@ func TestTaskActions(t *testing.T) {
 	_, _, body = e.get(t, "chain", "/tasks/"+failed+"?action=retry&outcome=HACKED")
 	if n := parse(t, body).byID("outcome"); n != nil {
 		t.Errorf("unknown outcome shown: %q", text(n))
+	}
+}
+
+// TestTaskPageScript: a task page that offers Cancel or Retry runs the
+// live script and the actions script, both by the response's nonce, and
+// its policy adds fetch to this origin (connect-src 'self') and nothing
+// else; a task page without actions runs no script (the policy forbids
+// any); the links to the confirmation pages stay for a browser without
+// script.
+func TestTaskPageScript(t *testing.T) {
+	e := newEnv(t, 3)
+	for _, tc := range []struct {
+		state, link string
+		live        bool
+	}{
+		{"QUEUED", "cancel-link", true},
+		{"RUNNING", "cancel-link", true},
+		{"FAILED", "retry-link", false},
+		{"CANCELLED", "retry-link", false},
+		{"SUCCEEDED", "", false},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			id := addTask(t, e.pool, "chain", "default", tc.state, 0)
+			code, h, body := e.get(t, "chain", "/tasks/"+id)
+			if code != http.StatusOK {
+				t.Fatalf("%d %s", code, body)
+			}
+			d := parse(t, body)
+			scripts := d.all("script", nil)
+			policy := h.Get("Content-Security-Policy")
+			if tc.link == "" {
+				if len(scripts) != 0 || policy != csp {
+					t.Errorf("%d scripts, policy %q", len(scripts), policy)
+				}
+				return
+			}
+			if len(scripts) == 0 {
+				t.Fatalf("no script; policy %q", policy)
+			}
+			nonce := attr(scripts[0], "nonce")
+			var nonces []string
+			for _, s := range scripts {
+				nonces = append(nonces, attr(s, "nonce"))
+			}
+			if diff := cmp.Diff([]string{nonce, nonce}, nonces); diff != "" || len(nonce) < 20 {
+				t.Errorf("script nonces (-want +got):\n%s", diff)
+			}
+			if want := csp + "; connect-src 'self'; script-src 'nonce-" + nonce + "'"; policy != want {
+				t.Errorf("policy %q, want %q", policy, want)
+			}
+			a := d.byID(tc.link)
+			toggle := d.byID("live-toggle")
+			if a == nil || attr(a, "href") != "/tasks/"+id+"/"+strings.TrimSuffix(tc.link, "-link") {
+				t.Errorf("%s: %v", tc.link, a)
+			}
+			if toggle == nil || (attr(toggle, "data-live") == "on") != tc.live || (refreshes(d) == 1) != tc.live {
+				t.Errorf("live toggle %v, %d refreshes, want live %v", toggle, refreshes(d), tc.live)
+			}
+		})
 	}
 }

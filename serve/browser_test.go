@@ -233,8 +233,10 @@ func TestBrowserGraph25k(t *testing.T) {
 // TestBrowserTasksAndCancel: in headless Chromium, sign in on the /tasks
 // page, tab through its form fields in order, filter by state, open a
 // task from the list, and cancel it through the confirmation form (the
-// session's CSRF token travels in the form); the task page shows the
-// outcome and the task is cancelled in PostgreSQL.
+// session's CSRF token travels in the form; the page's script posts it in
+// place); the task page shows the outcome and the task is cancelled in
+// PostgreSQL. TestBrowserTaskActions checks the actions with and without
+// script.
 func TestBrowserTasksAndCancel(t *testing.T) {
 	ctx := browser(t)
 	e := newEnv(t, 3)
@@ -272,6 +274,8 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.ID("state"), "QUEUED"),
 		chromedp.Click(chromedp.CSS(`form[aria-label="Filter tasks"] button[type="submit"]`)),
+		// the filtered page (the unfiltered one shows the row too)
+		chromedp.WaitVisible(chromedp.CSS(`ul.counts a[data-state="QUEUED"][aria-current="page"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tasks tr[data-task-id="`+queued+`"]`)),
 	); err != nil {
 		t.Fatal(err)
@@ -292,9 +296,12 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 		t.Fatalf("the confirmation page changed the task: %s", st)
 	}
 	screenshot(t, ctx, "confirm")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm")), chromedp.WaitVisible(chromedp.ID("outcome"))); err != nil {
+	// The action posts in place (the task page's script; the outcome
+	// region is there, empty, until the answer comes).
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("confirm"))); err != nil {
 		t.Fatal(err)
 	}
+	run(t, ctx, chromedp.Poll[bool](`document.getElementById('outcome')?.textContent !== ''`))
 	outcome := run(t, ctx, chromedp.Text(chromedp.ID("outcome")))
 	state := run(t, ctx, chromedp.Text(chromedp.ID("task-state")))
 	if st, _ := e.stateOf(t, queued); outcome != "Cancel: ACCEPTED" || state != "CANCELLED" || st != "CANCELLED" {

@@ -17,7 +17,8 @@
 // The browser pages sign in at /login: the cookie holds a server-side
 // session id, never the token (see session.go). /tasks lists tasks as GET
 // /api/tasks does (list.go); a task page's Cancel and Retry post a
-// confirmation form carrying the session's CSRF token (actions.go). The
+// confirmation form carrying the session's CSRF token (actions.go), in
+// place where script runs (the task page's script in web/pages.html). The
 // graph page's failures and timeline views are in views.go, a map's
 // failed items page in mapitems.go.
 package serve

@@ -31,15 +31,18 @@ import (
 // The browser pages: server-rendered HTML and inline SVG from embedded
 // templates and one stylesheet. A live run's pages reload every
 // RefreshSeconds until the run is terminal: by one inline script
-// (allowed by a per-response CSP nonce, the only script any page has)
-// that a "Pause live updates" button stops, or, without script, by a
-// <meta http-equiv="refresh"> inside <noscript>. Every other page runs
-// no script (its CSP forbids any).
+// (allowed by a per-response CSP nonce) that a "Pause live updates"
+// button stops, or, without script, by a <meta http-equiv="refresh">
+// inside <noscript>. A task page that offers Cancel or Retry also runs
+// the actions script (web/pages.html, template "task"): it confirms and
+// posts the action in place with fetch (its policy adds connect-src
+// 'self'); without script the links and forms work as they are. Every
+// other page runs no script (its CSP forbids any).
 
 //go:embed web/pages.html web/graph.css
 var webFS embed.FS
 
-var pages = template.Must(template.New("").ParseFS(webFS, "web/pages.html"))
+var pages = template.Must(template.New("").Funcs(template.FuncMap{"refreshSeconds": func() int { return RefreshSeconds }}).ParseFS(webFS, "web/pages.html"))
 
 // SessionCookie holds a browser's session id (HttpOnly, SameSite=Strict;
 // Secure over TLS), never the bearer token: the session lives on the
@@ -54,7 +57,7 @@ const RefreshSeconds = 5
 // and images from this origin, forms post only here, never framed.
 const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// liveCSP is a live page's policy: csp, and its one inline script by a
+// liveCSP is a live page's policy: csp, and its inline scripts by a
 // nonce fresh for each response (the script reloads the page every
 // RefreshSeconds until the reader pauses it; without script a
 // <noscript> refresh does).
@@ -62,15 +65,29 @@ func liveCSP(nonce string) string {
 	return csp + "; script-src 'nonce-" + nonce + "'"
 }
 
+// actionsCSP is the policy of a task page that offers actions: liveCSP,
+// and fetch to this origin only (the actions script loads the
+// confirmation and posts it).
+func actionsCSP(nonce string) string {
+	return csp + "; connect-src 'self'; script-src 'nonce-" + nonce + "'"
+}
+
+// scripted reports whether a page struct runs script: it refreshes
+// (Refresh set) or posts its actions in place (Fetches set).
+func scripted(v reflect.Value) bool {
+	if f := v.FieldByName("Refresh"); f.IsValid() && f.Int() != 0 {
+		return true
+	}
+	f := v.FieldByName("Fetches")
+	return f.IsValid() && f.Bool()
+}
+
 // withNonce returns a copy of data (a page struct) with a fresh Nonce
-// when it refreshes (Refresh set), and the nonce; data as given and ""
-// otherwise.
+// when it runs script (see scripted), and the nonce; data as given and
+// "" otherwise.
 func withNonce(data any) (any, string, error) {
 	v := reflect.ValueOf(data)
-	if v.Kind() != reflect.Struct {
-		return data, "", nil
-	}
-	if f := v.FieldByName("Refresh"); !f.IsValid() || f.Int() == 0 {
+	if v.Kind() != reflect.Struct || !scripted(v) {
 		return data, "", nil
 	}
 	var b [18]byte
@@ -100,7 +117,11 @@ var renderErrors atomic.Int64
 type page struct {
 	Title, Principal, Code, Message, Back string
 	Refresh                               int
-	// Nonce is a live page's script nonce (render sets it).
+	// Fetches: the page runs the actions script, which fetches from this
+	// origin (a task page offering Cancel or Retry).
+	Fetches bool
+	// Nonce is the script nonce of a page that runs script (render sets
+	// it).
 	Nonce string
 }
 
@@ -118,7 +139,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	}
 	htmlHeaders(w)
 	if nonce != "" {
-		w.Header().Set("Content-Security-Policy", liveCSP(nonce))
+		policy := liveCSP(nonce)
+		if f := reflect.ValueOf(data).FieldByName("Fetches"); f.IsValid() && f.Bool() {
+			policy = actionsCSP(nonce)
+		}
+		w.Header().Set("Content-Security-Policy", policy)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
@@ -282,13 +307,15 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request, principal stri
 		p.Refresh = RefreshSeconds
 	}
 	st := status(t, true)
+	actions := actionsOf(t.State)
+	p.Fetches = len(actions) > 0
 	s.render(w, r, http.StatusOK, "task", struct {
 		page
 		Task     TaskStatus
 		Actions  []taskAction
 		Outcome  string
 		Failures []failure
-	}{p, st, actionsOf(t.State), shownOutcome(r.URL.Query()), s.failuresOf(r.Context(), principal, t)})
+	}{p, st, actions, shownOutcome(r.URL.Query()), s.failuresOf(r.Context(), principal, t)})
 }
 
 // glyph places a state's marker shape (circle, triangle, checked square,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -606,6 +607,59 @@ func TestSessionBound(t *testing.T) {
 	for _, id := range []string{ids[1], ids[MaxSessions-1], last} {
 		if _, ok := ss.lookup(id); !ok {
 			t.Error("a newer session is gone")
+		}
+	}
+}
+
+// TestServerTiming: a signed-in page's response says how long its
+// handler took in a Server-Timing header ("handler;dur=" milliseconds);
+// a redirect to the sign-in page, the public pages and the JSON routes
+// send none.
+func TestServerTiming(t *testing.T) {
+	e := newEnv(t, 3)
+	header := regexp.MustCompile(`^handler;dur=[0-9]+\.[0-9]$`)
+	for _, tc := range []struct {
+		name, principal, target string
+		bearer, timed           bool
+	}{
+		{"tasks page", "chain", "/tasks", false, true},
+		{"task page", "chain", "/tasks/" + e.taskID, false, true},
+		{"graph page", "chain", "/tasks/" + e.taskID + "/graph?view=failures", false, true},
+		{"error page", "chain", "/tasks/00000000-0000-4000-8000-000000000000", false, true},
+		{"page by bearer token", "chain", "/tasks", true, true},
+		{"signed out", "", "/tasks", false, false},
+		{"sign-in page", "", "/login", false, false},
+		{"JSON route", "chain", "/api/tasks", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", tc.target, nil)
+			switch {
+			case tc.principal != "" && tc.bearer:
+				req.Header.Set("Authorization", "Bearer "+tokensOf[tc.principal])
+			case tc.principal != "":
+				req.AddCookie(signInCookie(t, e.s, tc.principal))
+			}
+			w := httptest.NewRecorder()
+			e.s.ServeHTTP(w, req)
+			got := w.Header().Values("Server-Timing")
+			if tc.timed && (len(got) != 1 || !header.MatchString(got[0])) || !tc.timed && len(got) != 0 {
+				t.Errorf("%d: Server-Timing %q", w.Code, got)
+			}
+		})
+	}
+}
+
+func TestTimingHeader(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "handler;dur=0.0"},
+		{1234 * time.Microsecond, "handler;dur=1.2"},
+		{1250*time.Millisecond + 60*time.Microsecond, "handler;dur=1250.1"},
+	} {
+		if got := timingHeader(tc.d); got != tc.want {
+			t.Errorf("timingHeader(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }
