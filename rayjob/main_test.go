@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/testwait"
-	"github.com/rayflow/rayflow/sdk"
 )
 
 // The tests submit Ray Jobs to the dashboard at $RAYFLOW_RAY_DASHBOARD
@@ -42,7 +42,7 @@ func runTests(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	os.Setenv(sdk.EnvBuildRevision, testBuildRevision)
+	os.Setenv(buildid.EnvBuildRevision, testBuildRevision)
 	python = ray.DefaultPython()
 	if python == "" {
 		fmt.Fprintln(os.Stderr, "rayjob tests need a Python with Ray: make ray-venv")

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -744,9 +743,6 @@ func truncateRunes(s string, n int) string {
 	}
 	return string([]rune(s)[:n])
 }
-
-// ErrRetryPinMismatch is returned by CheckRetryPin.
-var ErrRetryPinMismatch = errors.New("rayflow: the retried run does not reproduce its pinned plan")
 
 // CheckRetryPin enforces retry pinning (PLAN-09): the first materialization
 // of a durable run pins its fingerprint and attempt; a later attempt must

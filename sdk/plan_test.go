@@ -20,6 +20,7 @@ import (
 	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -175,8 +176,8 @@ func TestPLAN04ConservativeInvalidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, env, value string
 	}{
-		{"build revision", EnvBuildRevision, "abc123"},
-		{"image digest", EnvImageDigest, "sha256:" + strings.Repeat("ab", 32)},
+		{"build revision", buildid.EnvBuildRevision, "abc123"},
+		{"image digest", buildid.EnvImageDigest, "sha256:" + strings.Repeat("ab", 32)},
 	} {
 		m, err := Materialize(basicFlow(), withCodeContext(func(k string) string {
 			if k == tc.env {
@@ -318,7 +319,7 @@ func TestPLAN08StableCodeIdentity(t *testing.T) {
 		t.Fatalf("callable %+v", m.Plan.Callables[0])
 	}
 	_, err = Materialize(Map(Step(PlanSquare)), withCodeContext(func(k string) string {
-		if k == EnvImageDigest {
+		if k == buildid.EnvImageDigest {
 			return "sha256:tag"
 		}
 		return ""

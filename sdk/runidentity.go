@@ -1,12 +1,11 @@
 package sdk
 
 import (
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 )
 
 // RunIdentity is the 4-field identity of one run (the run identity of the
@@ -24,24 +23,10 @@ type RunIdentity struct {
 
 var runIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// ErrInvalidRunIdentity is wrapped by RunIdentity.Validate's errors.
-var ErrInvalidRunIdentity = errors.New("rayflow: invalid run identity")
-
 // NewRunIdentity returns the identity of a run outside the durable runtime:
 // task execution 1, attempt 1, generation 0 and a random (version 4) run id.
 func NewRunIdentity() RunIdentity {
-	return RunIdentity{TaskExecutionPK: 1, AttemptNumber: 1, ExecutionGeneration: 0, RunID: NewRunID()}
-}
-
-// NewRunID returns a random version-4 UUID in canonical lowercase form.
-func NewRunID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return RunIdentity{TaskExecutionPK: 1, AttemptNumber: 1, ExecutionGeneration: 0, RunID: sdkrt.NewRunID()}
 }
 
 // Validate checks the bounds of the summary schema's run identity: a

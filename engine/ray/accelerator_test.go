@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -69,7 +70,7 @@ func TestAcceleratorLeavesSeeTheirDevices(t *testing.T) {
 	// in the worker's process: they get a leaf process of their own too.
 	t.Run("leaf library", func(t *testing.T) {
 		lib := buildLeafLibrary(t)
-		t.Setenv(sdk.EnvBuildRevision, "accelerator-test") // the test vouches for both builds
+		t.Setenv(buildid.EnvBuildRevision, "accelerator-test") // the test vouches for both builds
 		checkDevices(t, head.addr, lib)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -130,7 +131,7 @@ func TestBenchRay(t *testing.T) {
 	// The same unbatched maps with leaves in the workers' own processes
 	// (Options.LeafLibrary: this test binary built as the library), whose
 	// plans need a build revision.
-	t.Setenv(sdk.EnvBuildRevision, "bench-ray")
+	t.Setenv(buildid.EnvBuildRevision, "bench-ray")
 	libEngine, err := New(ctx, Options{Address: testAddress, Stderr: io.Discard, LeafLibrary: buildLeafLibrary(t)})
 	if err != nil {
 		t.Fatal(err)

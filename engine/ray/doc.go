@@ -92,7 +92,7 @@
 // carrying Ray's reason.
 //
 // Results: Engine.Run returns the final value still encoded (the codec's
-// bytes, fetched once); Run (this package), sdk.Run and sdk.DecodeResult
+// bytes, fetched once); Run (this package), sdk.Run and sdkrt.DecodeResult
 // decode it into the flow's output type.
 //
 // Code identity: each leaf process starts with a versioned handshake
@@ -155,7 +155,7 @@
 // acknowledgement, kills the actor and passes the payload reference on.
 // Any failure or cancellation kills the actor (discarding its state).
 //
-// Progress is per run: sdk.Run hands Engine.Run a sdk.RunSpec whose
+// Progress is per run: sdk.Run hands Engine.Run a sdkrt.RunSpec whose
 // Progress (a progress.Run) owns the run's identity, the plan's reporting
 // policy, the limits profile, the Collector and the publications to the
 // run's sink (sdk.WithProgress); the graph (steps, and each bounded map as

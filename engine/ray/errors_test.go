@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -287,7 +288,7 @@ func TestLeafRefusesOtherBuild(t *testing.T) {
 	}
 	other := "executable:sha256:" + strings.Repeat("0", 64)
 	m.Plan.Definition.BuildRevision = &other
-	_, err = sdk.RunPlan(ctx, m, Job{I: 1}, sdk.WithEngine(testEngine))
+	_, err = sdkhost.RunPlan(ctx, m, Job{I: 1}, sdk.WithEngine(testEngine))
 	var ls *LeafStartError
 	if !errors.Is(err, ErrBuildMismatch) || !errors.As(err, &ls) || ls.Want != strings.TrimPrefix(other, "executable:") || ls.Got == "" || !strings.Contains(err.Error(), ls.Got) {
 		t.Fatalf("want ErrBuildMismatch naming both digests, got %v", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -73,7 +74,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	default:
 		t.Fatal("the bridge process was not reaped")
 	}
-	if _, err := e.Run(ctx, sdk.RunSpec{}); err == nil {
+	if _, err := e.Run(ctx, sdkrt.RunSpec{}); err == nil {
 		t.Fatal("a closed engine ran")
 	}
 	if _, err := b.Put(ctx, []byte("x")); !errors.Is(err, ErrBridgeClosed) {

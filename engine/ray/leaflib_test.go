@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -71,7 +72,7 @@ func TestLeafLibrary(t *testing.T) {
 	// Without a revision in the environment the plan's code identity is
 	// this test binary's digest (a test build has no VCS stamp), which the
 	// library cannot have: refused before anything runs.
-	for _, v := range []string{sdk.EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"} {
+	for _, v := range []string{buildid.EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"} {
 		t.Setenv(v, "")
 	}
 	var se *SetupError
@@ -79,7 +80,7 @@ func TestLeafLibrary(t *testing.T) {
 		t.Fatalf("a library with an executable identity: want a *SetupError, got %v", err)
 	}
 
-	t.Setenv(sdk.EnvBuildRevision, "leaf-library-test") // the user vouches for the build
+	t.Setenv(buildid.EnvBuildRevision, "leaf-library-test") // the user vouches for the build
 	modes, err := Run(ctx, e, leafModeFlow, make([]int, 20))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -196,7 +197,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, rt := newFakeEngine()
-			if _, err := sdk.RunPlan(context.Background(), m, 1, sdk.WithEngine(e)); err != nil {
+			if _, err := sdkhost.RunPlan(context.Background(), m, 1, sdk.WithEngine(e)); err != nil {
 				t.Fatal(err)
 			}
 			tasks := rt.submitted()
@@ -204,7 +205,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 				t.Fatalf("%d submissions", len(tasks))
 			}
 			c.check(t, tasks[0])
-			if want := planDigest(m); tasks[0].Digest != want {
+			if want := planDigest(m.Plan); tasks[0].Digest != want {
 				t.Fatalf("digest %q submitted, the plan's is %q", tasks[0].Digest, want)
 			}
 		})
@@ -218,13 +219,13 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe, frt := newFakeEngine()
-	_, _ = sdk.RunPlan(context.Background(), fm, []Rev{{I: 0}}, sdk.WithEngine(fe))
+	_, _ = sdkhost.RunPlan(context.Background(), fm, []Rev{{I: 0}}, sdk.WithEngine(fe))
 	if len(frt.actors) != 1 {
 		t.Fatalf("%d actors created", len(frt.actors))
 	}
 	a := frt.actors[0]
 	env, _ := a.Options["runtime_env"].(map[string]any)
-	if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" || a.Digest != planDigest(fm) {
+	if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" || a.Digest != planDigest(fm.Plan) {
 		t.Fatalf("fold actor options %v, digest %q", a.Options, a.Digest)
 	}
 	// The plan's executable digest reaches every leaf (checked by its
@@ -233,7 +234,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := planDigest(m); os.Getenv("RAYFLOW_BUILD_REVISION") == "" && !strings.HasPrefix(d, "sha256:") {
+	if d := planDigest(m.Plan); os.Getenv("RAYFLOW_BUILD_REVISION") == "" && !strings.HasPrefix(d, "sha256:") {
 		t.Fatalf("a test binary's plan has no executable digest: %q", d)
 	}
 }

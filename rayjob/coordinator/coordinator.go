@@ -18,6 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
@@ -226,9 +227,9 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 	if c.Reporting != "" {
 		mopts = append(mopts, sdk.WithReportingPolicy(c.Reporting))
 	}
-	m, err := sdk.MaterializeRegistered(c.Flow, mopts...)
+	m, err := sdkhost.MaterializeRegistered(c.Flow, mopts...)
 	if errors.Is(err, sdk.ErrUnknownFlow) {
-		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdk.RegisteredFlows(), ", ")))
+		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdkhost.RegisteredFlows(), ", ")))
 		return ExitSetup
 	}
 	if err != nil {
@@ -279,7 +280,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rayflow coordinator: run %s: no %s, progress is not stored\n", c.Identity.RunID, DatabaseURLEnv)
 		}
 	}
-	out, err := sdk.RunPlan(ctx, m, c.Input, opts...)
+	out, err := sdkhost.RunPlan(ctx, m, c.Input, opts...)
 	if cerr := e.Close(); cerr != nil {
 		fmt.Fprintln(stderr, "rayflow coordinator: closing the engine:", cerr)
 	}
