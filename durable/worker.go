@@ -739,7 +739,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **pgst
 	if w.o.Jobs != nil {
 		return w.runJob(ctx, f, c, m)
 	}
-	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
+	id := sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
 	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}
 	if !w.o.NoProgressStore {
 		sink, err := pgstore.NewSink(w.pool, pgstore.Limits{})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -21,9 +22,9 @@ var (
 	ErrStrategyMismatch = errors.New("rayflow: the plan's strategy does not match the engine")
 	// ErrStrategyRejected matches a *SelectionError.
 	ErrStrategyRejected = errors.New("rayflow: the requested strategy is not eligible for this plan")
-	// ErrInvalidRunIdentity is wrapped by the errors of a run given an
+	// ErrInvalidRunIdentity is wrapped by the error of a run given an
 	// invalid RunIdentity (WithRunIdentity).
-	ErrInvalidRunIdentity = errors.New("rayflow: invalid run identity")
+	ErrInvalidRunIdentity = sdkrt.ErrInvalidRunIdentity
 	// ErrRetryPinMismatch is a durable task's retry whose plan is not the
 	// one its first attempt pinned (Materialized.CheckRetryPin).
 	ErrRetryPinMismatch = errors.New("rayflow: the retried run does not reproduce its pinned plan")

@@ -176,10 +176,9 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	}
 	id := NewRunIdentity()
 	if cfg.identity != nil {
-		if err := cfg.identity.Validate(); err != nil {
+		if id, err = sdkrt.RunIdentity(*cfg.identity); err != nil {
 			return nil, err
 		}
-		id = *cfg.identity
 	}
 	if cfg.requireRay && !onRay(cfg.engine) {
 		return nil, ErrRayRequired
@@ -209,7 +208,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
-		Identity: id.record(), Policy: m.ReportingPolicy(), Program: m.bindings.Program,
+		Identity: id, Policy: m.ReportingPolicy(), Program: m.bindings.Program,
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
@@ -227,7 +226,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 		engine = inProcess{sequential: cfg.sequential, noRoundTrip: cfg.noRoundTrip}
 	}
 	out, err := engine.Run(ctx, sdkrt.RunSpec{Plan: m.Plan, Selection: m.Selection, Bindings: m.bindings,
-		Input: in, Identity: id.record(), Progress: prun})
+		Input: in, Identity: id, Progress: prun})
 	ferr := prun.Finish(ctx, err)
 	if stale := prun.Err(); stale != nil {
 		return nil, stale

@@ -70,6 +70,26 @@ func DecodeResult[Out any](v any) (Out, error) {
 	return out, fmt.Errorf("rayflow: internal type mismatch: have %T, step wants %T", v, out)
 }
 
+// ErrInvalidRunIdentity is wrapped by RunIdentity's errors (it is
+// sdk.ErrInvalidRunIdentity).
+var ErrInvalidRunIdentity = errors.New("rayflow: invalid run identity")
+
+// RunIdentity returns id checked against the generated record's
+// constraints (schema version 1, a positive task execution pk and attempt,
+// a non-negative generation, a canonical lowercase UUID run id), with a
+// schema version left at zero set to 1 (the only one), so that an identity
+// written as a literal of its four fields is valid. Its error wraps
+// ErrInvalidRunIdentity and the record's validation error.
+func RunIdentity(id common.RunIdentity) (common.RunIdentity, error) {
+	if id.SchemaVersion == 0 {
+		id.SchemaVersion = 1
+	}
+	if err := id.Validate(); err != nil {
+		return id, fmt.Errorf("%w: %w", ErrInvalidRunIdentity, err)
+	}
+	return id, nil
+}
+
 // NewRunID returns a random version-4 UUID in canonical lowercase form.
 func NewRunID() string {
 	var b [16]byte

@@ -54,7 +54,7 @@ func EncodeRun(id sdk.RunIdentity) string {
 
 // DecodeRun decodes RunEnv's value and validates the identity.
 func DecodeRun(s string) (sdk.RunIdentity, error) {
-	var id sdk.RunIdentity
+	id := sdk.RunIdentity{SchemaVersion: 1}
 	f := strings.Split(s, ":")
 	if len(f) != 4 {
 		return id, fmt.Errorf("%w: %q is not pk:attempt:generation:run-id", sdk.ErrInvalidRunIdentity, s)
@@ -67,7 +67,7 @@ func DecodeRun(s string) (sdk.RunIdentity, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return id, fmt.Errorf("%w: %q: %w", sdk.ErrInvalidRunIdentity, s, err)
 	}
-	return id, id.Validate()
+	return sdkrt.RunIdentity(id)
 }
 
 // ResultPrefix starts the result record's line.
