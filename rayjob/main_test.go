@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/testwait"
 )
 
@@ -43,7 +43,7 @@ func runTests(m *testing.M) int {
 		return m.Run()
 	}
 	os.Setenv(buildid.EnvBuildRevision, testBuildRevision)
-	python = ray.DefaultPython()
+	python = rayenv.Python()
 	if python == "" {
 		fmt.Fprintln(os.Stderr, "rayjob tests need a Python with Ray: make ray-venv")
 		return 1

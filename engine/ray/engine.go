@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/program"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
@@ -96,7 +96,7 @@ var _ sdk.Engine = (*Engine)(nil)
 // returned before anything is submitted.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	if o.Python == "" {
-		o.Python = DefaultPython()
+		o.Python = rayenv.Python()
 	}
 	exe := o.Executable
 	digested := make(chan struct{})
@@ -148,29 +148,6 @@ func (e *Engine) warm(ctx context.Context, b *rayBridge, timeout time.Duration) 
 // newWithRuntime makes an engine over any rayRuntime (the tests' fake).
 func newWithRuntime(rt rayRuntime, exe string) *Engine {
 	return &Engine{rt: rt, exe: exe, codec: sdk.DefaultCodec}
-}
-
-// DefaultPython finds the interpreter: $RAYFLOW_PYTHON, else the nearest
-// .venv-ray/bin/python upwards from the working directory, else "".
-func DefaultPython() string {
-	if p := os.Getenv("RAYFLOW_PYTHON"); p != "" {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, ".venv-ray", "bin", "python")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // bridgeRuntime returns the engine's runtime (the bridge).

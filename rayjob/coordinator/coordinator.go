@@ -18,6 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress/pgstore"
@@ -139,7 +140,7 @@ type Config struct {
 	Flow    string          // default $RAYFLOW_RAYJOB_FLOW
 	Input   json.RawMessage // default the decoded $RAYFLOW_RAYJOB_INPUT
 	Address string          // default $RAY_ADDRESS, else "auto"
-	Python  string          // default ray.DefaultPython(), else "python3"
+	Python  string          // default rayenv.Python(), else "python3"
 	// Identity is the durable attempt's run identity; default the decoded
 	// $RAYFLOW_RAYJOB_RUN; none: a fresh one, and no progress storage.
 	Identity *sdk.RunIdentity
@@ -244,7 +245,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		c.Address = "auto"
 	}
 	if c.Python == "" {
-		c.Python = ray.DefaultPython()
+		c.Python = rayenv.Python()
 	}
 	if c.Python == "" {
 		c.Python = "python3"
