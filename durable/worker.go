@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
@@ -716,7 +717,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **pgst
 	if c.adoptJob != "" {
 		return w.followJob(ctx, c.adoptJob, m.Fingerprint)
 	}
-	if err := m.CheckRetryPin(c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
+	if err := sdkhost.CheckRetryPin(m, c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
 		return nil, &permanent{fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, err)}
 	}
 	if c.pinnedFP == "" {

@@ -1,11 +1,13 @@
 package sdk_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rayflow/rayflow/internal/apitest"
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // TestAPISurface: sdk exports what an application author uses and nothing
@@ -52,5 +54,19 @@ func TestAPISurface(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("sdk's exported identifiers (-want +got):\n%s", d)
+	}
+}
+
+// TestMaterializedMethods: a plan's methods are what an application reads
+// of it; the durable worker's retry pin check is internal/sdkhost's.
+func TestMaterializedMethods(t *testing.T) {
+	typ := reflect.TypeFor[*sdk.Materialized]()
+	var got []string
+	for i := range typ.NumMethod() {
+		got = append(got, typ.Method(i).Name)
+	}
+	want := []string{"CacheKey", "ReportingPolicy", "Summary"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("*sdk.Materialized's methods (-want +got):\n%s", d)
 	}
 }

@@ -26,7 +26,7 @@ var (
 	// invalid RunIdentity (WithRunIdentity).
 	ErrInvalidRunIdentity = sdkrt.ErrInvalidRunIdentity
 	// ErrRetryPinMismatch is a durable task's retry whose plan is not the
-	// one its first attempt pinned (Materialized.CheckRetryPin).
+	// one its first attempt pinned (the durable worker checks the pin).
 	ErrRetryPinMismatch = errors.New("rayflow: the retried run does not reproduce its pinned plan")
 )
 

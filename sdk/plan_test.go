@@ -329,30 +329,6 @@ func TestPLAN08StableCodeIdentity(t *testing.T) {
 	}
 }
 
-func TestPLAN09RetryPinning(t *testing.T) {
-	m := mustMaterialize(t, basicFlow())
-	if err := m.CheckRetryPin("", 0, 1); err != nil {
-		t.Fatalf("first attempt: %v", err)
-	}
-	if err := m.CheckRetryPin(m.Fingerprint, 1, 2); err != nil {
-		t.Fatalf("a retry reproducing a retry-safe plan: %v", err)
-	}
-	other := mustMaterialize(t, basicFlow(WithResources(Resources{NumCPUs: 2})))
-	if err := other.CheckRetryPin(m.Fingerprint, 1, 2); !errors.Is(err, ErrRetryPinMismatch) {
-		t.Fatalf("a retry with a new definition must fail: %v", err)
-	}
-	if err := RegisterRuntimeEnv("plan09", RuntimeEnv{"image_uri": "example.com/app:latest"}); err != nil {
-		t.Fatal(err)
-	}
-	unsafe := mustMaterialize(t, basicFlow(WithRuntimeEnv("plan09")))
-	if unsafe.Plan.RetrySafety.RetrySafe {
-		t.Fatal("a mutable image tag must make the plan retry-unsafe")
-	}
-	if err := unsafe.CheckRetryPin(unsafe.Fingerprint, 1, 2); !errors.Is(err, ErrRetryPinMismatch) {
-		t.Fatalf("a retry of a retry-unsafe plan must fail: %v", err)
-	}
-}
-
 func TestPLAN10StructuredDiagnostics(t *testing.T) {
 	m := mustMaterialize(t, basicFlow())
 	sel := m.Selection

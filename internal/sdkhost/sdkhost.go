@@ -8,6 +8,7 @@ package sdkhost
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
@@ -36,3 +37,24 @@ func MaterializeRegistered(name string, opts ...sdk.MaterializeOption) (*sdk.Mat
 
 // RegisteredFlows lists the registered flow names, sorted.
 func RegisteredFlows() []string { return sdkrt.Flows() }
+
+// CheckRetryPin enforces retry pinning (PLAN-09): the first
+// materialization of a durable run pins its fingerprint and attempt; a
+// later attempt must reproduce the exact fingerprint and the plan must be
+// retry-safe, else the run fails before any leaf is submitted, with an
+// error wrapping sdk.ErrRetryPinMismatch. An empty pin is the first
+// attempt.
+func CheckRetryPin(m *sdk.Materialized, pinnedFingerprint string, pinnedAttempt, attempt int) error {
+	switch {
+	case pinnedFingerprint == "" || attempt == pinnedAttempt:
+		if pinnedFingerprint != "" && pinnedFingerprint != m.Fingerprint {
+			return fmt.Errorf("%w: fingerprint %s, pinned %s", sdk.ErrRetryPinMismatch, m.Fingerprint, pinnedFingerprint)
+		}
+		return nil
+	case pinnedFingerprint != m.Fingerprint:
+		return fmt.Errorf("%w: attempt %d materialized %s, attempt %d pinned %s", sdk.ErrRetryPinMismatch, attempt, m.Fingerprint, pinnedAttempt, pinnedFingerprint)
+	case !m.Plan.RetrySafety.RetrySafe:
+		return fmt.Errorf("%w: the plan is not retry-safe (%v)", sdk.ErrRetryPinMismatch, m.Plan.RetrySafety.RetryUnsafePaths)
+	}
+	return nil
+}

@@ -69,3 +69,49 @@ func TestDecodeResult(t *testing.T) {
 		t.Fatal("DecodeResult[int] of an encoded string did not fail")
 	}
 }
+
+func Double(_ context.Context, v int) (int, error) { return 2 * v, nil }
+
+// TestRetryPinning (PLAN-09): a retry must reproduce the pinned
+// fingerprint of a retry-safe plan.
+func TestRetryPinning(t *testing.T) {
+	materialize := func(opts ...sdk.StepOption) *sdk.Materialized {
+		t.Helper()
+		m, err := sdk.Materialize(sdk.Then(sdk.Step(Inc), sdk.Step(Double, opts...)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := materialize()
+	other := materialize(sdk.WithResources(sdk.Resources{NumCPUs: 2}))
+	if err := sdk.RegisterRuntimeEnv("sdkhost_test.mutable", sdk.RuntimeEnv{"image_uri": "example.com/app:latest"}); err != nil {
+		t.Fatal(err)
+	}
+	unsafe := materialize(sdk.WithRuntimeEnv("sdkhost_test.mutable"))
+	if unsafe.Plan.RetrySafety.RetrySafe {
+		t.Fatal("a mutable image tag must make the plan retry-unsafe")
+	}
+	cases := []struct {
+		name                   string
+		m                      *sdk.Materialized
+		pin                    string
+		pinnedAttempt, attempt int
+		ok                     bool
+	}{
+		{"first attempt", m, "", 0, 1, true},
+		{"the pinning attempt again", m, m.Fingerprint, 1, 1, true},
+		{"the pinning attempt, another plan", other, m.Fingerprint, 1, 1, false},
+		{"a retry reproducing a retry-safe plan", m, m.Fingerprint, 1, 2, true},
+		{"a retry with a new definition", other, m.Fingerprint, 1, 2, false},
+		{"a retry of a retry-unsafe plan", unsafe, unsafe.Fingerprint, 1, 2, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := sdkhost.CheckRetryPin(c.m, c.pin, c.pinnedAttempt, c.attempt)
+			if c.ok != (err == nil) || !c.ok && !errors.Is(err, sdk.ErrRetryPinMismatch) {
+				t.Fatalf("CheckRetryPin = %v, want ok %v (else ErrRetryPinMismatch)", err, c.ok)
+			}
+		})
+	}
+}
