@@ -189,7 +189,7 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 		runAfter = &o.RunAfter
 	}
 	for range maxIDAttempts {
-		id := sdk.NewRunID()
+		id := sdkrt.NewRunID()
 		_, err := store.InsertTask(ctx, db, store.NewTask{TaskID: id, Flow: name, Queue: o.Queue, Priority: o.Priority,
 			MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
 			QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -406,7 +407,7 @@ func TestCancelAndRetryOutcomes(t *testing.T) {
 	}
 	t.Logf("running task cancelled in %v", time.Since(start))
 	// Retry outcomes.
-	if out, _ := e.c.Retry(ctx, r, Expect{RunID: sdk.NewRunID()}); out != RetryStaleWorkflowIdentity {
+	if out, _ := e.c.Retry(ctx, r, Expect{RunID: sdkrt.NewRunID()}); out != RetryStaleWorkflowIdentity {
 		t.Fatalf("retry with another run id: %s", out)
 	}
 	if out, _ := e.c.Retry(ctx, r, Expect{Generation: task.Generation + 1}); out != RetryStaleGeneration {

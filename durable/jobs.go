@@ -102,7 +102,7 @@ func (w *Worker) runJob(ctx context.Context, f fence, c claimed, m *sdk.Material
 	}
 	if as, ok := w.o.Jobs.(AttemptSubmitter); ok {
 		err = as.SubmitAttempt(ctx, JobAttempt{SubmissionID: sub, Flow: c.flow, Input: c.input,
-			Identity:        sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID},
+			Identity:        sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID},
 			ReportingPolicy: sdk.ReportingPolicy(m.ReportingPolicy()), Progress: !w.o.NoProgressStore})
 	} else {
 		err = w.o.Jobs.Submit(ctx, sub, c.flow, c.input)

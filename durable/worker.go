@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
@@ -716,7 +717,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **pgst
 	if c.adoptJob != "" {
 		return w.followJob(ctx, c.adoptJob, m.Fingerprint)
 	}
-	if err := m.CheckRetryPin(c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
+	if err := sdkhost.CheckRetryPin(m, c.pinnedFP, c.pinnedAttempt, c.attempt); err != nil {
 		return nil, &permanent{fmt.Errorf("%w (a new task is required): %w", ErrPlanChanged, err)}
 	}
 	if c.pinnedFP == "" {
@@ -739,7 +740,7 @@ func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **pgst
 	if w.o.Jobs != nil {
 		return w.runJob(ctx, f, c, m)
 	}
-	id := sdk.RunIdentity{TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
+	id := sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: c.pk, AttemptNumber: int64(c.attempt), ExecutionGeneration: c.gen, RunID: c.runID}
 	opts := []sdk.RunOption{sdk.WithPlan(m), sdk.WithRunIdentity(id)}
 	if !w.o.NoProgressStore {
 		sink, err := pgstore.NewSink(w.pool, pgstore.Limits{})

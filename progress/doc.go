@@ -1,8 +1,8 @@
 // Package progress is the engine-neutral half of live workflow progress
 // (docs/contracts.md#progress-records: limits, snapshot v2, live events,
 // metrics, previews, redaction): every graph semantic is Go.
-// It imports no engine and not sdk (sdk imports it: sdk.PreviewEnvelope and
-// sdk.ReportProgress are this package's PreviewEnvelope and Report). Engines only move bytes: a leaf's Producer
+// It imports no engine and not sdk (sdk imports it: sdk.ReportProgress is
+// this package's Report). Engines only move bytes: a leaf's Producer
 // hands canonical event envelopes to a Sender (on Ray the collector actor's
 // handle, in process the run itself, in tests a fake), and the run's
 // Collector ingests them.

@@ -7,8 +7,7 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// PreviewAvailability is the status of an output preview
-// (sdk.PreviewAvailability is this type).
+// PreviewAvailability is the status of an output preview.
 type PreviewAvailability string
 
 // Preview statuses (docs/contracts.md#output-previews). Only Available and Redacted carry a value.
@@ -24,8 +23,7 @@ const (
 	PreviewOmittedByPolicy PreviewAvailability = "OMITTED_BY_POLICY"
 )
 
-// PreviewEnvelope is the fixed preview envelope, schema version 1
-// (PreviewEnvelope is this type).
+// PreviewEnvelope is the fixed preview envelope, schema version 1.
 type PreviewEnvelope struct {
 	SchemaVersion int                 `json:"schema_version"`
 	Availability  PreviewAvailability `json:"availability"`

@@ -19,6 +19,7 @@ import (
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils/dashboardclient"
 	utiltypes "github.com/ray-project/kuberay/ray-operator/controllers/ray/utils/types"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/rayjob/coordinator"
 )
 
@@ -185,10 +186,11 @@ func request(j Job) (*utiltypes.RayJobRequest, error) {
 			env = map[string]string{}
 		}
 		if j.Identity != nil {
-			if err := j.Identity.Validate(); err != nil {
+			id, err := sdkrt.RunIdentity(*j.Identity)
+			if err != nil {
 				return nil, fmt.Errorf("rayflow: ray job: %w", err)
 			}
-			env[coordinator.RunEnv] = coordinator.EncodeRun(*j.Identity)
+			env[coordinator.RunEnv] = coordinator.EncodeRun(id)
 		}
 		if j.Reporting != "" {
 			env[coordinator.ReportingEnv] = string(j.Reporting)

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/testwait"
-	"github.com/rayflow/rayflow/sdk"
 )
 
 // The tests submit Ray Jobs to the dashboard at $RAYFLOW_RAY_DASHBOARD
@@ -42,8 +42,8 @@ func runTests(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	os.Setenv(sdk.EnvBuildRevision, testBuildRevision)
-	python = ray.DefaultPython()
+	os.Setenv(buildid.EnvBuildRevision, testBuildRevision)
+	python = rayenv.Python()
 	if python == "" {
 		fmt.Fprintln(os.Stderr, "rayjob tests need a Python with Ray: make ray-venv")
 		return 1

@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rayflow/rayflow/internal/rayenv"
 )
 
 // RayVersion is the Ray version rayflow pins (make ray-venv).
-const RayVersion = "2.60.0"
+const RayVersion = rayenv.RayVersion
 
 // ManifestOptions describe a RayJob custom resource that runs one flow
 // on a cluster KubeRay creates for it.

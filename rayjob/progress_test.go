@@ -19,6 +19,7 @@ import (
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/syncbuf"
 	"github.com/rayflow/rayflow/internal/testwait"
@@ -71,7 +72,7 @@ func newDurableApp(t *testing.T, exe string, policy sdk.ReportingPolicy, hb time
 		t.Fatal(err)
 	}
 	r, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: python, DatabaseURL: url,
-		Env: map[string]string{sdk.EnvBuildRevision: testBuildRevision}})
+		Env: map[string]string{buildid.EnvBuildRevision: testBuildRevision}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/rayjob"
 	"github.com/rayflow/rayflow/rayjob/coordinator"
@@ -46,7 +47,7 @@ func submitAndWait(t *testing.T, c *rayjob.Client, id, flow, input string) *rayj
 		// The same build revision as this test process (TestMain), so the
 		// job's plan fingerprint is comparable: without one each binary's
 		// code identity is its own executable digest.
-		Env: map[string]string{sdk.EnvBuildRevision: testBuildRevision}})
+		Env: map[string]string{buildid.EnvBuildRevision: testBuildRevision}})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

@@ -81,8 +81,8 @@ func TestCodeIdentityFollowsStepBody(t *testing.T) {
 	if again, _ := run(two); again != fp2 {
 		t.Fatalf("the same binary gave %s then %s", fp2, again)
 	}
-	r2, _ := run(two, EnvBuildRevision+"=release-7")
-	r3, _ := run(three, EnvBuildRevision+"=release-7")
+	r2, _ := run(two, buildid.EnvBuildRevision+"=release-7")
+	r3, _ := run(three, buildid.EnvBuildRevision+"=release-7")
 	if r2 != r3 || r2 == fp2 {
 		t.Fatalf("with a build revision: %s and %s (digest-based %s)", r2, r3, fp2)
 	}
@@ -93,7 +93,7 @@ func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		drop := k == EnvImageDigest
+		drop := k == buildid.EnvImageDigest
 		for _, v := range buildRevisionVars {
 			drop = drop || k == v
 		}

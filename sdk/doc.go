@@ -120,8 +120,8 @@
 // Every run has a [RunIdentity] (task execution, attempt, execution
 // generation, run id): the one given with [WithRunIdentity] (the durable
 // runtime passes each attempt's), else a fresh one from [NewRunIdentity];
-// [OnRunStart] tells the caller which, before any leaf runs. Engines
-// receive it in their [RunSpec] and every progress event carries it.
+// [OnRunStart] tells the caller which, before any leaf runs. The engine
+// receives it with the run and every progress event carries it.
 //
 // Progress is per run and the same on every engine, under the plan's
 // reporting policy ([WithReportingPolicy]; [Materialized.ReportingPolicy]):
@@ -132,8 +132,7 @@
 // the summary v3, topology and node detail at most once per interval
 // ([WithProgressInterval], default 1 s) while they change, then once with
 // the terminal state. A sink that reports a stale fence
-// (progress.ErrStaleFence) cancels the run. [RunPlan] runs an already
-// materialized plan the same way.
+// (progress.ErrStaleFence) cancels the run.
 //
 // # Errors across processes
 //

@@ -1,12 +1,8 @@
 package sdk
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrStrategyMismatch matches every *StrategyMismatchError.
-var ErrStrategyMismatch = errors.New("rayflow: the plan's strategy does not match the engine")
 
 // StrategyMismatchError is a plan whose selected strategy the run's engine
 // cannot honour: a plan materialized for "local" given to a Ray engine or

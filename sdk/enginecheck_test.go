@@ -6,13 +6,15 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rayflow/rayflow/internal/sdkrt"
 )
 
 // fakeRay is a Ray-like engine: it records the plans it is given and runs
 // nothing.
 type fakeRay struct {
 	ray   bool
-	plans []*Materialized
+	plans []sdkrt.RunSpec
 }
 
 func (e *fakeRay) Name() string {
@@ -27,8 +29,8 @@ func (e *fakeRay) Runs(s Strategy) bool {
 	}
 	return s == StrategyLocal
 }
-func (e *fakeRay) Run(_ context.Context, spec RunSpec) (any, error) {
-	e.plans = append(e.plans, spec.Plan)
+func (e *fakeRay) Run(_ context.Context, spec sdkrt.RunSpec) (any, error) {
+	e.plans = append(e.plans, spec)
 	return 7, nil
 }
 
@@ -91,7 +93,7 @@ func TestPlanEngineMismatchIsRefused(t *testing.T) {
 	}
 	// What matches runs where it was selected for.
 	e := &fakeRay{ray: true}
-	if got, err := Run(context.Background(), mismatchFlow, 1, WithPlan(rayPlan), WithEngine(e), RequireRay()); err != nil || got != 7 || len(e.plans) != 1 || e.plans[0] != rayPlan {
+	if got, err := Run(context.Background(), mismatchFlow, 1, WithPlan(rayPlan), WithEngine(e), RequireRay()); err != nil || got != 7 || len(e.plans) != 1 || e.plans[0].Plan != rayPlan.Plan {
 		t.Fatalf("Ray plan on a Ray engine: %v, %v (%d plans)", got, err, len(e.plans))
 	}
 	if got, err := Run(context.Background(), mismatchFlow, 1, WithEngine(e)); err != nil || got != 7 || e.plans[1].Selection.SelectedStrategy != string(StrategyDynamicTasks) {

@@ -4,19 +4,31 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// ErrInvalidDefinition matches every *DefinitionError.
-var ErrInvalidDefinition = errors.New("rayflow: invalid workflow definition")
-
-// ErrUnknownFlow is wrapped by MaterializeRegistered for a name no flow is
-// registered under (RegisterFlow).
-var ErrUnknownFlow = errors.New("rayflow: no flow registered under this name")
-
-// ErrRayRequired is returned by Run with RequireRay when no Ray engine is
-// configured.
-var ErrRayRequired = errors.New("rayflow: a Ray engine is required (sdk.RequireRay) but none is configured")
+// The sentinel errors of sdk, for errors.Is.
+var (
+	// ErrInvalidDefinition matches every *DefinitionError.
+	ErrInvalidDefinition = errors.New("rayflow: invalid workflow definition")
+	// ErrUnknownFlow is wrapped for a flow name no flow is registered
+	// under (RegisterFlow): a durable task or a Ray job naming it.
+	ErrUnknownFlow = errors.New("rayflow: no flow registered under this name")
+	// ErrRayRequired is returned by Run with RequireRay when no Ray engine
+	// is configured.
+	ErrRayRequired = errors.New("rayflow: a Ray engine is required (sdk.RequireRay) but none is configured")
+	// ErrStrategyMismatch matches every *StrategyMismatchError.
+	ErrStrategyMismatch = errors.New("rayflow: the plan's strategy does not match the engine")
+	// ErrStrategyRejected matches a *SelectionError.
+	ErrStrategyRejected = errors.New("rayflow: the requested strategy is not eligible for this plan")
+	// ErrInvalidRunIdentity is wrapped by the error of a run given an
+	// invalid RunIdentity (WithRunIdentity).
+	ErrInvalidRunIdentity = sdkrt.ErrInvalidRunIdentity
+	// ErrRetryPinMismatch is a durable task's retry whose plan is not the
+	// one its first attempt pinned (the durable worker checks the pin).
+	ErrRetryPinMismatch = errors.New("rayflow: the retried run does not reproduce its pinned plan")
+)
 
 // DefinitionCode names what is wrong with a definition.
 type DefinitionCode string
@@ -37,6 +49,14 @@ const (
 	// CodeInvalidBatching: WithItemBatching on a map whose body is not a
 	// single step.
 	CodeInvalidBatching DefinitionCode = "INVALID_BATCHING"
+	// CodeUnknownStrategy is a WithStrategy value that is no Strategy.
+	CodeUnknownStrategy DefinitionCode = "UNKNOWN_STRATEGY"
+	// CodeUnknownReportingPolicy is a WithReportingPolicy value that is no
+	// executable ReportingPolicy.
+	CodeUnknownReportingPolicy DefinitionCode = "UNKNOWN_REPORTING_POLICY"
+	// CodeUnencodableValue is a step, bound or accumulator type the value
+	// codec cannot carry across a process boundary.
+	CodeUnencodableValue DefinitionCode = "UNENCODABLE_VALUE"
 )
 
 // DefinitionError is an invalid workflow definition, found before any

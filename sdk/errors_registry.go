@@ -1,11 +1,9 @@
 package sdk
 
 import (
-	"fmt"
 	"reflect"
 
 	"github.com/rayflow/rayflow/internal/errwire"
-	"github.com/rayflow/rayflow/internal/sdkrt"
 )
 
 // RegisterErrorType makes leaf errors of type E (usually a pointer to a
@@ -28,18 +26,4 @@ func RegisterErrorType[E error]() {
 // registered (it panics, as it does for a value that is not comparable).
 func RegisterSentinel(err error) {
 	errwire.RegisterSentinel(err, 1)
-}
-
-// DecodeResult converts an engine's result (what RunPlan returns) to Out:
-// a Go value as it is, the Ray engine's still encoded result with the
-// codec it was encoded with.
-func DecodeResult[Out any](v any) (Out, error) {
-	var out Out
-	if r, ok := v.(*sdkrt.EncodedResult); ok {
-		if err := r.Codec.Unmarshal(r.Bytes, &out); err != nil {
-			return out, fmt.Errorf("rayflow: decoding the result (%T): %w", out, err)
-		}
-		return out, nil
-	}
-	return as[Out](v)
 }

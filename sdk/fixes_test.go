@@ -6,6 +6,7 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 )
 
@@ -58,12 +59,12 @@ func TestPanicsInReducersAndIteratorsFailTheRun(t *testing.T) {
 
 type recordingEngine struct {
 	called bool
-	spec   RunSpec
+	spec   sdkrt.RunSpec
 }
 
 func (*recordingEngine) Name() string         { return "recording" }
 func (*recordingEngine) Runs(s Strategy) bool { return s == StrategyLocal }
-func (e *recordingEngine) Run(_ context.Context, spec RunSpec) (any, error) {
+func (e *recordingEngine) Run(_ context.Context, spec sdkrt.RunSpec) (any, error) {
 	e.called, e.spec = true, spec
 	return 42, nil
 }

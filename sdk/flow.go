@@ -31,10 +31,6 @@ func (f Flow[In, Out]) nodeOf() *flowgraph.Node {
 	return f.node
 }
 
-// MaxLabelBytes caps a label (Named): 512 bytes of UTF-8, the progress
-// contract's cap for a human label.
-const MaxLabelBytes = 512
-
 // Named gives the flow's root node a display label: the one label concept
 // of rayflow. Progress views and topology show it for the node (a step
 // without one is shown by its function's name, a map as "map"). Labels

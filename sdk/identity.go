@@ -13,15 +13,9 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// Environment variables that carry code identity.
-const (
-	EnvBuildRevision = "RAYFLOW_BUILD_REVISION"
-	EnvImageDigest   = "RAYFLOW_IMAGE_DIGEST"
-)
-
 // buildRevisionVars are read in order; the first set one is the build
 // revision ("environment:<VAR>:<value>").
-var buildRevisionVars = []string{EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"}
+var buildRevisionVars = []string{buildid.EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"}
 
 // maxBuildRevisionRunes bounds an environment-provided build revision.
 const maxBuildRevisionRunes = 256
@@ -111,13 +105,13 @@ func (c codeContext) stableRevision() (*string, error) {
 
 // imageDigest returns RAYFLOW_IMAGE_DIGEST lower-cased, or nil.
 func (c codeContext) imageDigest() (*string, error) {
-	v := c.getenv(EnvImageDigest)
+	v := c.getenv(buildid.EnvImageDigest)
 	if v == "" {
 		return nil, nil
 	}
 	if !imageDigest.MatchString(v) {
 		return nil, &DefinitionError{Path: "definition.container_image_digest", Code: CodeInvalidIdentity,
-			Msg: fmt.Sprintf("%s must be sha256:<64 hex digits>, got %q", EnvImageDigest, v)}
+			Msg: fmt.Sprintf("%s must be sha256:<64 hex digits>, got %q", buildid.EnvImageDigest, v)}
 	}
 	s := strings.ToLower(v)
 	return &s, nil

@@ -3,6 +3,8 @@ package sdk
 import (
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
+
+	"context"
 )
 
 // The engine side of sdk (internal/sdkrt): engines of this module look up
@@ -21,6 +23,18 @@ func init() {
 			return g.graph()
 		}
 		return nil
+	}
+	sdkrt.Flows = registeredFlows
+	sdkrt.MaterializeFlow = func(name string, opts any) (any, error) {
+		m, err := materializeRegistered(name, opts.([]MaterializeOption))
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	sdkrt.RunPlan = func(ctx context.Context, plan, input, opts any) (any, error) {
+		m, _ := plan.(*Materialized)
+		return runPlan(ctx, m, input, opts.([]RunOption))
 	}
 	sdkrt.PlanBindings = func(p any) *sdkrt.Bindings {
 		if m, ok := p.(*Materialized); ok && m != nil {

@@ -10,9 +10,20 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// CancelTimeoutDefault is how long a failed map waits for its in-flight
-// items to finish after cancelling them, unless Limits says otherwise.
-const CancelTimeoutDefault = time.Second
+// Bounds and defaults of a definition.
+const (
+	// CancelTimeoutDefault is how long a failed map waits for its
+	// in-flight items to finish after cancelling them, unless Limits says
+	// otherwise.
+	CancelTimeoutDefault = time.Second
+	// MaxItemsPerTask is the largest WithItemBatching value.
+	MaxItemsPerTask = plan.MaxItemsPerTask
+	// MaxActorCustomResources caps ActorOptions.Resources.
+	MaxActorCustomResources = 32
+	// MaxLabelBytes caps a label (Named): 512 bytes of UTF-8, the progress
+	// contract's cap for a human label.
+	MaxLabelBytes = 512
+)
 
 // Limits bound a map (WithLimits): MaxConcurrency, the admission window
 // (required, ≥ 1); MaxItems, the cap on input items (0: unbounded; a sized
@@ -106,9 +117,6 @@ func (f Flow[In, Out]) WithLimits(l Limits) Flow[In, Out] {
 	n.Map.Limits = &fl
 	return Flow[In, Out]{n}
 }
-
-// MaxItemsPerTask is the largest WithItemBatching value.
-const MaxItemsPerTask = plan.MaxItemsPerTask
 
 // WithItemBatching runs up to itemsPerTask items of a map (Map or MapSeq)
 // per task instead of one: for tiny steps, where a task's own cost

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -743,26 +742,4 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
-}
-
-// ErrRetryPinMismatch is returned by CheckRetryPin.
-var ErrRetryPinMismatch = errors.New("rayflow: the retried run does not reproduce its pinned plan")
-
-// CheckRetryPin enforces retry pinning (PLAN-09): the first materialization
-// of a durable run pins its fingerprint and attempt; a later attempt must
-// reproduce the exact fingerprint and the plan must be retry-safe, else the
-// run fails before any leaf is submitted. An empty pin is the first attempt.
-func (m *Materialized) CheckRetryPin(pinnedFingerprint string, pinnedAttempt, attempt int) error {
-	switch {
-	case pinnedFingerprint == "" || attempt == pinnedAttempt:
-		if pinnedFingerprint != "" && pinnedFingerprint != m.Fingerprint {
-			return fmt.Errorf("%w: fingerprint %s, pinned %s", ErrRetryPinMismatch, m.Fingerprint, pinnedFingerprint)
-		}
-		return nil
-	case pinnedFingerprint != m.Fingerprint:
-		return fmt.Errorf("%w: attempt %d materialized %s, attempt %d pinned %s", ErrRetryPinMismatch, attempt, m.Fingerprint, pinnedAttempt, pinnedFingerprint)
-	case !m.Plan.RetrySafety.RetrySafe:
-		return fmt.Errorf("%w: the plan is not retry-safe (%v)", ErrRetryPinMismatch, m.Plan.RetrySafety.RetryUnsafePaths)
-	}
-	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rayflow/rayflow/conformance/lifecycle/reducer"
 	"github.com/rayflow/rayflow/gen/lifecycle"
 	"github.com/rayflow/rayflow/gen/plan"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
@@ -175,8 +176,8 @@ func TestPLAN04ConservativeInvalidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, env, value string
 	}{
-		{"build revision", EnvBuildRevision, "abc123"},
-		{"image digest", EnvImageDigest, "sha256:" + strings.Repeat("ab", 32)},
+		{"build revision", buildid.EnvBuildRevision, "abc123"},
+		{"image digest", buildid.EnvImageDigest, "sha256:" + strings.Repeat("ab", 32)},
 	} {
 		m, err := Materialize(basicFlow(), withCodeContext(func(k string) string {
 			if k == tc.env {
@@ -318,37 +319,13 @@ func TestPLAN08StableCodeIdentity(t *testing.T) {
 		t.Fatalf("callable %+v", m.Plan.Callables[0])
 	}
 	_, err = Materialize(Map(Step(PlanSquare)), withCodeContext(func(k string) string {
-		if k == EnvImageDigest {
+		if k == buildid.EnvImageDigest {
 			return "sha256:tag"
 		}
 		return ""
 	}))
 	if !errors.Is(err, ErrInvalidDefinition) {
 		t.Fatalf("a malformed image digest must fail materialization: %v", err)
-	}
-}
-
-func TestPLAN09RetryPinning(t *testing.T) {
-	m := mustMaterialize(t, basicFlow())
-	if err := m.CheckRetryPin("", 0, 1); err != nil {
-		t.Fatalf("first attempt: %v", err)
-	}
-	if err := m.CheckRetryPin(m.Fingerprint, 1, 2); err != nil {
-		t.Fatalf("a retry reproducing a retry-safe plan: %v", err)
-	}
-	other := mustMaterialize(t, basicFlow(WithResources(Resources{NumCPUs: 2})))
-	if err := other.CheckRetryPin(m.Fingerprint, 1, 2); !errors.Is(err, ErrRetryPinMismatch) {
-		t.Fatalf("a retry with a new definition must fail: %v", err)
-	}
-	if err := RegisterRuntimeEnv("plan09", RuntimeEnv{"image_uri": "example.com/app:latest"}); err != nil {
-		t.Fatal(err)
-	}
-	unsafe := mustMaterialize(t, basicFlow(WithRuntimeEnv("plan09")))
-	if unsafe.Plan.RetrySafety.RetrySafe {
-		t.Fatal("a mutable image tag must make the plan retry-unsafe")
-	}
-	if err := unsafe.CheckRetryPin(unsafe.Fingerprint, 1, 2); !errors.Is(err, ErrRetryPinMismatch) {
-		t.Fatalf("a retry of a retry-unsafe plan must fail: %v", err)
 	}
 }
 

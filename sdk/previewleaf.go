@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/sdk/redact"
 )
@@ -20,15 +21,15 @@ func registerPreview[Out any](id flowgraph.Callable, project func(Out) (any, err
 		return
 	}
 	p := &flowgraph.Preview{Callable: id, Project: func(v any) (any, error) { return project(v.(Out)) }}
-	leaf := func(codec sdkrt.Codec, result []byte, policy *redact.Policy) (env PreviewEnvelope) {
+	leaf := func(codec sdkrt.Codec, result []byte, policy *redact.Policy) (env progress.PreviewEnvelope) {
 		defer func() {
 			if recover() != nil {
-				env = PreviewEnvelope{SchemaVersion: 1, Availability: PreviewFailed}
+				env = progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewFailed}
 			}
 		}()
 		var out Out
 		if err := codec.Unmarshal(result, &out); err != nil {
-			return PreviewEnvelope{SchemaVersion: 1, Availability: PreviewFailed}
+			return progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewFailed}
 		}
 		return buildPreview(p, out, policy)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -15,10 +16,10 @@ func TestLookupPreview(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s is not registered", name)
 	}
-	if env := p(sdk.DefaultCodec, []byte("7"), nil); env.Availability != sdk.PreviewAvailable {
+	if env := p(sdk.DefaultCodec, []byte("7"), nil); env.Availability != progress.PreviewAvailable {
 		t.Errorf("got %+v", env)
 	}
-	if env := p(sdk.DefaultCodec, []byte(`"x"`), nil); env.Availability != sdk.PreviewFailed {
+	if env := p(sdk.DefaultCodec, []byte(`"x"`), nil); env.Availability != progress.PreviewFailed {
 		t.Errorf("undecodable result: got %+v", env)
 	}
 	if _, ok := sdkrt.LookupPreview("no/such.Projector"); ok {

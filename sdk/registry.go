@@ -102,21 +102,22 @@ func lookupFlow(name string) (*flowgraph.Node, bool) {
 	return n, ok
 }
 
-// RegisteredFlows lists registered flow names, sorted.
-func RegisteredFlows() []string {
+// registeredFlows lists registered flow names, sorted.
+func registeredFlows() []string {
 	flows.RLock()
 	defer flows.RUnlock()
 	return sortedKeys(flows.m)
 }
 
-// MaterializeRegistered materializes the flow registered under name
+// materializeRegistered materializes the flow registered under name
 // (RegisterFlow) as Materialize does: what a tool or a Ray job's
-// coordinator does with a flow it knows only by name. An unknown name fails
-// with an error wrapping ErrUnknownFlow that lists the registered flows.
-func MaterializeRegistered(name string, opts ...MaterializeOption) (*Materialized, error) {
+// coordinator does with a flow it knows only by name (internal/sdkhost's
+// MaterializeRegistered). An unknown name fails with an error wrapping
+// ErrUnknownFlow that lists the registered flows.
+func materializeRegistered(name string, opts []MaterializeOption) (*Materialized, error) {
 	root, ok := lookupFlow(name)
 	if !ok || root == nil {
-		return nil, fmt.Errorf("%w: %q (registered: %s)", ErrUnknownFlow, name, strings.Join(RegisteredFlows(), ", "))
+		return nil, fmt.Errorf("%w: %q (registered: %s)", ErrUnknownFlow, name, strings.Join(registeredFlows(), ", "))
 	}
 	return materialize(root, opts)
 }

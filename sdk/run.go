@@ -11,6 +11,7 @@ import (
 	"github.com/rayflow/rayflow/gen/limits"
 	"github.com/rayflow/rayflow/internal/inproc"
 	"github.com/rayflow/rayflow/internal/program"
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -33,8 +34,8 @@ type Engine interface {
 	Runs(s Strategy) bool
 	// Run executes one run. It is called only after the plan was
 	// materialized and its strategy selected, with the run's identity and
-	// its progress handle (see RunSpec).
-	Run(ctx context.Context, spec RunSpec) (any, error)
+	// its progress handle (see internal/sdkrt's RunSpec).
+	Run(ctx context.Context, spec sdkrt.RunSpec) (any, error)
 }
 
 // onRay reports whether e runs plans on Ray (nil: the in-process engine).
@@ -58,28 +59,9 @@ func (inProcess) Runs(s Strategy) bool { return s == StrategyLocal }
 
 // Run executes the plan's program in this process. The leaves report to
 // the run's progress only, whatever the caller's context carries.
-func (e inProcess) Run(ctx context.Context, spec RunSpec) (any, error) {
-	return inproc.RunProgram(progress.WithReporter(ctx, nil), spec.Plan.bindings.Program, spec.Input, inproc.Options{
+func (e inProcess) Run(ctx context.Context, spec sdkrt.RunSpec) (any, error) {
+	return inproc.RunProgram(progress.WithReporter(ctx, nil), spec.Bindings.Program, spec.Input, inproc.Options{
 		Sequential: e.sequential, NoCodecRoundTrip: e.noRoundTrip, Progress: spec.Progress, Preview: localPreview})
-}
-
-// RunSpec is one run as an engine receives it: a run is (plan, input,
-// identity, progress).
-type RunSpec struct {
-	// Plan is the materialized plan; the engine executes its graph under
-	// Plan.Selection's strategy. Progress already carries the plan's
-	// reporting policy (Plan.ReportingPolicy).
-	Plan *Materialized
-	// Input is the flow's input value.
-	Input any
-	// Identity is the run's identity (valid).
-	Identity RunIdentity
-	// Progress is the run's progress handle, under the plan's reporting
-	// policy: the engine registers nothing itself (Run already registered
-	// the plan's graph), hands every leaf event to it (Ingest, or
-	// Producer for in-process leaves) and reports map fan-out with Map.
-	// sdk.RunPlan finishes it after the engine returns. Never nil.
-	Progress *progress.Run
 }
 
 // RunOption configures Run.
@@ -173,18 +155,16 @@ func Run[In, Out any](ctx context.Context, f Flow[In, Out], in In, opts ...RunOp
 	if err != nil {
 		return zero, err
 	}
-	return DecodeResult[Out](out)
+	return sdkrt.DecodeResult[Out](out)
 }
 
-// RunPlan runs an already materialized plan on input, as Run does (the
+// runPlan runs an already materialized plan on input, as Run does (the
 // same identity, progress and engine options; WithPlan and WithPlanOptions
-// do not apply), and returns the engine's raw result: the Go value from
-// the local engine, the codec's encoded bytes from the Ray engine
-// (DecodeResult turns either into a typed value). It is for callers that hold a plan
-// and not a typed flow (a durable worker, a job coordinator).
-func RunPlan(ctx context.Context, m *Materialized, input any, opts ...RunOption) (any, error) {
+// do not apply), and returns the engine's raw result (internal/sdkhost's
+// RunPlan: for callers that hold a plan and not a typed flow).
+func runPlan(ctx context.Context, m *Materialized, input any, opts []RunOption) (any, error) {
 	if m == nil || m.bindings == nil || m.bindings.Program == nil || m.Selection == nil {
-		return nil, errors.New("rayflow: RunPlan: not a materialized plan")
+		return nil, sdkrt.ErrNotMaterialized
 	}
 	return run(ctx, nil, m, input, opts)
 }
@@ -196,10 +176,9 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	}
 	id := NewRunIdentity()
 	if cfg.identity != nil {
-		if err := cfg.identity.Validate(); err != nil {
+		if id, err = sdkrt.RunIdentity(*cfg.identity); err != nil {
 			return nil, err
 		}
-		id = *cfg.identity
 	}
 	if cfg.requireRay && !onRay(cfg.engine) {
 		return nil, ErrRayRequired
@@ -229,7 +208,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{
-		Identity: id.record(), Policy: m.ReportingPolicy(), Program: m.bindings.Program,
+		Identity: id, Policy: m.ReportingPolicy(), Program: m.bindings.Program,
 		Plan: progress.PlanInfo{Fingerprint: m.Fingerprint, DefinitionName: m.definitionName(),
 			DefinitionRevision: m.DefinitionRevision, SelectedStrategy: m.Selection.SelectedStrategy},
 		Profile: cfg.profile, Sink: cfg.sink, FlushInterval: cfg.flushEvery, OnStale: func(err error) { cancel(err) },
@@ -246,7 +225,8 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 	if engine == nil {
 		engine = inProcess{sequential: cfg.sequential, noRoundTrip: cfg.noRoundTrip}
 	}
-	out, err := engine.Run(ctx, RunSpec{Plan: m, Input: in, Identity: id, Progress: prun})
+	out, err := engine.Run(ctx, sdkrt.RunSpec{Plan: m.Plan, Selection: m.Selection, Bindings: m.bindings,
+		Input: in, Identity: id, Progress: prun})
 	ferr := prun.Finish(ctx, err)
 	if stale := prun.Err(); stale != nil {
 		return nil, stale

@@ -508,27 +508,3 @@ func TestReportProgressLocally(t *testing.T) {
 		t.Fatal("ReportProgress outside any run returned true")
 	}
 }
-
-func init() { sdk.RegisterFlow("sdk_test.registered", sdk.Then(sdk.Step(Inc), sdk.Step(Inc))) }
-
-func TestMaterializeRegistered(t *testing.T) {
-	t.Parallel()
-	m, err := sdk.MaterializeRegistered("sdk_test.registered")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := sdk.Materialize(sdk.Then(sdk.Step(Inc), sdk.Step(Inc)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Fingerprint != want.Fingerprint {
-		t.Fatalf("fingerprint %s, want %s", m.Fingerprint, want.Fingerprint)
-	}
-	if out, err := sdk.RunPlan(context.Background(), m, 1); err != nil || out != 3 {
-		t.Fatalf("RunPlan = %v, %v; want 3", out, err)
-	}
-	_, err = sdk.MaterializeRegistered("sdk_test.no-such-flow")
-	if !errors.Is(err, sdk.ErrUnknownFlow) || !strings.Contains(err.Error(), "sdk_test.registered") {
-		t.Fatalf("unknown flow: %v; want ErrUnknownFlow listing the registered flows", err)
-	}
-}

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,18 +43,6 @@ const (
 	// ReportingPolicyDisabled reports nothing.
 	ReportingPolicyDisabled ReportingPolicy = "disabled"
 )
-
-// Definition codes of materialization options.
-const (
-	// CodeUnknownStrategy is a WithStrategy value that is no Strategy.
-	CodeUnknownStrategy DefinitionCode = "UNKNOWN_STRATEGY"
-	// CodeUnknownReportingPolicy is a WithReportingPolicy value that is no
-	// executable ReportingPolicy.
-	CodeUnknownReportingPolicy DefinitionCode = "UNKNOWN_REPORTING_POLICY"
-)
-
-// ErrStrategyRejected matches a *SelectionError.
-var ErrStrategyRejected = errors.New("rayflow: the requested strategy is not eligible for this plan")
 
 // SelectionError is an explicitly requested strategy the plan is not
 // eligible for; it is returned before any effect.

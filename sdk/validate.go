@@ -14,9 +14,6 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// MaxActorCustomResources caps ActorOptions.Resources.
-const MaxActorCustomResources = 32
-
 // allowedRayOptions are the Ray task options a leaf may set (docs/contracts.md#the-effective-plan).
 var allowedRayOptions = map[string]bool{
 	"_generator_backpressure_num_objects": true, "_labels": true, "accelerator_type": true,

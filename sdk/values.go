@@ -12,10 +12,6 @@ import (
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
-// CodeUnencodableValue is a step, bound or accumulator type the value
-// codec cannot carry across a process boundary.
-const CodeUnencodableValue DefinitionCode = "UNENCODABLE_VALUE"
-
 // ValueError is a value the codec refused at run time (a non-finite float,
 // or a func or channel held in an interface), naming its node. Local runs
 // pass every value through the codec, so they fail as a Ray run would.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -69,7 +70,7 @@ func TestAcceleratorLeavesSeeTheirDevices(t *testing.T) {
 	// in the worker's process: they get a leaf process of their own too.
 	t.Run("leaf library", func(t *testing.T) {
 		lib := buildLeafLibrary(t)
-		t.Setenv(sdk.EnvBuildRevision, "accelerator-test") // the test vouches for both builds
+		t.Setenv(buildid.EnvBuildRevision, "accelerator-test") // the test vouches for both builds
 		checkDevices(t, head.addr, lib)
 	})
 }
@@ -101,7 +102,7 @@ func checkDevices(t *testing.T, addr, lib string) {
 		} {
 			// Without progress, so that a CPU step runs in the library
 			// (a step reporting progress live keeps the leaf process).
-			v, err := Run(ctx, e, c.f, 0, pol(common.ReportingPolicyDisabled))
+			v, err := runOn(ctx, e, c.f, 0, pol(common.ReportingPolicyDisabled))
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", round, c.name, err)
 			}
@@ -130,7 +131,7 @@ func checkDevices(t *testing.T, addr, lib string) {
 		name string
 		f    sdk.Flow[[]int, []DeviceView]
 	}{{"items", oneGPUItems}, {"batches", oneGPUBatches}} {
-		vs, err := Run(ctx, e, c.f, []int{400, 400, 400, 400, 400, 400, 400, 400})
+		vs, err := runOn(ctx, e, c.f, []int{400, 400, 400, 400, 400, 400, 400, 400})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

@@ -76,7 +76,7 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 }
 
 func (s *sink) wrap(err error) error {
-	if le, ok := err.(*ActorLimitError); ok {
+	if le, ok := err.(*TaskError); ok && le.Kind == kindActorLimit {
 		le.Node = s.node
 		le.Actor = map[string]string{"buffer": "result buffer", "fold": "fold"}[s.kind]
 	}

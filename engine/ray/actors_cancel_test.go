@@ -63,7 +63,7 @@ func runCancelled(t *testing.T, f sdk.Flow[[]Rev, int], in []Rev, cancelNow func
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, testEngine, f, in)
+		_, err := runOn(ctx, testEngine, f, in)
 		errc <- err
 	}()
 	for !cancelNow() {

@@ -91,7 +91,7 @@ func TestFoldInputOrder(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "order")
 	f := foldFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 8}, 1<<10, "start:")
 	in := revItems(8, 80, log, 0)
-	got, err := Run(ctx, testEngine, f, in)
+	got, err := runOn(ctx, testEngine, f, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,24 +118,24 @@ func TestFoldLimits(t *testing.T) {
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "leaves")
 	l := sdk.Limits{MaxConcurrency: 2, MaxItems: 20}
-	_, err := Run(ctx, testEngine, foldFlow(l, 16, strings.Repeat("i", 30)), revItems(4, 0, log, 0))
-	var le *ActorLimitError
-	if !errors.As(err, &le) || le.What != "initial" || le.Bytes != 32 || le.Limit != 16 || le.Node != "0" || le.Actor != "fold" {
-		t.Fatalf("want an initial-accumulator ActorLimitError, got %#v", err)
+	_, err := runOn(ctx, testEngine, foldFlow(l, 16, strings.Repeat("i", 30)), revItems(4, 0, log, 0))
+	var le *TaskError
+	if !errors.As(err, &le) || le.Kind != "actor_limit" || le.Type != "initial" || le.Bytes != 32 || le.Limit != 16 || le.Node != "0" || le.Actor != "fold" {
+		t.Fatalf("want an initial-accumulator actor_limit TaskError, got %#v", err)
 	}
 	if _, err := os.Stat(log); !os.IsNotExist(err) {
 		t.Fatal("leaves ran although the initial accumulator was over the limit")
 	}
-	_, err = Run(ctx, testEngine, foldFlow(sdk.Limits{MaxConcurrency: 1, MaxItems: 20}, 24, ""), revItems(20, 0, "", 0))
-	if !errors.As(err, &le) || le.What != "accumulator" || le.Limit != 24 {
-		t.Fatalf("want an accumulator ActorLimitError, got %v", err)
+	_, err = runOn(ctx, testEngine, foldFlow(sdk.Limits{MaxConcurrency: 1, MaxItems: 20}, 24, ""), revItems(20, 0, "", 0))
+	if !errors.As(err, &le) || le.Kind != "actor_limit" || le.Type != "accumulator" || le.Limit != 24 {
+		t.Fatalf("want an accumulator actor_limit TaskError, got %v", err)
 	}
 	t.Logf("%v", err)
-	_, err = Run(ctx, testEngine, foldFlow(l, 1<<10, ""), revItems(4, 0, "", 1100))
-	if !errors.As(err, &le) || le.What != "item" {
-		t.Fatalf("want an item ActorLimitError, got %v", err)
+	_, err = runOn(ctx, testEngine, foldFlow(l, 1<<10, ""), revItems(4, 0, "", 1100))
+	if !errors.As(err, &le) || le.Kind != "actor_limit" || le.Type != "item" {
+		t.Fatalf("want an item actor_limit TaskError, got %v", err)
 	}
-	_, err = Run(ctx, testEngine, foldFlow(l, 1<<10, "fail:"), revItems(4, 0, "", 0))
+	_, err = runOn(ctx, testEngine, foldFlow(l, 1<<10, "fail:"), revItems(4, 0, "", 0))
 	var se *sdk.StepError
 	if !errors.As(err, &se) || se.Node != "0.reducer" || !strings.Contains(err.Error(), "reducer refused item 2") {
 		t.Fatalf("want the reducer's StepError, got %v", err)
@@ -155,7 +155,7 @@ func TestBufferMatchesLocal(t *testing.T) {
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 12}, 64<<10)
 	in := revItems(12, 20, "", 2000)
 	// count payload fetches only, not progress drains
-	got, err := Run(ctx, e, f, in, pol(common.ReportingPolicyDisabled))
+	got, err := runOn(ctx, e, f, in, pol(common.ReportingPolicyDisabled))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +172,10 @@ func TestBufferOverflow(t *testing.T) {
 	needRay(t)
 	t.Parallel()
 	f := bufferFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 10}, 3000)
-	_, err := Run(context.Background(), testEngine, f, revItems(6, 0, "", 1000))
-	var le *ActorLimitError
-	if !errors.As(err, &le) || le.What != "retained" || le.Limit != 3000 || le.Actor != "result buffer" {
-		t.Fatalf("want a retained-bytes ActorLimitError, got %v", err)
+	_, err := runOn(context.Background(), testEngine, f, revItems(6, 0, "", 1000))
+	var le *TaskError
+	if !errors.As(err, &le) || le.Kind != "actor_limit" || le.Type != "retained" || le.Limit != 3000 || le.Actor != "result buffer" {
+		t.Fatalf("want a retained-bytes actor_limit TaskError, got %v", err)
 	}
 	t.Logf("%v", err)
 }

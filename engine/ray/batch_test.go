@@ -99,7 +99,7 @@ func TestBatchedMapResults(t *testing.T) {
 				e := newWithRuntime(br, exeOf(t))
 				in := JobsSpec{N: n, FailAt: -1}
 				f := bworkFlow(sdk.Limits{MaxConcurrency: 8, MaxItems: 100})
-				got, err := Run(context.Background(), e, f, in, noProgress)
+				got, err := runOn(context.Background(), e, f, in, noProgress)
 				if err != nil {
 					t.Fatalf("%d items: %v", n, err)
 				}
@@ -137,7 +137,7 @@ func TestBatchedMapError(t *testing.T) {
 			// Item 5 is the second of batch 1 (items 4..7); window 4: one batch at a time.
 			in := JobsSpec{N: 12, FailAt: 5, Template: Job{Log: log}}
 			f := bworkFlow(sdk.Limits{MaxConcurrency: bworkK, MaxItems: 100})
-			_, err := Run(context.Background(), e, f, in, noProgress)
+			_, err := runOn(context.Background(), e, f, in, noProgress)
 			var jf *JobFailure
 			var se *sdk.StepError
 			if !errors.As(err, &jf) || jf.Item != 5 || !errors.As(err, &se) || se.Node != "0.1.m5" {
@@ -166,7 +166,7 @@ func TestBatchedMapWindowInItems(t *testing.T) {
 			e := newWithRuntime(br, exeOf(t))
 			log := filepath.Join(t.TempDir(), "leaves")
 			f := bworkFlow(sdk.Limits{MaxConcurrency: 2 * bworkK, MaxItems: 100})
-			got, err := Run(context.Background(), e, f, JobsSpec{N: 6 * bworkK, FailAt: -1, Template: Job{SleepMS: 100, Log: log}}, noProgress)
+			got, err := runOn(context.Background(), e, f, JobsSpec{N: 6 * bworkK, FailAt: -1, Template: Job{SleepMS: 100, Log: log}}, noProgress)
 			if err != nil || len(got) != 6*bworkK {
 				t.Fatal(err)
 			}
@@ -195,10 +195,10 @@ func TestBatchedMapMaxItems(t *testing.T) {
 			br := &batchingRuntime{rayRuntime: rt}
 			e := newWithRuntime(br, exeOf(t))
 			f := bworkFlow(sdk.Limits{MaxConcurrency: 8, MaxItems: 5})
-			if got, err := Run(ctx, e, f, JobsSpec{N: 5, FailAt: -1}, noProgress); err != nil || len(got) != 5 {
+			if got, err := runOn(ctx, e, f, JobsSpec{N: 5, FailAt: -1}, noProgress); err != nil || len(got) != 5 {
 				t.Fatalf("at the cap: %v %v", got, err)
 			}
-			_, err := Run(ctx, e, f, JobsSpec{N: 6, FailAt: -1}, noProgress)
+			_, err := runOn(ctx, e, f, JobsSpec{N: 6, FailAt: -1}, noProgress)
 			var me *sdk.MaxItemsError
 			if !errors.As(err, &me) || *me != (sdk.MaxItemsError{Node: "0.1", MaxItems: 5, Items: 6}) {
 				t.Fatalf("one over the cap: %v", err)
@@ -212,14 +212,14 @@ func TestBatchedMapMaxItems(t *testing.T) {
 					}
 				}
 			}
-			got, err := Run(ctx, e, bworkSeqFlow, seq(5), noProgress)
+			got, err := runOn(ctx, e, bworkSeqFlow, seq(5), noProgress)
 			if err != nil || len(got) != 5 || got[4] != 16 {
 				t.Fatalf("sequence at the cap: %v %v", got, err)
 			}
 			br.mu.Lock()
 			br.sizes = nil
 			br.mu.Unlock()
-			_, err = Run(ctx, e, bworkSeqFlow, seq(9), noProgress)
+			_, err = runOn(ctx, e, bworkSeqFlow, seq(9), noProgress)
 			_, lerr := sdk.Run(ctx, bworkSeqFlow, seq(9))
 			if !errors.As(err, &me) || *me != (sdk.MaxItemsError{Node: "0", MaxItems: 5, Items: 6}) || lerr == nil || lerr.Error() != err.Error() {
 				t.Fatalf("sequence over the cap: ray %v, local %v", err, lerr)
@@ -293,7 +293,7 @@ func TestBatchedMapCancels(t *testing.T) {
 	f := bworkFlow(sdk.Limits{MaxConcurrency: 2 * bworkK, MaxItems: 100, CancelTimeout: cancelTimeout})
 	// Batch 0's first item sleeps a minute; batch 1's first item fails at 300 ms.
 	in := JobsSpec{N: 2 * bworkK, FailAt: bworkK, FailAfterMS: 300, Template: Job{SleepMS: 60_000, Log: log}}
-	_, err := Run(context.Background(), testEngine, f, in)
+	_, err := runOn(context.Background(), testEngine, f, in)
 	returned := time.Now()
 	var se *sdk.StepError
 	if !errors.As(err, &se) || se.Node != "0.1.m4" {
@@ -319,12 +319,12 @@ func TestBatchedMapSinks(t *testing.T) {
 	buffer := sdk.Then(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l).WithItemBatching(3).
 		WithResultBuffer(sdk.ResultBuffer{MaxSerializedBytes: 1 << 10, Actor: tinyActor}), sdk.Step(Count))
 	in := revItems(10, 20, "", 0)
-	got, err := Run(ctx, testEngine, fold, in)
+	got, err := runOn(ctx, testEngine, fold, in)
 	want, lerr := sdk.Run(ctx, fold, in)
 	if err != nil || lerr != nil || got != want {
 		t.Fatalf("fold: ray %q (%v), local %q (%v)", got, err, want, lerr)
 	}
-	n, err := Run(ctx, testEngine, buffer, in)
+	n, err := runOn(ctx, testEngine, buffer, in)
 	wn, lerr := sdk.Run(ctx, buffer, in)
 	if err != nil || lerr != nil || n != wn {
 		t.Fatalf("buffer: ray %d (%v), local %d (%v)", n, err, wn, lerr)
@@ -357,7 +357,7 @@ func TestBatchedMapWindowMetrics(t *testing.T) {
 		}
 	}()
 	f := bworkFlow(sdk.Limits{MaxConcurrency: window, MaxItems: 100})
-	got, err := Run(context.Background(), e, f, JobsSpec{N: 4 * bworkK, FailAt: -1, Template: Job{SleepMS: 100}}, noProgress)
+	got, err := runOn(context.Background(), e, f, JobsSpec{N: 4 * bworkK, FailAt: -1, Template: Job{SleepMS: 100}}, noProgress)
 	close(stop)
 	<-sampled
 	if err != nil || len(got) != 4*bworkK {

@@ -106,8 +106,8 @@ func TestBenchRayActors(t *testing.T) {
 		}
 		return in
 	}
-	e, off := testEngine, pol(common.ReportingPolicyDisabled)            // memory: no progress state
-	if _, err := Run(ctx, e, benchItemMap, ints(200), off); err != nil { // warm the workers
+	e, off := testEngine, pol(common.ReportingPolicyDisabled)              // memory: no progress state
+	if _, err := runOn(ctx, e, benchItemMap, ints(200), off); err != nil { // warm the workers
 		t.Fatal(err)
 	}
 
@@ -119,14 +119,14 @@ func TestBenchRayActors(t *testing.T) {
 	}
 	rows := []memRow{
 		{"buffered map", func(in []int) error {
-			n, err := Run(ctx, e, benchBuffered, in, off)
+			n, err := runOn(ctx, e, benchBuffered, in, off)
 			if err == nil && n != len(in) {
 				err = fmt.Errorf("buffered %d items, want %d", n, len(in))
 			}
 			return err
 		}},
 		{"fold", func(in []int) error {
-			n, err := Run(ctx, e, benchFold, in, off)
+			n, err := runOn(ctx, e, benchFold, in, off)
 			if err == nil && n != len(in)*(len(in)-1)/2 {
 				err = fmt.Errorf("fold %d", n)
 			}
@@ -161,11 +161,11 @@ func TestBenchRayActors(t *testing.T) {
 		run  func(p sdk.MaterializeOption) error
 	}{
 		{fmt.Sprintf("map %d no-op items, window %d", benchPolicyItems, benchActorWindow), func(p sdk.MaterializeOption) error {
-			_, err := Run(ctx, testEngine, benchItemMap, ints(benchPolicyItems), p)
+			_, err := runOn(ctx, testEngine, benchItemMap, ints(benchPolicyItems), p)
 			return err
 		}},
 		{fmt.Sprintf("group of %d no-op steps (graph nodes)", benchGroupSteps), func(p sdk.MaterializeOption) error {
-			_, err := Run(ctx, testEngine, benchGroup, 1, p)
+			_, err := runOn(ctx, testEngine, benchGroup, 1, p)
 			return err
 		}},
 	}

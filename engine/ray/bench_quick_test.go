@@ -42,7 +42,7 @@ func TestBenchRayQuick(t *testing.T) {
 	for i := range in {
 		in[i] = i
 	}
-	if _, err := Run(ctx, testEngine, f, in[:min(n, 200)]); err != nil {
+	if _, err := runOn(ctx, testEngine, f, in[:min(n, 200)]); err != nil {
 		t.Fatal(err)
 	}
 	nd := startNative(t)
@@ -57,7 +57,7 @@ func TestBenchRayQuick(t *testing.T) {
 	rayflowRound := func() {
 		c0 := cpuByGroup(natPID)
 		start := time.Now()
-		out, err := Run(ctx, testEngine, f, in)
+		out, err := runOn(ctx, testEngine, f, in)
 		rf = append(rf, time.Since(start))
 		if err != nil || len(out) != n {
 			t.Fatal(err)

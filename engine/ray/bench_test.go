@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -65,7 +67,7 @@ func nativeEnv() []string {
 }
 
 func startNative(t *testing.T) *nativeDriver {
-	cmd := exec.Command(DefaultPython(), "bench_native.py", "serve", testAddress)
+	cmd := exec.Command(rayenv.Python(), "bench_native.py", "serve", testAddress)
 	cmd.Env = nativeEnv()
 	cmd.Stderr = io.Discard
 	in, _ := cmd.StdinPipe()
@@ -130,7 +132,7 @@ func TestBenchRay(t *testing.T) {
 	// The same unbatched maps with leaves in the workers' own processes
 	// (Options.LeafLibrary: this test binary built as the library), whose
 	// plans need a build revision.
-	t.Setenv(sdk.EnvBuildRevision, "bench-ray")
+	t.Setenv(buildid.EnvBuildRevision, "bench-ray")
 	libEngine, err := New(ctx, Options{Address: testAddress, Stderr: io.Discard, LeafLibrary: buildLeafLibrary(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestBenchRay(t *testing.T) {
 
 	// Warm the workers and their leaf processes.
 	for _, e := range []*Engine{testEngine, libEngine} {
-		if _, err := Run(ctx, e, benchFlows[64], in[:200]); err != nil {
+		if _, err := runOn(ctx, e, benchFlows[64], in[:200]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,7 +152,7 @@ func TestBenchRay(t *testing.T) {
 	roundOn := func(e *Engine, b *rayBridge, f sdk.Flow[[]int, []int], n int) (time.Duration, time.Duration, time.Duration) {
 		b0, c0 := procCPU(b.PID()), selfCPU()
 		start := time.Now()
-		out, err := Run(ctx, e, f, in[:n])
+		out, err := runOn(ctx, e, f, in[:n])
 		d := time.Since(start)
 		if err != nil {
 			t.Fatal(err)
@@ -281,7 +283,7 @@ func firstLeaf(t *testing.T) (total, run time.Duration) {
 	}
 	defer e.Close()
 	t1 := time.Now()
-	ns, err := Run(ctx, e, stampFlow, 0)
+	ns, err := runOn(ctx, e, stampFlow, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,7 @@ func firstLeaf(t *testing.T) (total, run time.Duration) {
 // nativeFirst runs bench_native.py first: ray.init + one task, and from
 // the interpreter's start.
 func nativeFirst(t *testing.T) (initToTask, execToTask time.Duration) {
-	cmd := exec.Command(DefaultPython(), "bench_native.py", "first", testAddress, strconv.FormatInt(time.Now().UnixNano(), 10))
+	cmd := exec.Command(rayenv.Python(), "bench_native.py", "first", testAddress, strconv.FormatInt(time.Now().UnixNano(), 10))
 	cmd.Env = nativeEnv()
 	out, err := cmd.Output()
 	if err != nil {
@@ -334,7 +336,7 @@ func heapDuring(t *testing.T, n int, in []int) heapStats {
 			}
 		}
 	}()
-	got, err := Run(context.Background(), testEngine, heapFlows[256], slices.Values(in[:n]))
+	got, err := runOn(context.Background(), testEngine, heapFlows[256], slices.Values(in[:n]))
 	close(stop)
 	s := <-samples
 	if err != nil || got != n {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/gen/common"
+	"github.com/rayflow/rayflow/internal/rayenv"
 )
 
 //go:embed bridge.py
@@ -30,9 +31,6 @@ var bridgeSource []byte
 
 // bridgeProtocolVersion is the bridge protocol version this package speaks.
 const bridgeProtocolVersion = 3
-
-// RayVersion is the Ray version the bridge requires.
-const RayVersion = "2.60.0"
 
 // objHandle is an opaque reference to a value the runtime owns (a Ray
 // ObjectRef in the bridge's table).
@@ -164,7 +162,7 @@ type bridgeOptions struct {
 	// HealthInterval is how often the coordinator checks that the
 	// cluster's GCS accepts connections (default 1 s); HealthFailures
 	// consecutive failures (default 3) mean the cluster is lost: every call
-	// in flight and every later call fails with a *ClusterLostError.
+	// in flight and every later call fails with a *BridgeError (Lost).
 	HealthInterval time.Duration
 	HealthFailures int
 }
@@ -261,7 +259,7 @@ func bridgeScript() (string, error) {
 // as well as in a rayflow checkout (whose Makefile has them as targets).
 const (
 	venvFix = "create a Python with Ray next to your module: python3 -m venv .venv-ray && " +
-		".venv-ray/bin/pip install 'ray[default]==" + RayVersion + "' (make ray-venv in a rayflow checkout), " +
+		".venv-ray/bin/pip install 'ray[default]==" + rayenv.RayVersion + "' (make ray-venv in a rayflow checkout), " +
 		"or set RAYFLOW_PYTHON to a Python that has it"
 	clusterFix = "start the cluster (ray start --head from that Python; make ray-up in a rayflow checkout), " +
 		"or use Options.Address \"local\" for a private one"
@@ -440,7 +438,7 @@ func (b *rayBridge) healthy(timeout time.Duration) error {
 // CheckCluster dials the GCS once after a run failed with cause: when it
 // does not answer, the cluster is lost (Ray may report a dead head as a
 // crashed worker first): the bridge fails and the returned
-// *ClusterLostError wraps cause. It returns nil while the GCS answers.
+// *BridgeError (Lost) wraps cause. It returns nil while the GCS answers.
 func (b *rayBridge) CheckCluster(cause error) error {
 	if err := b.Err(); err != nil {
 		if errors.Is(err, ErrClusterLost) {
@@ -460,14 +458,14 @@ func (b *rayBridge) CheckCluster(cause error) error {
 	if closing {
 		return nil
 	}
-	b.fail(&ClusterLostError{Address: b.GCSAddress, Err: cause})
+	b.fail(&BridgeError{Lost: true, Address: b.GCSAddress, Err: cause})
 	go b.kill()
 	return b.Err()
 }
 
 // watchCluster dials the GCS every interval; failures consecutive
 // failures mean the cluster is lost: the bridge fails with a
-// *ClusterLostError and is killed (a driver whose head is gone can block
+// *BridgeError (Lost) and is killed (a driver whose head is gone can block
 // for a minute in Ray before it notices).
 func (b *rayBridge) watchCluster(interval time.Duration, failures int) {
 	t := time.NewTicker(interval)
@@ -498,7 +496,7 @@ func (b *rayBridge) watchCluster(interval time.Duration, failures int) {
 		if closing {
 			return
 		}
-		b.fail(&ClusterLostError{Address: b.GCSAddress, Err: err, For: time.Since(since).Round(time.Millisecond)})
+		b.fail(&BridgeError{Lost: true, Address: b.GCSAddress, Err: err, For: time.Since(since).Round(time.Millisecond)})
 		b.kill()
 		return
 	}
@@ -517,8 +515,8 @@ func (b *rayBridge) checkHello(python string) error {
 		return &SetupError{Problem: fmt.Sprintf("ray is not importable by %s (%s): %s", python, h.Python, msg),
 			Fix: venvFix}
 	}
-	if *h.Ray != RayVersion {
-		return &SetupError{Problem: fmt.Sprintf("%s has Ray %s, rayflow requires %s", python, *h.Ray, RayVersion),
+	if *h.Ray != rayenv.RayVersion {
+		return &SetupError{Problem: fmt.Sprintf("%s has Ray %s, rayflow requires %s", python, *h.Ray, rayenv.RayVersion),
 			Fix: venvFix}
 	}
 	return nil
@@ -590,7 +588,7 @@ func (b *rayBridge) readLoop(r io.Reader) {
 	if !closing && b.GCSAddress != "" && b.healthy(time.Second) != nil {
 		// The driver died because its cluster did (a killed raylet ends
 		// its drivers): say so.
-		b.fail(&ClusterLostError{Address: b.GCSAddress, Err: err, Log: b.tail.String()})
+		b.fail(&BridgeError{Lost: true, Address: b.GCSAddress, Err: err, Log: b.tail.String()})
 	}
 	b.fail(&BridgeError{Err: err, Log: b.tail.String()})
 	close(b.done)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
@@ -57,7 +58,7 @@ func startPrivateHead(t *testing.T, extra ...string) *privateHead {
 
 func tryStartHead(t *testing.T, extra ...string) (*privateHead, string) {
 	t.Helper()
-	py := DefaultPython()
+	py := rayenv.Python()
 	rayBin := filepath.Join(filepath.Dir(py), "ray")
 	dir, err := os.MkdirTemp("/tmp", "rfh-")
 	if err != nil {
@@ -273,7 +274,7 @@ func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
 	marker := filepath.Join(t.TempDir(), "pid")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
 		errc <- err
 	}()
 	leaf := leafPID(t, marker)
@@ -288,16 +289,16 @@ func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
 	if !errors.Is(err, ErrClusterLost) {
 		t.Fatalf("want ErrClusterLost, got %v", err)
 	}
-	var cl *ClusterLostError
-	if !errors.As(err, &cl) || !strings.HasSuffix(cl.Address, head.addr[strings.LastIndex(head.addr, ":"):]) {
-		t.Fatalf("want a *ClusterLostError for %s, got %#v", head.addr, err)
+	var cl *BridgeError
+	if !errors.As(err, &cl) || !cl.Lost || !strings.HasSuffix(cl.Address, head.addr[strings.LastIndex(head.addr, ":"):]) {
+		t.Fatalf("want a lost-cluster *BridgeError for %s, got %#v", head.addr, err)
 	}
 	t.Logf("failed %v after the head was killed: %v", took.Round(time.Millisecond), strings.SplitN(err.Error(), "\n", 2)[0])
 	if took > 10*time.Second {
 		t.Errorf("cluster loss took %v to detect, want a few seconds", took)
 	}
 	start := time.Now()
-	if _, err := Run(ctx, e, chainFlow, 1); !errors.Is(err, ErrClusterLost) || time.Since(start) > time.Second {
+	if _, err := runOn(ctx, e, chainFlow, 1); !errors.Is(err, ErrClusterLost) || time.Since(start) > time.Second {
 		t.Fatalf("a later run: %v after %v, want ErrClusterLost at once", err, time.Since(start))
 	}
 	start = time.Now()
@@ -334,7 +335,7 @@ func TestCloseWithDeadHead(t *testing.T) {
 	} else {
 		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
 	}
-	if _, err := Run(context.Background(), e, chainFlow, 1); !errors.Is(err, ErrClosed) {
+	if _, err := runOn(context.Background(), e, chainFlow, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a run after Close: %v, want ErrClosed", err)
 	}
 }
@@ -358,7 +359,7 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pid")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
 		errc <- err
 	}()
 	leaf := leafPID(t, marker)
@@ -411,7 +412,7 @@ func TestCloseDuringRunConnectedCluster(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "pid")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
 		errc <- err
 	}()
 	leaf := leafPID(t, marker)

@@ -44,7 +44,8 @@
 // process, so the binary still serves them. The two builds must be the
 // same code: a plan whose code identity is the executable's digest is
 // refused (*SetupError: set a build revision); with a VCS revision the
-// library must carry the same one (*LeafStartError, ErrBuildMismatch);
+// library must carry the same one (a *TaskError of kind "leaf_start",
+// ErrBuildMismatch);
 // with a revision from the environment the user vouches, as for leaf
 // processes. A leaf's writes to os.Stdout go to the worker's log.
 //
@@ -84,16 +85,17 @@
 // the links it wrapped; so Error(), errors.Is and errors.As answer as they
 // do locally. A leaf panic is an *sdk.PanicError. Setup problems are
 // *SetupError (naming the fix) and come before any submission; the bridge
-// dying fails the run with a *BridgeError; a leaf process of another
-// build is refused with a *LeafStartError (ErrBuildMismatch, naming both
-// digests); a lost cluster is a *ClusterLostError (ErrClusterLost); a
-// task or actor whose options Ray itself refuses (the SDK checks what it
-// can at definition time) fails the run at once with a *SubmitError
-// carrying Ray's reason.
+// dying fails the run with a *BridgeError; a lost cluster is a
+// *BridgeError too (Lost, ErrClusterLost). A node's Ray-level failure is a
+// *TaskError whose Kind says which: a leaf process of another build is
+// refused ("leaf_start", ErrBuildMismatch, naming both digests); a task or
+// actor whose options Ray itself refuses (the SDK checks what it can at
+// definition time) fails the run at once ("submit", carrying Ray's
+// reason); a crashed worker, a cancelled task or a lost object is Ray's
+// own kind ("worker_crashed", "cancelled", "object_lost", ...).
 //
 // Results: Engine.Run returns the final value still encoded (the codec's
-// bytes, fetched once); Run (this package), sdk.Run and sdk.DecodeResult
-// decode it into the flow's output type.
+// bytes, fetched once); sdk.Run decodes it into the flow's output type.
 //
 // Code identity: each leaf process starts with a versioned handshake
 // (PROTOCOL.md) carrying the plan's executable digest when the plan's
@@ -104,7 +106,7 @@
 // Cluster loss and Close: the coordinator checks the cluster's GCS and
 // the bridge's raylet every second; when they stop answering (about 3 s,
 // or at once when a run fails meanwhile) every run in flight and every
-// later Run fails with a *ClusterLostError and the bridge is ended. Close
+// later Run fails with a *BridgeError (Lost) and the bridge is ended. Close
 // cancels the runs in flight (they fail with ErrClosed), starts nothing
 // (the bridge runs with RAY_ENABLE_AUTO_CONNECT=0), ends a private
 // cluster with the bridge's process group, so that none of its processes
@@ -150,12 +152,12 @@
 // incorporated. Its byte checks (initial, item, resulting accumulator,
 // accumulator plus retained items) are transactional. Byte limits count
 // the codec's encoded bytes (not cloudpickle); an overflow fails the run
-// with an *ActorLimitError. Finalize returns the payload and a small
+// with a *TaskError of kind "actor_limit". Finalize returns the payload and a small
 // acknowledgement as two refs; the coordinator resolves only the
 // acknowledgement, kills the actor and passes the payload reference on.
 // Any failure or cancellation kills the actor (discarding its state).
 //
-// Progress is per run: sdk.Run hands Engine.Run a sdk.RunSpec whose
+// Progress is per run: sdk.Run hands Engine.Run a sdkrt.RunSpec whose
 // Progress (a progress.Run) owns the run's identity, the plan's reporting
 // policy, the limits profile, the Collector and the publications to the
 // run's sink (sdk.WithProgress); the graph (steps, and each bounded map as

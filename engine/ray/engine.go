@@ -9,14 +9,15 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rayflow/rayflow/gen/plan"
 	"github.com/rayflow/rayflow/internal/buildid"
 	"github.com/rayflow/rayflow/internal/program"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
@@ -75,7 +76,7 @@ type mapProgress = progress.MapCounters
 
 // Engine runs materialized plans on Ray. It implements sdk.Engine.
 //
-// Progress is per run: sdk.Run (or sdk.RunPlan) hands each run its own
+// Progress is per run: sdk.Run (or sdkhost.RunPlan) hands each run its own
 // progress.Run in the RunSpec, under the plan's reporting policy; two
 // concurrent runs on one engine never share progress state.
 type Engine struct {
@@ -95,7 +96,7 @@ var _ sdk.Engine = (*Engine)(nil)
 // returned before anything is submitted.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	if o.Python == "" {
-		o.Python = DefaultPython()
+		o.Python = rayenv.Python()
 	}
 	exe := o.Executable
 	digested := make(chan struct{})
@@ -149,29 +150,6 @@ func newWithRuntime(rt rayRuntime, exe string) *Engine {
 	return &Engine{rt: rt, exe: exe, codec: sdk.DefaultCodec}
 }
 
-// DefaultPython finds the interpreter: $RAYFLOW_PYTHON, else the nearest
-// .venv-ray/bin/python upwards from the working directory, else "".
-func DefaultPython() string {
-	if p := os.Getenv("RAYFLOW_PYTHON"); p != "" {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		p := filepath.Join(dir, ".venv-ray", "bin", "python")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
 // bridgeRuntime returns the engine's runtime (the bridge).
 func (e *Engine) bridgeRuntime() rayRuntime { return e.rt }
 
@@ -181,32 +159,32 @@ func (e *Engine) Name() string { return "ray" }
 // Runs is true for sdk.StrategyDynamicTasks: every leaf a Ray task.
 func (e *Engine) Runs(s sdk.Strategy) bool { return s == sdk.StrategyDynamicTasks }
 
-// Run executes one run (sdk.Run and sdk.RunPlan call it) and returns its
+// Run executes one run (sdk.Run and sdkhost.RunPlan call it) and returns its
 // result still encoded (the final value's codec bytes;
-// sdk.DecodeResult turns it into the flow's output type). Leaf events go
+// sdkrt.DecodeResult turns it into the flow's output type). Leaf events go
 // to spec.Progress, fenced by spec.Identity, under the plan's reporting
 // policy. A closed engine (ErrClosed), or one whose cluster is lost
 // (ErrClusterLost) or whose bridge is gone, fails at once.
-func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
+func (e *Engine) Run(ctx context.Context, spec sdkrt.RunSpec) (_ any, err error) {
 	ctx, end, err := e.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = end(err) }()
 	m, input := spec.Plan, spec.Input
-	bind := sdkrt.PlanBindings(m)
+	bind := spec.Bindings
 	if bind == nil || bind.Program == nil {
 		return nil, errors.New("rayflow: ray: no plan bindings")
 	}
 	if spec.Progress == nil {
-		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdk.RunPlan)")
+		return nil, errors.New("rayflow: ray: the run has no progress handle (call sdk.Run or sdkhost.RunPlan)")
 	}
 	if err := e.check(bind.Root); err != nil {
 		return nil, err
 	}
 	if e.lib != "" && planDigest(m) != "" {
 		return nil, &SetupError{Problem: "Options.LeafLibrary needs a build revision, and the plan's code identity is this executable's digest, which a library cannot have",
-			Fix: "build from an unmodified VCS checkout, or set " + sdk.EnvBuildRevision}
+			Fix: "build from an unmodified VCS checkout, or set " + buildid.EnvBuildRevision}
 	}
 	rp, err := e.startProgress(ctx, spec.Progress, bind.Root)
 	if err != nil {
@@ -256,20 +234,20 @@ func (e *Engine) Run(ctx context.Context, spec sdk.RunSpec) (_ any, err error) {
 // libraryPlanRevision is the plan's build revision when it is a VCS
 // revision, which a leaf library must also carry; "" for an environment
 // revision (the user vouches for the build, as for leaf processes).
-func libraryPlanRevision(m *sdk.Materialized) string {
-	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil || !strings.HasPrefix(*m.Plan.Definition.BuildRevision, buildid.VCSPrefix) {
+func libraryPlanRevision(p *plan.Plan) string {
+	if p == nil || p.Definition.BuildRevision == nil || !strings.HasPrefix(*p.Definition.BuildRevision, buildid.VCSPrefix) {
 		return ""
 	}
-	return *m.Plan.Definition.BuildRevision
+	return *p.Definition.BuildRevision
 }
 
 // planDigest is the executable digest the plan's code identity names
 // ("" when it is a revision).
-func planDigest(m *sdk.Materialized) string {
-	if m.Plan == nil || m.Plan.Definition.BuildRevision == nil {
+func planDigest(p *plan.Plan) string {
+	if p == nil || p.Definition.BuildRevision == nil {
 		return ""
 	}
-	rev := *m.Plan.Definition.BuildRevision
+	rev := *p.Definition.BuildRevision
 	if !strings.HasPrefix(rev, buildid.Prefix) {
 		return ""
 	}

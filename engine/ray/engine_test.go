@@ -14,7 +14,7 @@ func runBoth[In, Out any](t *testing.T, f sdk.Flow[In, Out], in In) (ray, local 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	got, err := Run(ctx, testEngine, f, in)
+	got, err := runOn(ctx, testEngine, f, in)
 	if err != nil {
 		t.Fatalf("ray: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestChainStepError(t *testing.T) {
 	needRay(t)
 	t.Parallel()
 	ctx := context.Background()
-	_, err := Run(ctx, testEngine, sdk.Then(sdk.Step(Double), sdk.Step(Show)), -3)
+	_, err := runOn(ctx, testEngine, sdk.Then(sdk.Step(Double), sdk.Step(Show)), -3)
 	var se *sdk.StepError
 	if !errors.As(err, &se) || se.Node != "0.1" {
 		t.Fatalf("want a StepError at 0.1, got %v", err)
@@ -78,7 +78,7 @@ func TestMapOrdered(t *testing.T) {
 func TestLeafPanic(t *testing.T) {
 	needRay(t)
 	t.Parallel()
-	_, err := Run(context.Background(), testEngine, workFlow, Job{I: 3, Panic: true})
+	_, err := runOn(context.Background(), testEngine, workFlow, Job{I: 3, Panic: true})
 	var pe *sdk.PanicError
 	if !errors.As(err, &pe) || pe.Value != "job 3 panicked" || pe.Stack == "" {
 		t.Fatalf("want a PanicError, got %v", err)
@@ -105,7 +105,7 @@ func TestGroupFailureCancelsSiblingMap(t *testing.T) {
 	ctx := context.Background()
 	in := JobsSpec{N: 20, FailAt: -1, Template: Job{SleepMS: 2000}}
 	start := time.Now()
-	_, err := Run(ctx, testEngine, groupMapFlow, in)
+	_, err := runOn(ctx, testEngine, groupMapFlow, in)
 	elapsed := time.Since(start)
 	var jf *JobFailure
 	if !errors.As(err, &jf) || jf.Item != -1 {

@@ -10,18 +10,55 @@ import (
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// ErrBridgeClosed is matched by every *BridgeError.
-var ErrBridgeClosed = errors.New("rayflow: ray bridge is gone")
+// The sentinel errors of the Ray engine, for errors.Is.
+var (
+	// ErrBridgeClosed is matched by every *BridgeError.
+	ErrBridgeClosed = errors.New("rayflow: ray bridge is gone")
+	// ErrClusterLost is matched by a *BridgeError whose cluster is lost
+	// (Lost).
+	ErrClusterLost = errors.New("rayflow: ray: the cluster is lost")
+	// ErrBuildMismatch is matched by a *TaskError of kind "leaf_start"
+	// whose leaf binary is a different build than the one that made the
+	// plan (Reason "digest_mismatch").
+	ErrBuildMismatch = errors.New("rayflow: ray: the leaf binary is a different build than the plan's")
+	// ErrClosed is returned by Run on a closed engine and matched by the
+	// error of a run that Close ended.
+	ErrClosed = errors.New("rayflow: ray: the engine is closed")
+)
 
-// BridgeError reports that the bridge process ended or broke the protocol;
-// every call in flight and every later call fails with it.
+// BridgeError reports that the bridge process ended or broke the
+// protocol, or (Lost) that the Ray cluster's head went away; every call in
+// flight and every later call fails with it. errors.Is(err,
+// ErrBridgeClosed) always holds, errors.Is(err, ErrClusterLost) when Lost.
+//
+// A lost cluster is its head (its GCS, or the raylet the bridge drives)
+// gone: the coordinator dials both every second and declares the cluster
+// lost after three failed checks (about 3 s), or at once when a run fails
+// while they do not answer; it fails every run in flight and every later
+// call with this error, and ends the bridge.
 type BridgeError struct {
-	Err error
+	Err error  // the cause: the bridge's end, or the last check's error
 	Log string // the tail of the bridge's stderr, if captured
+	// Lost is true when the cluster is lost; Address is then its GCS
+	// address and For how long it had been unreachable (0: unknown).
+	Lost    bool
+	Address string
+	For     time.Duration
 }
 
 func (e *BridgeError) Error() string {
-	s := "rayflow: ray bridge: " + e.Err.Error()
+	var s string
+	if e.Lost {
+		s = fmt.Sprintf("rayflow: ray: lost the cluster at %s", e.Address)
+		if e.For > 0 {
+			s += fmt.Sprintf(" (unreachable for %v)", e.For)
+		}
+		if e.Err != nil {
+			s += ": " + strings.TrimPrefix(e.Err.Error(), "rayflow: ")
+		}
+	} else {
+		s = "rayflow: ray bridge: " + e.Err.Error()
+	}
 	if e.Log != "" {
 		s += "\n" + e.Log
 	}
@@ -30,45 +67,10 @@ func (e *BridgeError) Error() string {
 
 func (e *BridgeError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrBridgeClosed) true.
-func (e *BridgeError) Is(target error) bool { return target == ErrBridgeClosed }
-
-// ErrClusterLost is matched by every *ClusterLostError.
-var ErrClusterLost = errors.New("rayflow: ray: the cluster is lost")
-
-// ClusterLostError reports that the Ray cluster's head (its GCS, or the
-// raylet the bridge drives) went away: the coordinator dials both every
-// second and declares the cluster lost after three failed checks (about
-// 3 s), or at once when a run fails while they do not answer; it fails every run in flight and every later call with this
-// error, and ends the bridge. errors.Is(err, ErrClusterLost) and
-// errors.Is(err, ErrBridgeClosed) hold.
-type ClusterLostError struct {
-	Address string        // the GCS address
-	For     time.Duration // how long the GCS had been unreachable
-	Err     error         // the last check's error, or the bridge's end
-	Log     string        // the tail of the bridge's stderr, if relevant
-}
-
-func (e *ClusterLostError) Error() string {
-	s := fmt.Sprintf("rayflow: ray: lost the cluster at %s", e.Address)
-	if e.For > 0 {
-		s += fmt.Sprintf(" (unreachable for %v)", e.For)
-	}
-	if e.Err != nil {
-		s += ": " + strings.TrimPrefix(e.Err.Error(), "rayflow: ")
-	}
-	if e.Log != "" {
-		s += "\n" + e.Log
-	}
-	return s
-}
-
-func (e *ClusterLostError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrClusterLost) and errors.Is(err,
-// ErrBridgeClosed) true.
-func (e *ClusterLostError) Is(target error) bool {
-	return target == ErrClusterLost || target == ErrBridgeClosed
+// Is makes errors.Is(err, ErrBridgeClosed) true, and errors.Is(err,
+// ErrClusterLost) when the cluster is lost.
+func (e *BridgeError) Is(target error) bool {
+	return target == ErrBridgeClosed || e.Lost && target == ErrClusterLost
 }
 
 // SetupError is a problem found before anything was submitted: Python
@@ -88,58 +90,65 @@ func (e *SetupError) Error() string { return "rayflow: ray: " + e.Problem + "; "
 // below it. Error() is the original link's message.
 type LeafError = errwire.Remote
 
-// ErrBuildMismatch is matched by a *LeafStartError whose leaf binary is a
-// different build than the one that made the plan.
-var ErrBuildMismatch = errors.New("rayflow: ray: the leaf binary is a different build than the plan's")
+// Kinds of a *TaskError that are not Ray's own task failures.
+const (
+	kindLeafStart  = "leaf_start"
+	kindSubmit     = "submit"
+	kindActorLimit = "actor_limit"
+)
 
-// LeafStartError reports that a leaf process could not start or refused
-// its handshake: a binary that is not a rayflow leaf, a different leaf
-// protocol, or (Reason "digest_mismatch", errors.Is(err,
-// ErrBuildMismatch)) a binary whose digest is not the plan's. Want and Got
-// are the plan's and the leaf binary's digests (or protocol versions).
-type LeafStartError struct {
-	Node    string
-	Reason  string // "start", "protocol", "digest", "digest_mismatch"
-	Want    string
-	Got     string
-	Message string
-}
-
-func (e *LeafStartError) Error() string {
-	return fmt.Sprintf("rayflow: ray: node %s: leaf process: %s", e.Node, e.Message)
-}
-
-// Is makes errors.Is(err, ErrBuildMismatch) true for a digest mismatch.
-func (e *LeafStartError) Is(target error) bool {
-	return target == ErrBuildMismatch && e.Reason == "digest_mismatch"
-}
-
-// TaskError is a Ray-level failure of a node: a cancelled task, a crashed
-// worker, a lost object or owner, or another Ray exception.
+// TaskError is a Ray-level failure of a node (not its step's own error,
+// which is a *sdk.StepError). Kind says which:
+//
+//   - Ray's task failures: "cancelled", "worker_crashed", "owner_died",
+//     "object_lost", "timeout", "actor_protocol", "ray" (another Ray
+//     exception, Type its Python type);
+//   - "submit": Ray refused to create the node's task or actor (its
+//     .options() or .remote() raised, typically on an option value only
+//     Ray checks: a custom resource's precision, an accelerator's
+//     supported quantities); Type is the Python exception's type. Nothing
+//     ran; the run fails with it as it would with the node's own error;
+//   - "leaf_start": a leaf process could not start or refused its
+//     handshake. Reason is "start" (not a rayflow leaf binary),
+//     "protocol" (another leaf protocol), "digest" or "digest_mismatch"
+//     (a binary whose digest is not the plan's: errors.Is(err,
+//     ErrBuildMismatch)); Want and Got are the plan's and the leaf
+//     binary's digests (or protocol versions);
+//   - "actor_limit": a result-buffer or fold actor (Actor) refused a
+//     transition that would exceed one of its limits; the actor's state
+//     was not changed. Type is what: "items" or "retained" (result
+//     buffer), "initial", "item", "accumulator" or "state" (fold: the
+//     accumulator plus the retained out-of-order items); Bytes, the
+//     prospective encoded (codec) size, and Limit.
 type TaskError struct {
 	Node    string
-	Kind    string // "cancelled", "worker_crashed", "owner_died", "object_lost", "ray", ...
+	Kind    string
 	Type    string
 	Message string
+	// Reason, Want and Got: kind "leaf_start".
+	Reason, Want, Got string
+	// Actor ("result buffer" or "fold"), Bytes and Limit: kind
+	// "actor_limit".
+	Actor        string
+	Bytes, Limit int64
 }
 
 func (e *TaskError) Error() string {
+	switch e.Kind {
+	case kindLeafStart:
+		return fmt.Sprintf("rayflow: ray: node %s: leaf process: %s", e.Node, e.Message)
+	case kindSubmit:
+		return fmt.Sprintf("rayflow: node %s: Ray refused the submission: %s: %s", e.Node, e.Type, e.Message)
+	case kindActorLimit:
+		return fmt.Sprintf("rayflow: map %s: %s", e.Node, e.Message)
+	}
 	return fmt.Sprintf("rayflow: ray task %s: %s: %s", e.Node, e.Kind, e.Message)
 }
 
-// SubmitError reports that Ray refused to create a node's task or actor:
-// its .options() or .remote() raised, typically on an option value only
-// Ray checks (a custom resource's precision, an accelerator's supported
-// quantities). Nothing ran; the run fails with it as it would with the
-// node's own error.
-type SubmitError struct {
-	Node    string
-	Type    string // the Python exception's type, such as "ValueError"
-	Message string
-}
-
-func (e *SubmitError) Error() string {
-	return fmt.Sprintf("rayflow: node %s: Ray refused the submission: %s: %s", e.Node, e.Type, e.Message)
+// Is makes errors.Is(err, ErrBuildMismatch) true for a leaf binary of
+// another build.
+func (e *TaskError) Is(target error) bool {
+	return target == ErrBuildMismatch && e.Kind == kindLeafStart && e.Reason == "digest_mismatch"
 }
 
 // errorInfo is how the bridge reports a failure.
@@ -162,25 +171,6 @@ type errorInfo struct {
 	Got         string `json:"got"`    // leaf_start
 	Bytes       int64  `json:"bytes"`  // actor_limit: the prospective size
 	Limit       int64  `json:"limit"`  // actor_limit: the limit
-}
-
-// ActorLimitError reports that a result-buffer or fold actor refused a
-// transition that would exceed one of its limits; the actor's state was
-// not changed and the run fails with this error. What is "items" or
-// "retained" (result buffer), or "initial", "item", "accumulator" or
-// "state" (fold: the accumulator plus the retained out-of-order items).
-// Bytes are encoded (codec) bytes.
-type ActorLimitError struct {
-	Node    string
-	Actor   string // "result buffer" or "fold"
-	What    string
-	Bytes   int64
-	Limit   int64
-	Message string
-}
-
-func (e *ActorLimitError) Error() string {
-	return fmt.Sprintf("rayflow: map %s: %s", e.Node, e.Message)
 }
 
 // toError maps a failure to the error the local engine would return; node
@@ -206,14 +196,13 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 		}
 		return &sdk.StepError{Node: i.Node, Callable: i.Callable, Err: err}
 	}
-	if i.Kind == "leaf_start" {
-		return &LeafStartError{Node: i.Node, Reason: i.Reason, Want: i.Want, Got: i.Got, Message: i.Message}
-	}
-	if i.Kind == "actor_limit" {
-		return &ActorLimitError{Node: node, What: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}
-	}
-	if i.Kind == "submit" {
-		return &SubmitError{Node: node, Type: i.Type, Message: i.Message}
+	switch i.Kind {
+	case kindLeafStart:
+		return &TaskError{Node: i.Node, Kind: i.Kind, Reason: i.Reason, Want: i.Want, Got: i.Got, Message: i.Message}
+	case kindActorLimit:
+		return &TaskError{Node: node, Kind: i.Kind, Type: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}
+	case kindSubmit:
+		return &TaskError{Node: node, Kind: i.Kind, Type: i.Type, Message: i.Message}
 	}
 	if i.Kind == "bridge" {
 		return &BridgeError{Err: fmt.Errorf("%s: %s", i.Type, i.Message)}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -229,13 +230,13 @@ func TestErrorsAcrossRay(t *testing.T) {
 		{"panic", panicsFlow, 3},
 		{"in a chain", sdk.Then(sdk.Step(Inc), billingFlow), 1},
 	} {
-		_, remote := Run(ctx, testEngine, tc.flow, tc.in)
+		_, remote := runOn(ctx, testEngine, tc.flow, tc.in)
 		_, local := sdk.Run(ctx, tc.flow, tc.in)
 		compareErrors(t, tc.name, local, remote)
 	}
 	// A map item's error names the item on both engines.
 	items := sdk.Map(billingFlow).WithLimits(sdk.Limits{MaxConcurrency: 1, MaxItems: 10})
-	_, remote := Run(ctx, testEngine, items, []int{-5})
+	_, remote := runOn(ctx, testEngine, items, []int{-5})
 	_, local := sdk.Run(ctx, items, []int{-5})
 	compareErrors(t, "map item", local, remote)
 
@@ -287,9 +288,9 @@ func TestLeafRefusesOtherBuild(t *testing.T) {
 	}
 	other := "executable:sha256:" + strings.Repeat("0", 64)
 	m.Plan.Definition.BuildRevision = &other
-	_, err = sdk.RunPlan(ctx, m, Job{I: 1}, sdk.WithEngine(testEngine))
-	var ls *LeafStartError
-	if !errors.Is(err, ErrBuildMismatch) || !errors.As(err, &ls) || ls.Want != strings.TrimPrefix(other, "executable:") || ls.Got == "" || !strings.Contains(err.Error(), ls.Got) {
+	_, err = sdkhost.RunPlan(ctx, m, Job{I: 1}, sdk.WithEngine(testEngine))
+	var ls *TaskError
+	if !errors.Is(err, ErrBuildMismatch) || !errors.As(err, &ls) || ls.Kind != "leaf_start" || ls.Want != strings.TrimPrefix(other, "executable:") || ls.Got == "" || !strings.Contains(err.Error(), ls.Got) {
 		t.Fatalf("want ErrBuildMismatch naming both digests, got %v", err)
 	}
 }

@@ -88,16 +88,16 @@ func ExampleServeLeafIfRequested() {
 	// ... sdk.Run(ctx, flow, in, sdk.WithEngine(e)) ...
 }
 
-// Run is shorthand for sdk.Run with the engine: its result is typed by the
-// flow.
-func ExampleRun() {
+// A flow runs on Ray with sdk.Run and sdk.WithEngine: its result is typed
+// by the flow.
+func Example_run() {
 	ctx := context.Background()
 	e, err := ray.New(ctx, ray.Options{Address: os.Getenv("RAYFLOW_RAY_ADDRESS")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer e.Close()
-	total, err := ray.Run(ctx, e, squares, []int{1, 2, 3})
+	total, err := sdk.Run(ctx, squares, []int{1, 2, 3}, sdk.WithEngine(e))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestFailedItemLogs(t *testing.T) {
 		// before Ray ended the worker is a race.
 		for range 2 {
 			spec := JobsSpec{N: 12, FailAt: 1, FailAfterMS: 500, Template: Job{SleepMS: 60_000}}
-			_, err := Run(ctx, e, f, spec)
+			_, err := runOn(ctx, e, f, spec)
 			var jf *JobFailure
 			if !errors.As(err, &jf) || jf.Item != 1 {
 				t.Fatalf("want the *JobFailure of item 1, got %v", err)
@@ -71,7 +71,7 @@ func TestFailedItemLogs(t *testing.T) {
 		marker := filepath.Join(t.TempDir(), "pid")
 		errc := make(chan error, 1)
 		go func() {
-			_, err := Run(ctx, e, noRetryFlow, Job{I: 3, SleepMS: 30_000, Marker: marker})
+			_, err := runOn(ctx, e, noRetryFlow, Job{I: 3, SleepMS: 30_000, Marker: marker})
 			errc <- err
 		}()
 		if err := syscall.Kill(leafPID(t, marker), syscall.SIGKILL); err != nil {

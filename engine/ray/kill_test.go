@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -34,7 +35,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	f := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100})
 	errc := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, e, f, JobsSpec{N: 40, FailAt: -1, Template: Job{SleepMS: 200, Log: log}})
+		_, err := runOn(ctx, e, f, JobsSpec{N: 40, FailAt: -1, Template: Job{SleepMS: 200, Log: log}})
 		errc <- err
 	}()
 	// Kill it once leaves are running.
@@ -60,8 +61,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	// A private cluster ends with its driver, so that the bridge's death
 	// may also be reported as the cluster's loss.
 	var be *BridgeError
-	var cl *ClusterLostError
-	if !errors.Is(err, ErrBridgeClosed) || !errors.As(err, &be) && (addr != "local" || !errors.As(err, &cl)) {
+	if !errors.Is(err, ErrBridgeClosed) || !errors.As(err, &be) || be.Lost && addr != "local" {
 		t.Fatalf("want a *BridgeError, got %v", err)
 	}
 	t.Logf("failed %v after the kill: %v", time.Since(killed).Round(time.Millisecond), strings.SplitN(err.Error(), "\n", 2)[0])
@@ -73,7 +73,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	default:
 		t.Fatal("the bridge process was not reaped")
 	}
-	if _, err := e.Run(ctx, sdk.RunSpec{}); err == nil {
+	if _, err := e.Run(ctx, sdkrt.RunSpec{}); err == nil {
 		t.Fatal("a closed engine ran")
 	}
 	if _, err := b.Put(ctx, []byte("x")); !errors.Is(err, ErrBridgeClosed) {
@@ -129,7 +129,7 @@ func TestLeafProcessKilled(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				v, err := Run(ctx, testEngine, tc.flow, Job{I: 7, SleepMS: 30_000, Marker: marker})
+				v, err := runOn(ctx, testEngine, tc.flow, Job{I: 7, SleepMS: 30_000, Marker: marker})
 				done <- result{v, err}
 			}()
 			if err := syscall.Kill(leafPID(t, marker), syscall.SIGKILL); err != nil {

@@ -304,7 +304,7 @@ func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequ
 		}
 		prod.Started(exec)
 		if preview != "" {
-			prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewPending})
+			prod.OutputPreview(progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewPending})
 		}
 		lctx = progress.Context(lctx, prod)
 	}
@@ -318,7 +318,7 @@ func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequ
 		return w.writeOK(res)
 	}
 	if preview != "" {
-		prod.OutputPreview(sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewUnavailable})
+		prod.OutputPreview(progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewUnavailable})
 	}
 	prod.Fail(info.Message)
 	return w.write(map[string]any{"ok": false, "error": info}, value)
@@ -328,15 +328,15 @@ func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequ
 // result, beside the leaf in its process. Whatever happens (no such
 // projector, a result that does not decode, an error or a panic) the
 // envelope is FAILED and the leaf's result is untouched.
-func buildPreview(codec sdk.Codec, name string, result []byte) (env sdk.PreviewEnvelope) {
+func buildPreview(codec sdk.Codec, name string, result []byte) (env progress.PreviewEnvelope) {
 	defer func() {
 		if recover() != nil {
-			env = sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
+			env = progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewFailed}
 		}
 	}()
 	p, ok := sdkrt.LookupPreview(name)
 	if !ok {
-		return sdk.PreviewEnvelope{SchemaVersion: 1, Availability: sdk.PreviewFailed}
+		return progress.PreviewEnvelope{SchemaVersion: 1, Availability: progress.PreviewFailed}
 	}
 	return p(codec, result, nil)
 }

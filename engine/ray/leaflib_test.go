@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rayflow/rayflow/internal/buildid"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -71,23 +73,23 @@ func TestLeafLibrary(t *testing.T) {
 	// Without a revision in the environment the plan's code identity is
 	// this test binary's digest (a test build has no VCS stamp), which the
 	// library cannot have: refused before anything runs.
-	for _, v := range []string{sdk.EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"} {
+	for _, v := range []string{buildid.EnvBuildRevision, "GIT_COMMIT", "SOURCE_VERSION", "K_REVISION"} {
 		t.Setenv(v, "")
 	}
 	var se *SetupError
-	if _, err := Run(ctx, e, leafModeFlow, []int{1}); !errors.As(err, &se) {
+	if _, err := runOn(ctx, e, leafModeFlow, []int{1}); !errors.As(err, &se) {
 		t.Fatalf("a library with an executable identity: want a *SetupError, got %v", err)
 	}
 
-	t.Setenv(sdk.EnvBuildRevision, "leaf-library-test") // the user vouches for the build
-	modes, err := Run(ctx, e, leafModeFlow, make([]int, 20))
+	t.Setenv(buildid.EnvBuildRevision, "leaf-library-test") // the user vouches for the build
+	modes, err := runOn(ctx, e, leafModeFlow, make([]int, 20))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if slices.ContainsFunc(modes, func(m string) bool { return m != "" }) {
 		t.Fatalf("leaves ran in leaf processes, not in the library: %q", modes)
 	}
-	if modes, err = Run(ctx, testEngine, leafModeFlow, make([]int, 4)); err != nil || modes[0] != "1" {
+	if modes, err = runOn(ctx, testEngine, leafModeFlow, make([]int, 4)); err != nil || modes[0] != "1" {
 		t.Fatalf("the process engine's leaves: %q, %v", modes, err)
 	}
 
@@ -110,7 +112,7 @@ for want in ("", "vcs:0123abcd"):
     except b.LeafProcessError as e:
         print("refused", e.args[0]["reason"], e.args[0]["want"], e.args[0]["got"] or "-")
 `
-		out, err := exec.Command(DefaultPython(), "-c", prog, script, lib).CombinedOutput()
+		out, err := exec.Command(rayenv.Python(), "-c", prog, script, lib).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -129,8 +131,8 @@ for want in ("", "vcs:0123abcd"):
 		{"panic", JobsSpec{N: 1, FailAt: -1, Template: Job{Panic: true}}}, // one item: which of several panics first is timing
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, gerr := Run(ctx, e, f, tc.spec)
-			want, werr := Run(ctx, testEngine, f, tc.spec)
+			got, gerr := runOn(ctx, e, f, tc.spec)
+			want, werr := runOn(ctx, testEngine, f, tc.spec)
 			local, lerr := sdk.Run(ctx, f, tc.spec)
 			if (gerr == nil) != (werr == nil) || (gerr != nil && (gerr.Error() != werr.Error() || gerr.Error() != lerr.Error())) {
 				t.Fatalf("errors differ:\nlibrary %v\nprocess %v\nlocal   %v", gerr, werr, lerr)

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by Run on a closed engine and matched by the
-// error of a run that Close ended.
-var ErrClosed = errors.New("rayflow: ray: the engine is closed")
-
 // defaultCloseTimeout bounds Close when Options.CloseTimeout is zero.
 const defaultCloseTimeout = time.Second
 
@@ -37,7 +33,7 @@ func (e *closedRunError) Unwrap() []error { return []error{ErrClosed, e.err} }
 // begin registers a run for Close and returns its context (cancelled by
 // Close with ErrClosed) and end, which unregisters it and says why the run
 // failed: a run Close ended matches ErrClosed, a run failed by a lost
-// cluster is a *ClusterLostError. A closed engine, or one whose bridge is
+// cluster is a *BridgeError (Lost). A closed engine, or one whose bridge is
 // unusable, fails at once.
 func (e *Engine) begin(ctx context.Context) (context.Context, func(error) error, error) {
 	e.life.mu.Lock()

@@ -58,7 +58,7 @@ func TestMapWindowRespected(t *testing.T) {
 	t.Parallel()
 	log := filepath.Join(t.TempDir(), "leaves")
 	f := mapFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 100})
-	got, err := Run(context.Background(), testEngine, f, JobsSpec{N: 15, FailAt: -1, Template: Job{SleepMS: 250, Log: log}})
+	got, err := runOn(context.Background(), testEngine, f, JobsSpec{N: 15, FailAt: -1, Template: Job{SleepMS: 250, Log: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestMapMaxItems(t *testing.T) {
 	ctx := context.Background()
 	log := filepath.Join(t.TempDir(), "leaves")
 	f := mapFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 5})
-	got, err := Run(ctx, testEngine, f, JobsSpec{N: 5, FailAt: -1, Template: Job{Log: log}})
+	got, err := runOn(ctx, testEngine, f, JobsSpec{N: 5, FailAt: -1, Template: Job{Log: log}})
 	if err != nil || len(got) != 5 {
 		t.Fatalf("at the cap: %v %v", got, err)
 	}
 	os.Remove(log)
-	_, err = Run(ctx, testEngine, f, JobsSpec{N: 6, FailAt: -1, Template: Job{Log: log}})
+	_, err = runOn(ctx, testEngine, f, JobsSpec{N: 6, FailAt: -1, Template: Job{Log: log}})
 	var me *sdk.MaxItemsError
 	if !errors.As(err, &me) || *me != (sdk.MaxItemsError{Node: "0.1", MaxItems: 5, Items: 6}) {
 		t.Fatalf("one over the cap: want MaxItemsError, got %v", err)
@@ -106,12 +106,12 @@ func TestMapMaxItems(t *testing.T) {
 			}
 		}
 	}
-	got, err = Run(ctx, testEngine, seqFlow, seq(5))
+	got, err = runOn(ctx, testEngine, seqFlow, seq(5))
 	if err != nil || len(got) != 5 || got[4] != 16 {
 		t.Fatalf("sequence at the cap: %v %v", got, err)
 	}
 	read.Store(0)
-	_, err = Run(ctx, testEngine, seqFlow, seq(9))
+	_, err = runOn(ctx, testEngine, seqFlow, seq(9))
 	if !errors.As(err, &me) || *me != (sdk.MaxItemsError{Node: "0", MaxItems: 5, Items: 6}) {
 		t.Fatalf("sequence over the cap: want MaxItemsError, got %v", err)
 	}
@@ -142,7 +142,7 @@ func TestMapFailureCancels(t *testing.T) {
 	}
 	spec := failing()
 	debugf("failure run starts")
-	_, err := Run(ctx, testEngine, f, spec)
+	_, err := runOn(ctx, testEngine, f, spec)
 	returned := time.Now()
 	var jf *JobFailure
 	if !errors.As(err, &jf) || jf.Item != 1 {
@@ -166,7 +166,7 @@ func TestMapFailureCancels(t *testing.T) {
 	// sleeping leaves were cancelled, not waited for.
 	long := mapFlow(sdk.Limits{MaxConcurrency: 4, MaxItems: 100, CancelTimeout: 30 * time.Second})
 	spec = failing()
-	_, err = Run(ctx, testEngine, long, spec)
+	_, err = runOn(ctx, testEngine, long, spec)
 	returned = time.Now()
 	if !errors.As(err, &jf) {
 		t.Fatalf("want the original *JobFailure, got %v", err)
@@ -203,7 +203,7 @@ func TestLargeValueStaysInRay(t *testing.T) {
 	e := newWithRuntime(cr, testEngine.exe)
 	const size = 9 << 20
 	// count payload fetches only, not progress drains
-	got, err := Run(context.Background(), e, bigFlow, size, pol(common.ReportingPolicyDisabled))
+	got, err := runOn(context.Background(), e, bigFlow, size, pol(common.ReportingPolicyDisabled))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestMapContextCancelled(t *testing.T) {
 	f := mapFlow(sdk.Limits{MaxConcurrency: 2, MaxItems: 100})
 	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
 	start := time.Now()
-	_, err := Run(ctx, testEngine, f, JobsSpec{N: 10, FailAt: -1, Template: Job{SleepMS: 60_000}})
+	_, err := runOn(ctx, testEngine, f, JobsSpec{N: 10, FailAt: -1, Template: Job{SleepMS: 60_000}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)
 	}
@@ -276,7 +276,7 @@ func TestMapChunkedCollect(t *testing.T) {
 		for i := range in {
 			in[i] = i * 3
 		}
-		got, err := Run(context.Background(), e, flow, in, noProgress)
+		got, err := runOn(context.Background(), e, flow, in, noProgress)
 		if err != nil {
 			t.Fatalf("%d items: %v", c.n, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -20,17 +21,17 @@ func TestFakeRuntimeRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e, _ := newFakeEngine()
-	got, err := Run(ctx, e, chainFlow, 4, noProgress)
+	got, err := runOn(ctx, e, chainFlow, 4, noProgress)
 	if err != nil || got != "n=110" {
 		t.Fatalf("chain: %q, %v", got, err)
 	}
-	g, err := Run(ctx, e, groupFlow, 5, noProgress)
+	g, err := runOn(ctx, e, groupFlow, 5, noProgress)
 	if err != nil || g != 6+10+12 {
 		t.Fatalf("group: %d, %v", g, err)
 	}
 	f := mapFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 50})
 	in := JobsSpec{N: 20, FailAt: -1}
-	m, err := Run(ctx, e, f, in, noProgress)
+	m, err := runOn(ctx, e, f, in, noProgress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +52,12 @@ func TestFakeRuntimeRuns(t *testing.T) {
 		{"sentinel wrapped", sdk.Then(sdk.Step(Inc), billingFlow), -3},
 		{"panic", panicsFlow, 3},
 	} {
-		_, remote := Run(ctx, e, tc.flow, tc.in, noProgress)
+		_, remote := runOn(ctx, e, tc.flow, tc.in, noProgress)
 		_, local := sdk.Run(ctx, tc.flow, tc.in)
 		compareErrors(t, tc.name, local, remote)
 	}
 	items := sdk.Map(billingFlow).WithLimits(sdk.Limits{MaxConcurrency: 2, MaxItems: 10})
-	_, remote := Run(ctx, e, items, []int{1, -5}, noProgress)
+	_, remote := runOn(ctx, e, items, []int{1, -5}, noProgress)
 	var se *sdk.StepError
 	if !errors.As(remote, &se) || !strings.HasPrefix(se.Node, "0.m") {
 		t.Fatalf("a map item's error: %v", remote)
@@ -65,7 +66,7 @@ func TestFakeRuntimeRuns(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(ctx, e, chainFlow, 1, noProgress); !errors.Is(err, ErrClosed) {
+	if _, err := runOn(ctx, e, chainFlow, 1, noProgress); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -196,7 +197,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			e, rt := newFakeEngine()
-			if _, err := sdk.RunPlan(context.Background(), m, 1, sdk.WithEngine(e)); err != nil {
+			if _, err := sdkhost.RunPlan(context.Background(), m, 1, sdk.WithEngine(e)); err != nil {
 				t.Fatal(err)
 			}
 			tasks := rt.submitted()
@@ -204,7 +205,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 				t.Fatalf("%d submissions", len(tasks))
 			}
 			c.check(t, tasks[0])
-			if want := planDigest(m); tasks[0].Digest != want {
+			if want := planDigest(m.Plan); tasks[0].Digest != want {
 				t.Fatalf("digest %q submitted, the plan's is %q", tasks[0].Digest, want)
 			}
 		})
@@ -218,13 +219,13 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe, frt := newFakeEngine()
-	_, _ = sdk.RunPlan(context.Background(), fm, []Rev{{I: 0}}, sdk.WithEngine(fe))
+	_, _ = sdkhost.RunPlan(context.Background(), fm, []Rev{{I: 0}}, sdk.WithEngine(fe))
 	if len(frt.actors) != 1 {
 		t.Fatalf("%d actors created", len(frt.actors))
 	}
 	a := frt.actors[0]
 	env, _ := a.Options["runtime_env"].(map[string]any)
-	if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" || a.Digest != planDigest(fm) {
+	if vars, _ := env["env_vars"].(map[string]string); vars["RAYFLOW_TEST_PROFILE_VAR"] != "from-the-profile" || a.Digest != planDigest(fm.Plan) {
 		t.Fatalf("fold actor options %v, digest %q", a.Options, a.Digest)
 	}
 	// The plan's executable digest reaches every leaf (checked by its
@@ -233,7 +234,7 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := planDigest(m); os.Getenv("RAYFLOW_BUILD_REVISION") == "" && !strings.HasPrefix(d, "sha256:") {
+	if d := planDigest(m.Plan); os.Getenv("RAYFLOW_BUILD_REVISION") == "" && !strings.HasPrefix(d, "sha256:") {
 		t.Fatalf("a test binary's plan has no executable digest: %q", d)
 	}
 }
@@ -245,7 +246,7 @@ func TestRuntimeEnvOnRay(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	got, err := Run(ctx, testEngine, envFlow, "RAYFLOW_TEST_PROFILE_VAR")
+	got, err := runOn(ctx, testEngine, envFlow, "RAYFLOW_TEST_PROFILE_VAR")
 	if err != nil || got != "from-the-profile" {
 		t.Fatalf("the leaf read %q (%v), want from-the-profile", got, err)
 	}
@@ -258,7 +259,7 @@ func TestRuntimeEnvOnRay(t *testing.T) {
 		"label_selector":    map[string]string{"ray.io/node-id": "!no-such-node"},
 		"fallback_strategy": []map[string]any{{"label_selector": map[string]string{"ray.io/node-id": "!other"}}},
 	}))
-	if n, err := Run(ctx, testEngine, sel, 1); err != nil || n != 2 {
+	if n, err := runOn(ctx, testEngine, sel, 1); err != nil || n != 2 {
 		t.Fatalf("with a label selector: %d, %v", n, err)
 	}
 }

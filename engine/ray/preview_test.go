@@ -16,7 +16,7 @@ import (
 // Output-preview projectors, one per envelope status.
 func PvAvailable(v int) (any, error) { return map[string]any{"v": v}, nil }
 func PvRedacted(v int) (any, error)  { return map[string]any{"api_key": "k-1234", "v": v}, nil }
-func PvTooLarge(v int) (any, error)  { return make([]any, sdk.PreviewMaxListItems+1), nil }
+func PvTooLarge(v int) (any, error)  { return make([]any, 16+1), nil } // preview profile v1: at most 16 list items
 func PvFails(int) (any, error)       { return nil, errors.New("projector failed") }
 func PvPanics(int) (any, error)      { panic("projector panicked") }
 

@@ -34,7 +34,7 @@ func runClusterOwner(out string) int {
 		fmt.Fprintln(os.Stderr, "owner:", err)
 		return 1
 	}
-	if _, err := Run(ctx, e, chainFlow, 1); err != nil {
+	if _, err := runOn(ctx, e, chainFlow, 1); err != nil {
 		fmt.Fprintln(os.Stderr, "owner: run:", err)
 		return 1
 	}

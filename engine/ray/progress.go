@@ -180,7 +180,7 @@ func (rp *runProgress) drain(ctx context.Context) {
 
 // finish ends the Ray side of the run's progress (full): the last drain,
 // after every leaf has finished, and the actor's end. The publication of
-// the terminal state is the caller's (sdk.RunPlan finishes the Run).
+// the terminal state is the caller's (sdk finishes the Run after Engine.Run returns).
 func (rp *runProgress) finish(ctx context.Context) {
 	if rp == nil || rp.stop == nil {
 		return

@@ -168,12 +168,12 @@ func TestProgressActorOnlyWhenAStepCanReport(t *testing.T) {
 		actors int
 	}{
 		{"map only", func(e *Engine) error {
-			_, err := Run(context.Background(), e, mapOnly, []int{1, 2, 3}, pol(""))
+			_, err := runOn(context.Background(), e, mapOnly, []int{1, 2, 3}, pol(""))
 			return err
 		}, 0},
-		{"step then map", func(e *Engine) error { _, err := Run(context.Background(), e, progressFlow, 3, pol("")); return err }, 1},
+		{"step then map", func(e *Engine) error { _, err := runOn(context.Background(), e, progressFlow, 3, pol("")); return err }, 1},
 		{"step then map, terminal_only", func(e *Engine) error {
-			_, err := Run(context.Background(), e, progressFlow, 3, pol(common.ReportingPolicyTerminalOnly))
+			_, err := runOn(context.Background(), e, progressFlow, 3, pol(common.ReportingPolicyTerminalOnly))
 			return err
 		}, 0},
 	} {

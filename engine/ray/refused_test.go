@@ -27,19 +27,19 @@ func TestSubmitRefused(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{"step", func() error { _, err := Run(ctx, testEngine, sdk.Step(Echo, res), Rev{}); return err }},
+		{"step", func() error { _, err := runOn(ctx, testEngine, sdk.Step(Echo, res), Rev{}); return err }},
 		{"map", func() error {
-			_, err := Run(ctx, testEngine, sdk.Map(sdk.Step(Echo, res)).WithLimits(l), items)
+			_, err := runOn(ctx, testEngine, sdk.Map(sdk.Step(Echo, res)).WithLimits(l), items)
 			return err
 		}},
 		{"batched map", func() error {
-			_, err := Run(ctx, testEngine, sdk.Map(sdk.Step(Echo, res)).WithLimits(l).WithItemBatching(2), items)
+			_, err := runOn(ctx, testEngine, sdk.Map(sdk.Step(Echo, res)).WithLimits(l).WithItemBatching(2), items)
 			return err
 		}},
 		{"result buffer", func() error {
 			f := sdk.Then(sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l).WithResultBuffer(sdk.ResultBuffer{MaxSerializedBytes: 1 << 20,
 				Actor: sdk.ActorOptions{NumCPUs: 0.01, Memory: 64 << 20, Resources: fine}}), sdk.Step(Count))
-			_, err := Run(ctx, testEngine, f, items)
+			_, err := runOn(ctx, testEngine, f, items)
 			return err
 		}},
 	}
@@ -48,9 +48,9 @@ func TestSubmitRefused(t *testing.T) {
 			start := time.Now()
 			err := c.run()
 			elapsed := time.Since(start)
-			var se *SubmitError
-			if !errors.As(err, &se) || se.Node == "" || se.Type != "ValueError" || !strings.Contains(se.Message, "precision") {
-				t.Fatalf("want a *SubmitError naming the node with Ray's reason, got %T %v", err, err)
+			var se *TaskError
+			if !errors.As(err, &se) || se.Kind != "submit" || se.Node == "" || se.Type != "ValueError" || !strings.Contains(se.Message, "precision") {
+				t.Fatalf("want a submit *TaskError naming the node with Ray's reason, got %T %v", err, err)
 			}
 			if errors.Is(err, ErrBridgeClosed) {
 				t.Fatalf("a refused submission reads as a closed bridge: %v", err)
@@ -65,7 +65,7 @@ func TestSubmitRefused(t *testing.T) {
 			t.Logf("%v after %v", err, elapsed)
 		})
 	}
-	if out, err := Run(ctx, testEngine, sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l), items); err != nil || len(out) != len(items) {
+	if out, err := runOn(ctx, testEngine, sdk.Map(sdk.Step(Echo, quarter)).WithLimits(l), items); err != nil || len(out) != len(items) {
 		t.Fatalf("the engine after the refusals: %d results, %v", len(out), err)
 	}
 }

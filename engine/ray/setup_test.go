@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rayflow/rayflow/internal/rayenv"
 )
 
 // Setup problems are reported before anything is submitted, naming the fix.
@@ -47,7 +49,7 @@ sys.stdin.read()
 		{"system python", "python3", "local", "ray is not importable", "make ray-venv"},
 		{"wrong ray", fake("oldray", hello(`"2.9.0"`)), "local", "has Ray 2.9.0, rayflow requires 2.60.0", "make ray-venv"},
 		{"not a bridge", fake("silent", "import sys\nsys.exit(3)\n"), "local", "did not complete its handshake", "make ray-venv"},
-		{"unreachable", DefaultPython(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "ray start --head"},
+		{"unreachable", rayenv.Python(), "127.0.0.1:1", "no Ray cluster reachable at 127.0.0.1:1", "ray start --head"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.python == "" {

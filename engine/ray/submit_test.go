@@ -23,10 +23,10 @@ func TestDirectSubmission(t *testing.T) {
 	ok, failing := JobsSpec{N: 40, FailAt: -1}, JobsSpec{N: 40, FailAt: 25}
 
 	run := func(e *Engine) (out []int, err error) {
-		if out, err = Run(ctx, e, flow, ok); err != nil {
+		if out, err = runOn(ctx, e, flow, ok); err != nil {
 			t.Fatal(err)
 		}
-		_, err = Run(ctx, e, flow, failing)
+		_, err = runOn(ctx, e, flow, failing)
 		return out, err
 	}
 	before, err := testBridge.Stats(ctx)

@@ -78,10 +78,10 @@ func TestRayMetrics(t *testing.T) {
 		}
 	}()
 	f := mapFlow(sdk.Limits{MaxConcurrency: 3, MaxItems: 100})
-	if _, err := Run(context.Background(), testEngine, f, JobsSpec{N: 6, FailAt: -1, Template: Job{SleepMS: 150}}); err != nil {
+	if _, err := runOn(context.Background(), testEngine, f, JobsSpec{N: 6, FailAt: -1, Template: Job{SleepMS: 150}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), testEngine, f, JobsSpec{N: 2, FailAt: 0, Template: Job{}}); err == nil {
+	if _, err := runOn(context.Background(), testEngine, f, JobsSpec{N: 2, FailAt: 0, Template: Job{}}); err == nil {
 		t.Fatal("the failing run succeeded")
 	}
 	close(stop)

@@ -43,10 +43,10 @@ func TestWarmUp(t *testing.T) {
 			if r.Err == nil {
 				t.Fatal("the warm-up succeeded")
 			}
-			var se *LeafStartError
-			if err := r.Err.toError(testEngine.codec, "warm-up", r.Value); !errors.As(err, &se) || se.Reason != c.reason ||
+			var se *TaskError
+			if err := r.Err.toError(testEngine.codec, "warm-up", r.Value); !errors.As(err, &se) || se.Kind != "leaf_start" || se.Reason != c.reason ||
 				!strings.Contains(se.Message, "/nonexistent/") {
-				t.Fatalf("want a *LeafStartError (reason %q) naming the path, got %T %v", c.reason, err, err)
+				t.Fatalf("want a leaf_start *TaskError (reason %q) naming the path, got %T %v", c.reason, err, err)
 			}
 		})
 	}

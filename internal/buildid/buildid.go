@@ -10,6 +10,13 @@ import (
 	"sync"
 )
 
+// Environment variables that carry code identity: a build revision the
+// deployer vouches for, and the container image's digest.
+const (
+	EnvBuildRevision = "RAYFLOW_BUILD_REVISION"
+	EnvImageDigest   = "RAYFLOW_IMAGE_DIGEST"
+)
+
 // Prefix starts a build revision that is an executable digest.
 const Prefix = "executable:"
 

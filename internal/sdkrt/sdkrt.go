@@ -46,7 +46,7 @@ type Bindings struct {
 }
 
 // EncodedResult is a workflow result an engine still holds in the codec's
-// bytes (the Ray engine's result); sdk.DecodeResult and sdk.Run decode it.
+// bytes (the Ray engine's result); DecodeResult and sdk.Run decode it.
 type EncodedResult struct {
 	Codec Codec
 	Bytes []byte

@@ -18,6 +18,8 @@ import (
 
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/rayenv"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
@@ -53,7 +55,7 @@ func EncodeRun(id sdk.RunIdentity) string {
 
 // DecodeRun decodes RunEnv's value and validates the identity.
 func DecodeRun(s string) (sdk.RunIdentity, error) {
-	var id sdk.RunIdentity
+	id := sdk.RunIdentity{SchemaVersion: 1}
 	f := strings.Split(s, ":")
 	if len(f) != 4 {
 		return id, fmt.Errorf("%w: %q is not pk:attempt:generation:run-id", sdk.ErrInvalidRunIdentity, s)
@@ -66,7 +68,7 @@ func DecodeRun(s string) (sdk.RunIdentity, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return id, fmt.Errorf("%w: %q: %w", sdk.ErrInvalidRunIdentity, s, err)
 	}
-	return id, id.Validate()
+	return sdkrt.RunIdentity(id)
 }
 
 // ResultPrefix starts the result record's line.
@@ -138,7 +140,7 @@ type Config struct {
 	Flow    string          // default $RAYFLOW_RAYJOB_FLOW
 	Input   json.RawMessage // default the decoded $RAYFLOW_RAYJOB_INPUT
 	Address string          // default $RAY_ADDRESS, else "auto"
-	Python  string          // default ray.DefaultPython(), else "python3"
+	Python  string          // default rayenv.Python(), else "python3"
 	// Identity is the durable attempt's run identity; default the decoded
 	// $RAYFLOW_RAYJOB_RUN; none: a fresh one, and no progress storage.
 	Identity *sdk.RunIdentity
@@ -226,9 +228,9 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 	if c.Reporting != "" {
 		mopts = append(mopts, sdk.WithReportingPolicy(c.Reporting))
 	}
-	m, err := sdk.MaterializeRegistered(c.Flow, mopts...)
+	m, err := sdkhost.MaterializeRegistered(c.Flow, mopts...)
 	if errors.Is(err, sdk.ErrUnknownFlow) {
-		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdk.RegisteredFlows(), ", ")))
+		fail(res, "setup", fmt.Errorf("no flow named %q in this binary (registered: %s)", c.Flow, strings.Join(sdkhost.RegisteredFlows(), ", ")))
 		return ExitSetup
 	}
 	if err != nil {
@@ -243,7 +245,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 		c.Address = "auto"
 	}
 	if c.Python == "" {
-		c.Python = ray.DefaultPython()
+		c.Python = rayenv.Python()
 	}
 	if c.Python == "" {
 		c.Python = "python3"
@@ -279,7 +281,7 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rayflow coordinator: run %s: no %s, progress is not stored\n", c.Identity.RunID, DatabaseURLEnv)
 		}
 	}
-	out, err := sdk.RunPlan(ctx, m, c.Input, opts...)
+	out, err := sdkhost.RunPlan(ctx, m, c.Input, opts...)
 	if cerr := e.Close(); cerr != nil {
 		fmt.Fprintln(stderr, "rayflow coordinator: closing the engine:", cerr)
 	}

@@ -50,7 +50,7 @@ func TestInputEncoding(t *testing.T) {
 }
 
 func TestRunEncoding(t *testing.T) {
-	id := sdk.RunIdentity{TaskExecutionPK: 9223372036854775807, AttemptNumber: 100, ExecutionGeneration: 0, RunID: "0a1b2c3d-0000-4000-8000-00000000000f"}
+	id := sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: 9223372036854775807, AttemptNumber: 100, ExecutionGeneration: 0, RunID: "0a1b2c3d-0000-4000-8000-00000000000f"}
 	got, err := DecodeRun(EncodeRun(id))
 	if err != nil || got != id {
 		t.Fatalf("round trip: %+v, %v", got, err)

@@ -11,6 +11,7 @@ import (
 
 	// The example flows, registered by name.
 	_ "github.com/rayflow/rayflow/examples/fanout/workflow"
+	"github.com/rayflow/rayflow/internal/sdkhost"
 )
 
 func init() {
@@ -19,7 +20,7 @@ func init() {
 
 func cmdPlan(_ context.Context, e env, args []string) int {
 	fs := newFlags(e, "plan", "plan show|fingerprint|selection|summary|list [flags] [FLOW]\n\n"+
-		"Materializes a flow registered with sdk.RegisterFlow (this binary knows: "+strings.Join(sdk.RegisteredFlows(), ", ")+")\n"+
+		"Materializes a flow registered with sdk.RegisterFlow (this binary knows: "+strings.Join(sdkhost.RegisteredFlows(), ", ")+")\n"+
 		"and prints its canonical plan, its fingerprint, its strategy selection or its summary.",
 		`rayflow plan list
 rayflow plan fingerprint fanout
@@ -39,7 +40,7 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 			errorLine(e, "plan list takes no flow")
 			return exitUsage
 		}
-		for _, n := range sdk.RegisteredFlows() {
+		for _, n := range sdkhost.RegisteredFlows() {
 			fmt.Fprintln(e.stdout, n)
 		}
 		return exitOK
@@ -53,9 +54,9 @@ rayflow plan selection --strategy compiled_graph fanout    # exit 3: rejected, w
 	if *ray {
 		opts = append(opts, sdk.ForRay())
 	}
-	m, err := sdk.MaterializeRegistered(name, opts...)
+	m, err := sdkhost.MaterializeRegistered(name, opts...)
 	if errors.Is(err, sdk.ErrUnknownFlow) {
-		errorLine(e, "no flow named %q (known: %s)", name, strings.Join(sdk.RegisteredFlows(), ", "))
+		errorLine(e, "no flow named %q (known: %s)", name, strings.Join(sdkhost.RegisteredFlows(), ", "))
 		return exitUsage
 	}
 	if err != nil {

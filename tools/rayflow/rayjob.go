@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/rayjob"
-	"github.com/rayflow/rayflow/sdk"
 )
 
 // errUnknownFlow is a flow name this binary has not registered.
@@ -108,8 +108,8 @@ func cmdRayJob(ctx context.Context, e env, args []string) int {
 		}
 		// The job runs the flow by name; a name this binary does not know
 		// would only fail on the cluster, after it started.
-		if !slices.Contains(sdk.RegisteredFlows(), arg) {
-			errorLine(e, "%v", fmt.Errorf("%w %q (known: %s)", errUnknownFlow, arg, strings.Join(sdk.RegisteredFlows(), ", ")))
+		if !slices.Contains(sdkhost.RegisteredFlows(), arg) {
+			errorLine(e, "%v", fmt.Errorf("%w %q (known: %s)", errUnknownFlow, arg, strings.Join(sdkhost.RegisteredFlows(), ", ")))
 			return exitUsage
 		}
 		job, err := rayjob.Manifest(o)

@@ -13,6 +13,7 @@ import (
 	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/durable/rayjobrunner"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/rayjob"
 	"github.com/rayflow/rayflow/rayjob/coordinator"
 	"github.com/rayflow/rayflow/sdk"
@@ -134,7 +135,7 @@ rayflow worker --log-format json --log-level debug
 			return exitError
 		}
 		// The jobs publish progress to this worker's database.
-		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayengine.DefaultPython(), DatabaseURL: *dbURL})
+		jr, err := rayjobrunner.New(jc, rayjobrunner.Options{Executable: exe, Python: rayenv.Python(), DatabaseURL: *dbURL})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 			return exitError
