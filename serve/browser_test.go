@@ -6,7 +6,6 @@ import (
 	"image/png"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/internal/testwait"
+	"github.com/rayflow/rayflow/serve/internal/chromium"
 )
 
 // browser starts a headless Chromium (Debian's; `make chromium` installs
@@ -26,19 +26,11 @@ func browser(t *testing.T) context.Context {
 	if testing.Short() {
 		t.Skip("needs Chromium")
 	}
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
+	path, err := chromium.Path()
+	if err != nil {
+		t.Skip(err)
 	}
-	if path == "" {
-		t.Skip("no chromium on PATH (make chromium)")
-	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
+	opts := chromium.Options(path, t.TempDir(), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
