@@ -55,15 +55,16 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // signIn opens target, is sent to the sign-in form, signs in with the
-// principal's token and lands on target.
-func signIn(t *testing.T, ctx context.Context, base, target, principal string) {
+// principal's token and lands on target, where the element with id
+// landmark shows.
+func signIn(t *testing.T, ctx context.Context, base, target, principal, landmark string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+target),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), tokensOf[principal]),
 		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("run-state")),
+		chromedp.WaitVisible(chromedp.ID(landmark)),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestBrowserGraph(t *testing.T) {
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
 	target := "/tasks/" + e.taskID + "/graph"
-	signIn(t, ctx, srv.URL, target, "chain")
+	signIn(t, ctx, srv.URL, target, "chain", "run-state")
 	url := run(t, ctx, chromedp.Location())
 	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
 	links := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].filter(a => a.getAttribute('href').startsWith('/tasks/') && a.getAttribute('aria-label')).length`)
@@ -202,7 +203,7 @@ func TestBrowserGraph25k(t *testing.T) {
 	defer srv.Close()
 	target := "/tasks/" + e.taskID + "/graph"
 	start := time.Now()
-	signIn(t, ctx, srv.URL, target, "chain")
+	signIn(t, ctx, srv.URL, target, "chain", "run-state")
 	first := time.Since(start)
 	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
 	elems := eval[int](t, ctx, `document.getElementsByTagName('*').length`)
@@ -234,15 +235,7 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 	addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/tasks"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), tokensOf["chain"]),
-		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("tasks")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, "/tasks", "chain", "tasks")
 	if rows := eval[int](t, ctx, `document.querySelectorAll('#tasks tr[data-task-id]').length`); rows != 3 {
 		t.Errorf("%d rows, want 3", rows)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 )
@@ -60,7 +61,7 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 	if testing.Short() {
 		return lazyServer(t), func() int64 { return 0 }
 	}
-	pool := fixture.NewDB(t)
+	pool := pgstoretest.NewDB(t)
 	s := testServer(t, pool)
 	return s, func() int64 {
 		var n int64

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rayflow/rayflow/durable"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 	"github.com/rayflow/rayflow/serve/reader"
@@ -60,7 +61,7 @@ func enqueueServer(t *testing.T) (*serve.Server, *pgxpool.Pool, func() int64) {
 		t.Cleanup(pool.Close)
 		return server(t, pool), pool, func() int64 { return 0 }
 	}
-	pool := fixture.NewDB(t)
+	pool := pgstoretest.NewDB(t)
 	return server(t, pool), pool, func() int64 {
 		var n int64
 		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil {
