@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/durabletest"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/serve"
@@ -184,15 +185,9 @@ func TestEnqueueCreatesTask(t *testing.T) {
 // pool until the test ends.
 func runWorker(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	w, err := durable.NewWorker(pool, durable.WorkerOptions{NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
-		PollMaxInterval: 100 * time.Millisecond, Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	o := durabletest.QuickOptions()
+	o.Concurrency = 2
+	durabletest.StartWorker(t, pool, o)
 }
 
 func getJSON(t *testing.T, s *serve.Server, target string, out any) int {
