@@ -85,7 +85,7 @@ func post(t *testing.T, s *serve.Server, principal, target, body string) (int, m
 func TestEnqueueInvalidInput(t *testing.T) {
 	s, _, count := enqueueServer(t)
 	before := count()
-	for _, c := range []struct{ target, field, body string }{
+	fixture.PostInvalid(t, s, tokensOf["admin"], [][3]string{
 		{"/api/examples/orderfulfillment?item_count=0", "item_count", ""},
 		{"/api/examples/orderfulfillment?item_count=101", "item_count", ""},
 		{"/api/examples/orderfulfillment?item_count=1.5", "item_count", ""},
@@ -111,12 +111,7 @@ func TestEnqueueInvalidInput(t *testing.T) {
 		{"/api/examples/complex?reporting_policy=sampled", "reporting_policy", ""},
 		{"/api/examples/fanout?count=10001", "count", ""},
 		{"/api/examples/fanout?count=-1", "count", ""},
-	} {
-		code, body := post(t, s, "admin", c.target, c.body)
-		if code != http.StatusBadRequest || body["code"] != "INVALID_ARGUMENT" || body["field"] != c.field || body["message"] == "" {
-			t.Errorf("POST %s: %d %v, want 400 INVALID_ARGUMENT field %q", c.target, code, body, c.field)
-		}
-	}
+	})
 	if n := count(); n != before {
 		t.Errorf("%d tasks written by invalid requests", n-before)
 	}
