@@ -232,7 +232,7 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 	ctx := browser(t)
 	e := newEnv(t, 3)
 	queued := addTask(t, e.pool, "chain", "default", "QUEUED", 0)
-	addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
+	succeeded := addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
 	signIn(t, ctx, srv.URL, "/tasks", "chain", "tasks")
@@ -257,6 +257,9 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.ID("state"), "QUEUED"),
 		chromedp.Click(chromedp.CSS(`form[aria-label="Filter tasks"] button[type="submit"]`)),
+		// The filtered page has replaced the list once the SUCCEEDED task's
+		// row is gone (the QUEUED task's row is on both pages).
+		chromedp.WaitNotPresent(chromedp.CSS(`#tasks tr[data-task-id="`+succeeded+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tasks tr[data-task-id="`+queued+`"]`)),
 	); err != nil {
 		t.Fatal(err)
