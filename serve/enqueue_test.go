@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/durable"
-	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 )
@@ -61,7 +61,7 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 	if testing.Short() {
 		return lazyServer(t), func() int64 { return 0 }
 	}
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	s := testServer(t, pool)
 	return s, func() int64 {
 		var n int64

@@ -1,4 +1,4 @@
-// Package durabletest sets up the durable queue for other packages' tests:
-// a migrated database of the test's own (NewDB) and workers that run on
-// it until the test ends (StartWorker, with QuickOptions' fast polling).
+// Package durabletest runs durable workers for other packages' tests: on
+// the test's database (internal/pgtest) until the test ends (StartWorker,
+// with QuickOptions' fast polling).
 package durabletest

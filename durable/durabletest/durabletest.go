@@ -9,19 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/durable"
-	"github.com/rayflow/rayflow/internal/pgtest"
 )
-
-// NewDB returns a migrated database of the test's own (pgtest.Pool: it
-// skips the test without PostgreSQL or under -short).
-func NewDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pool := pgtest.Pool(t)
-	if _, err := durable.Migrate(t.Context(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
 
 // QuickOptions are a test worker's options: polling every 10 ms (at most
 // 100 ms when idle), retries without backoff, logs discarded.

@@ -14,6 +14,7 @@ import (
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -22,7 +23,7 @@ import (
 // durable worker until the task ends and returns the task.
 func durableRun(t *testing.T, r Request, maxAttempts int, engine ...sdk.Engine) (*durable.Task, func(string, ...any) []any, *pgxpool.Pool) {
 	t.Helper()
-	pool := durabletest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	reg := durable.NewRegistry()
 	durable.RegisterIn(reg, "examples.complex", Workflow)

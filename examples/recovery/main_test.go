@@ -14,6 +14,7 @@ import (
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/recovery/workflow"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/syncbuf"
 )
 
@@ -89,7 +90,7 @@ func TestDurableOnRay(t *testing.T) {
 	if testing.Short() || addr == "" {
 		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS), PostgreSQL and not -short")
 	}
-	pool := durabletest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, Stderr: os.Stderr})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
@@ -41,7 +42,7 @@ func TestBenchProgress(t *testing.T) {
 	if os.Getenv("RAYFLOW_BENCH_PROGRESS") == "" {
 		t.Skip("set RAYFLOW_BENCH_PROGRESS=1 (make bench-progress)")
 	}
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	// Bounded preparation: 250,000 observed nodes, 2,000,000 edges, streamed.
 	runtime.GC()

@@ -11,6 +11,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
@@ -53,7 +54,7 @@ func summaries(t *testing.T, pool *pgxpool.Pool, pk int64) string {
 }
 
 func TestCleanupDryRunThenDelete(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	expired := finishedRun(t, pool, 300)
 	before := summaries(t, pool, expired.TaskExecutionPK)
@@ -121,7 +122,7 @@ func TestCleanupDryRunThenDelete(t *testing.T) {
 }
 
 func TestCleanupRecordsFailuresAndGoesOn(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	a := finishedRun(t, pool, 5)
 	b := finishedRun(t, pool, 5)

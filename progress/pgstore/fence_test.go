@@ -10,6 +10,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
@@ -24,7 +25,7 @@ func TestConcurrentStalePublishers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real PostgreSQL")
 	}
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	first := newTask(t, pool)
 	var (

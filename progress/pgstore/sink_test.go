@@ -7,13 +7,14 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 func TestPublishChain(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
@@ -65,7 +66,7 @@ func TestPublishChain(t *testing.T) {
 }
 
 func TestStaleFence(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
@@ -91,7 +92,7 @@ func TestStaleFence(t *testing.T) {
 // A sink recreated for the same run (a restarted coordinator) reloads the
 // committed rows: counters stay exact and only changes are written.
 func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	c := pgstoretest.NewChain(id, 30)
@@ -115,7 +116,7 @@ func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
 // A CANCELLING task keeps its last summary: the publication writes
 // nothing and is not a stale fence (the run is being cancelled anyway).
 func TestCancellingTaskIsNotWritten(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
@@ -144,7 +145,7 @@ func TestCancellingTaskIsNotWritten(t *testing.T) {
 // The database enforces the bounds too: a 16 KiB summary is stored, one
 // byte more is refused; node detail payloads likewise.
 func TestSchemaBoundsAtTheCap(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	pad := func(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
@@ -14,7 +15,7 @@ import (
 // TestVerifyClassifiesEachCorruption corrupts each stored artefact once
 // (in a transaction rolled back afterwards) and expects MISSING or CORRUPT.
 func TestVerifyClassifiesEachCorruption(t *testing.T) {
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)

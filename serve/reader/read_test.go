@@ -13,6 +13,7 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/sdk/canonical"
 	reader "github.com/rayflow/rayflow/serve/reader"
@@ -315,7 +316,7 @@ func TestResponseCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	taskID, id := pgstoretest.NewTask(t, pool, "chain")
 	c := pgstoretest.NewChain(id, 300)
 	c.Message = strings.Repeat("m", 2000)

@@ -18,7 +18,7 @@ import (
 	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/durable/durabletest"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
-	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 	"github.com/rayflow/rayflow/serve/reader"
@@ -62,7 +62,7 @@ func enqueueServer(t *testing.T) (*serve.Server, *pgxpool.Pool, func() int64) {
 		t.Cleanup(pool.Close)
 		return server(t, pool), pool, func() int64 { return 0 }
 	}
-	pool := pgstoretest.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	return server(t, pool), pool, func() int64 {
 		var n int64
 		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil {
