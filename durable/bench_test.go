@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // TestBenchDurable is `make bench-durable` (it runs only with
@@ -108,16 +109,7 @@ func benchPhase(t *testing.T, server string, workers int) phaseResult {
 		time.Sleep(time.Until(start.Add(time.Duration(i+1) * interval)))
 	}
 	offered := float64(n) / time.Since(start).Seconds()
-	for {
-		var done int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&done); err != nil {
-			t.Fatal(err)
-		}
-		if done == n {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitSucceeded(t, pool, n, 20*time.Millisecond)
 	rows, err := pool.Query(ctx, `SELECT extract(epoch FROM started_at - enqueued_at) * 1000 FROM rayflow_tasks`)
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +140,22 @@ func benchPhase(t *testing.T, server string, workers int) phaseResult {
 	}
 	return phaseResult{p50: pct(lat, 0.50), p95: pct(lat, 0.95),
 		idle: float64(after-before) / float64(workers) / idle.Seconds(), claimRate: float64(n-1) / span, offered: offered}
+}
+
+// waitSucceeded polls every interval until n tasks are SUCCEEDED (an
+// interval coarse enough not to weigh on what the benchmark measures).
+func waitSucceeded(t *testing.T, pool *pgxpool.Pool, n int, interval time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	err := testwait.Poll(ctx, interval, fmt.Sprintf("%d tasks SUCCEEDED", n), func(ctx context.Context) (bool, error) {
+		var done int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&done)
+		return done == n, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func pct(sorted []float64, p float64) float64 {
@@ -183,16 +191,7 @@ SELECT gen_random_uuid(), $2, i::text, now() + interval '1 day' FROM generate_se
 	start := time.Now()
 	ws, stop := benchWorkers(t, url, workers, progress)
 	defer stop()
-	for {
-		var done int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&done); err != nil {
-			t.Fatal(err)
-		}
-		if done == n {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitSucceeded(t, pool, n, 50*time.Millisecond)
 	goCPU := processCPU() - go0
 	if os.Getenv("RAYFLOW_BENCH_DURABLE_GROUPS") != "" {
 		var g, n, cq, cl int64

@@ -427,7 +427,7 @@ func (c *Client) Cancel(ctx context.Context, id string, exp Expect) (CancelOutco
 		}
 		switch {
 		case state == StateQueued:
-			n, err := transition(ctx, tx, fence{pk: pk, states: []State{StateQueued}, attempt: attempt, gen: gen, runID: runID},
+			n, err := transition(ctx, tx, store.Fence{PK: pk, States: []string{string(StateQueued)}, Attempt: attempt, Gen: gen, RunID: runID},
 				outcome{state: StateCancelled, errType: "Cancelled", errMsg: "cancelled while queued", cancellation: CancellationNotApplicable})
 			if err != nil {
 				return err

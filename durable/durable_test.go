@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -347,7 +348,10 @@ func TestResultSizeBound(t *testing.T) {
 func TestQueueDeadlineExpires(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("test.noop", `1`, EnqueueOptions{QueueTimeout: time.Second})
-	time.Sleep(1200 * time.Millisecond) // past the deadline before any worker exists
+	// Past the deadline, on the server's clock, before any worker exists.
+	testwait.Until(t, 10*time.Second, "the queue deadline passed", func() bool {
+		return e.count(`SELECT count(*) FROM rayflow_tasks WHERE task_id = $1 AND queue_deadline_at < now()`, id) == 1
+	})
 	e.startWorker(fastOptions())
 	task := e.wait(id, 20*time.Second)
 	if task.State != StateExpired || len(task.Attempts) != 1 || task.Attempts[0].State != StateExpired {

@@ -32,7 +32,7 @@ const (
 
 // groupReq is one attempt's terminal transition waiting for its group.
 type groupReq struct {
-	f           fence
+	f           store.Fence
 	o           outcome
 	sum, expect *string
 	finRev      *int64 // the final publication's revision (nil: none)
@@ -56,8 +56,8 @@ type grouper struct {
 // the per-task path: a fence other than a running attempt's, an outcome
 // whose expected summary is unknown, a final publication that is not
 // lock-only or a first one.
-func groupable(f fence, o outcome) *groupReq {
-	if f.runID == nil || !slices.Equal(f.states, runningStates) {
+func groupable(f store.Fence, o outcome) *groupReq {
+	if f.RunID == nil || !slices.Equal(f.States, runningStates) {
 		return nil
 	}
 	r := &groupReq{f: f, o: o, done: make(chan groupResult, 1)}
@@ -168,7 +168,7 @@ func (w *Worker) sendGroup(batch []*groupReq) []groupResult {
 	w.stats.groups.Add(1)
 	w.stats.grouped.Add(int64(len(batch)))
 	for i, q := range batch {
-		res[i] = groupResult{matched: matched[q.f.pk], err: err}
+		res[i] = groupResult{matched: matched[q.f.PK], err: err}
 	}
 	return res
 }
@@ -190,7 +190,7 @@ func transitionGroup(ctx context.Context, db DB, batch []*groupReq) (map[int64]b
 	var fg pgstore.FinalGroup
 	for i, q := range batch {
 		f, o := q.f, q.o
-		pks[i], atts[i], gens[i], runs[i] = f.pk, int32(f.attempt), f.gen, *f.runID
+		pks[i], atts[i], gens[i], runs[i] = f.PK, int32(f.Attempt), f.Gen, *f.RunID
 		states[i], retry[i], backoff[i], result[i] = string(o.state), o.retry, o.backoffSeconds, o.result
 		et[i], em[i], etr[i] = nullText(truncate(o.errType, 512)), nullText(truncate(o.errMsg, MaxErrorMessageBytes)), nullText(truncate(o.errTrace, MaxErrorMessageBytes))
 		cs[i], ce[i] = nullText(o.cancellation), nullText(truncate(o.cancelErr, 4096))
@@ -220,7 +220,7 @@ func transitionGroup(ctx context.Context, db DB, batch []*groupReq) (map[int64]b
 		return nil, fmt.Errorf("durable: group of %d transitions: %w", n, err)
 	}
 	for _, q := range batch {
-		if matched[q.f.pk] && q.o.final != nil {
+		if matched[q.f.PK] && q.o.final != nil {
 			q.o.final.Committed()
 		}
 	}

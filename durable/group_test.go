@@ -88,7 +88,7 @@ func TestGroupTransitionFencesEachTask(t *testing.T) {
 				}
 			case 3: // an older generation's fence
 				kinds[c.pk] = "stale generation"
-				f.gen--
+				f.Gen--
 			case 4: // cancel requested: the transition still lands, its final publication (RUNNING only) does not
 				kinds[c.pk] = "cancelling"
 				if _, err := e.pool.Exec(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING' WHERE id = $1`, c.pk); err != nil {

@@ -91,9 +91,9 @@ func submissionID(c claimed) string {
 
 // runJob records the attempt's job id under the fence, submits the job
 // and follows it.
-func (w *Worker) runJob(ctx context.Context, f fence, c claimed, m *sdk.Materialized) ([]byte, error) {
+func (w *Worker) runJob(ctx context.Context, f store.Fence, c claimed, m *sdk.Materialized) ([]byte, error) {
 	sub := submissionID(c)
-	tag, err := store.SetRayJobID(ctx, w.pool, f.store(), sub)
+	tag, err := store.SetRayJobID(ctx, w.pool, f, sub)
 	if err != nil {
 		return nil, fmt.Errorf("durable: recording the Ray job id: %w", err)
 	}
@@ -179,14 +179,14 @@ func (w *Worker) followJob(ctx context.Context, sub, fingerprint string) ([]byte
 // adopt takes over a RUNNING ray_job attempt whose worker stopped
 // heartbeating: same attempt, generation and run id (the job is that
 // attempt), new owner; then it follows the job like its own.
-func (w *Worker) adopt(ctx context.Context, f fence, job string) {
-	c := claimed{pk: f.pk, attempt: f.attempt, gen: f.gen, adoptJob: job}
-	if f.runID != nil {
-		c.runID = *f.runID
+func (w *Worker) adopt(ctx context.Context, f store.Fence, job string) {
+	c := claimed{pk: f.PK, attempt: f.Attempt, gen: f.Gen, adoptJob: job}
+	if f.RunID != nil {
+		c.runID = *f.RunID
 	}
 	var input string
 	var timeout int64
-	err := store.AdoptRayJob(ctx, w.pool, f.store(), w.o.ID, job).Scan(&c.id, &c.flow, &c.maxAttempts, &input, &timeout, &c.pinnedFP, &c.pinnedAttempt)
+	err := store.AdoptRayJob(ctx, w.pool, f, w.o.ID, job).Scan(&c.id, &c.flow, &c.maxAttempts, &input, &timeout, &c.pinnedFP, &c.pinnedAttempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return // someone else adopted or ended it
 	}

@@ -3,6 +3,7 @@ package durable
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rayflow/rayflow/internal/syncbuf"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // logLine is what TestWorkerLogsTransitions compares of a log record.
@@ -59,7 +61,9 @@ func TestWorkerLogsTransitions(t *testing.T) {
 	}
 	// The retried line may trail its task's last wait by a moment.
 	var got []logLine
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	err := testwait.Poll(ctx, 20*time.Millisecond, "the log lines of both tasks", func(context.Context) (bool, error) {
 		got = got[:0]
 		sc := bufio.NewScanner(bytes.NewReader([]byte(buf.String())))
 		for sc.Scan() {
@@ -76,10 +80,10 @@ func TestWorkerLogsTransitions(t *testing.T) {
 				got = append(got, logLine{r.Level, r.Msg, r.Task, r.Flow, r.Attempt, r.Outcome, r.NextAttempt, r.Duration != nil})
 			}
 		}
-		if len(got) >= len(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(got) >= len(want), nil
+	})
+	if err != nil {
+		t.Log(err) // the comparison below says which lines are missing
 	}
 	// Lines of the two tasks interleave; each task's are in order.
 	byTask := func(ls []logLine, id string) []logLine {

@@ -16,6 +16,7 @@ import (
 
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -321,20 +322,26 @@ func (e *env) wait(id string, within time.Duration) *Task {
 // waitState polls until the task is in state.
 func (e *env) waitState(id string, state State, within time.Duration) *Task {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		task, err := e.c.Get(e.t.Context(), id)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if task.State == state {
-			return task
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("task %s is %s after %v, want %s", id, task.State, within, state)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(e.t.Context(), within)
+	defer cancel()
+	var task *Task
+	err := testwait.Poll(ctx, 10*time.Millisecond, "task "+id+" "+string(state), func(ctx context.Context) (bool, error) {
+		var err error
+		task, err = e.c.Get(ctx, id)
+		return err == nil && task.State == state, err
+	})
+	if err != nil {
+		e.t.Fatalf("task %s is %v after %v, want %s: %v", id, stateOf(task), within, state, err)
 	}
+	return task
+}
+
+// stateOf is task's state, or "unknown" before the task was read.
+func stateOf(task *Task) State {
+	if task == nil {
+		return "unknown"
+	}
+	return task.State
 }
 
 func (e *env) count(sql string, args ...any) int {

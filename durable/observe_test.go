@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/telemetry/prom"
 )
 
@@ -32,20 +34,16 @@ func freeAddr(t *testing.T) string {
 func scrape(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
 	var body []byte
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, err = io.ReadAll(resp.Body)
-			resp.Body.Close()
+	var err error
+	testwait.Until(t, 5*time.Second, "scraping "+addr, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get("http://" + addr + "/metrics"); err != nil {
+			return false
 		}
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scraping %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err == nil
+	})
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
 	if err != nil {
@@ -98,12 +96,13 @@ func TestWorkerMetrics(t *testing.T) {
 	// wait for the last one to be counted.
 	var got map[string]float64
 	q := "queue=" + queue
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := testwait.Poll(ctx, 20*time.Millisecond, "3 failed attempts counted", func(context.Context) (bool, error) {
 		got = scrape(t, addr)
-		if got["rayflow_attempts_total{outcome=failed,"+q+"}"] == 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		return got["rayflow_attempts_total{outcome=failed,"+q+"}"] == 3, nil
+	}); err != nil {
+		t.Log(err) // the comparison below says which samples differ
 	}
 	want := map[string]float64{
 		"rayflow_attempts_total{outcome=succeeded," + q + "}":                 2,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rayflow/rayflow/internal/raytoken"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"io"
 	"net/http"
 	"os"
@@ -101,13 +102,7 @@ func TestCancelRunningRayWorkflow(t *testing.T) {
 	id := e.enqueue("test.hold", string(in), EnqueueOptions{})
 	// Wait for both leaves to run.
 	var procs [][2]int // leaf pid, its parent (the Ray worker)
-	deadline := time.Now().Add(90 * time.Second)
-	for len(procs) < 2 {
-		if time.Now().After(deadline) {
-			task, _ := e.c.Get(t.Context(), id)
-			t.Fatalf("%d leaves started after 90 s (task %s: %s)", len(procs), task.State, task.ErrorMessage)
-		}
-		time.Sleep(100 * time.Millisecond)
+	testwait.Until(t, 90*time.Second, "both leaves started", func() bool {
 		procs = procs[:0]
 		files, _ := filepath.Glob(filepath.Join(dir, "*.*"))
 		for _, f := range files {
@@ -117,7 +112,8 @@ func TestCancelRunningRayWorkflow(t *testing.T) {
 				procs = append(procs, p)
 			}
 		}
-	}
+		return len(procs) >= 2
+	})
 	task, _ := e.c.Get(t.Context(), id)
 	if task.State != StateRunning || task.Runner != "ray" {
 		t.Fatalf("%s on %q", task.State, task.Runner)
@@ -135,12 +131,7 @@ func TestCancelRunningRayWorkflow(t *testing.T) {
 		return n
 	}
 	// The state API lags the cluster by a moment.
-	for n, until := onRay(), time.Now().Add(30*time.Second); n != 2; n = onRay() {
-		if time.Now().After(until) {
-			t.Fatalf("Ray's state API shows %d of our 2 leaves RUNNING (procs %v)", n, procs)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "Ray's state API shows our 2 leaves RUNNING", func() bool { return onRay() == 2 })
 	start := time.Now()
 	if out, err := e.c.Cancel(t.Context(), id, Expect{}); err != nil || out != CancelAccepted {
 		t.Fatalf("cancel: %s %v", out, err)
@@ -151,23 +142,14 @@ func TestCancelRunningRayWorkflow(t *testing.T) {
 		t.Fatalf("%s %s %+v", task.State, task.CancellationStatus, task.Attempts)
 	}
 	// The leaves are gone: their processes and their RUNNING Ray tasks.
-	deadline = time.Now().Add(o.CancelTimeout)
-	for {
-		alive := 0
+	testwait.Until(t, o.CancelTimeout, "no leaf process alive and no leaf RUNNING on Ray", func() bool {
 		for _, p := range procs {
 			if syscall.Kill(p[0], 0) == nil && !zombie(p[0]) {
-				alive++
+				return false
 			}
 		}
-		n := onRay()
-		if alive == 0 && n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after the cancel: %d leaf processes alive, %d leaves RUNNING on Ray", o.CancelTimeout, alive, n)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return onRay() == 0
+	})
 	t.Logf("CANCELLED %v after the cancel request; leaves gone %v after it", took, time.Since(start))
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // kill -9 of a worker process mid-task: after the stuck timeout another
@@ -33,7 +34,10 @@ func TestKill9WorkerProcessIsLostAndRetried(t *testing.T) {
 	if running.ClaimedBy != "doomed-worker" {
 		t.Fatalf("claimed by %q", running.ClaimedBy)
 	}
-	time.Sleep(300 * time.Millisecond) // mid-task, with a heartbeat or two
+	// Mid-task, once the attempt has heartbeated.
+	testwait.Until(t, 20*time.Second, "a heartbeat of the doomed worker", func() bool {
+		return e.count(`SELECT count(*) FROM rayflow_tasks WHERE task_id = $1 AND last_heartbeat_at > started_at`, id) == 1
+	})
 	if err := cmd.Process.Signal(os.Kill); err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +89,9 @@ func TestFourWorkersRunEveryTaskExactlyOnce(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(120 * time.Second)
-	for e.count(`SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d succeeded after 120 s", e.count(`SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 120*time.Second, fmt.Sprintf("%d tasks SUCCEEDED", n), func() bool {
+		return e.count(`SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`) >= n
+	})
 	if c := e.count(`SELECT count(*) FROM rayflow_tasks WHERE state <> 'SUCCEEDED' OR attempt_number <> 1`); c != 0 {
 		t.Fatalf("%d tasks not succeeded at attempt 1", c)
 	}
@@ -264,33 +264,23 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		o.ID = fmt.Sprintf("r%d", i)
 		startWorkerOn(t, pgtest.PoolAt(t, url), o)
 	}
+	// succeeded counts the SUCCEEDED tasks; -1 while the server restarts.
 	succeeded := func() int {
 		var k int
-		for {
-			err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&k)
-			if err == nil {
-				return k
-			}
-			time.Sleep(100 * time.Millisecond) // the server is restarting
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rayflow_tasks WHERE state = 'SUCCEEDED'`).Scan(&k); err != nil {
+			return -1
 		}
+		return k
 	}
-	for succeeded() < n/4 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 120*time.Second, "a quarter of the tasks SUCCEEDED", func() bool { return succeeded() >= n/4 })
 	if err := cl.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the outage under test: the server stays down a second
 	if err := cl.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(120 * time.Second)
-	for succeeded() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d succeeded 120 s after the restart", succeeded(), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 120*time.Second, fmt.Sprintf("%d tasks SUCCEEDED after the restart", n), func() bool { return succeeded() >= n })
 	var bad, archived int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'SUCCEEDED'), (SELECT count(*) FROM rayflow_task_attempts WHERE state = 'SUCCEEDED') FROM rayflow_tasks`).Scan(&bad, &archived); err != nil {
 		t.Fatal(err)

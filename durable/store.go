@@ -13,26 +13,10 @@ import (
 	"github.com/rayflow/rayflow/progress/pgstore"
 )
 
-// fence identifies one attempt of one task. Every write of an attempt
-// matches all of it; a superseded attempt's writes change 0 rows.
-type fence struct {
-	pk      int64
-	states  []State // RUNNING and CANCELLING for a running attempt
-	attempt int
-	gen     int64
-	runID   *string // nil for a task that was never claimed in this attempt
-}
-
-var runningStates = []State{StateRunning, StateCancelling}
-
-// store is the fence as the store's statements carry it.
-func (f fence) store() store.Fence {
-	states := make([]string, len(f.states))
-	for i, s := range f.states {
-		states[i] = string(s)
-	}
-	return store.Fence{PK: f.pk, States: states, Attempt: f.attempt, Gen: f.gen, RunID: f.runID}
-}
+// runningStates are a running attempt's states in its store.Fence (every
+// write of an attempt matches all of its fence; a superseded attempt's
+// writes change 0 rows).
+var runningStates = []string{string(StateRunning), string(StateCancelling)}
 
 // outcome ends an attempt: the attempt is archived with state; the task
 // becomes state, or QUEUED as the next attempt when retry is set.
@@ -66,7 +50,7 @@ type outcome struct {
 // progress storage expects none) this is one statement; when the row
 // holds another summary, or the fence is gone, it falls back to reading
 // the summary under the fence first.
-func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
+func transition(ctx context.Context, db DB, f store.Fence, o outcome) (int64, error) {
 	if sb, ok := db.(batcher); ok && o.final != nil {
 		if n, err := transitionWithFinal(ctx, sb, f, o); err == nil {
 			return n, nil
@@ -94,7 +78,7 @@ func transition(ctx context.Context, db DB, f fence, o outcome) (int64, error) {
 // agree); it
 // returns 1, or an error (the fence is gone, the task is CANCELLING, or a
 // statement failed) after which nothing was written.
-func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (int64, error) {
+func transitionWithFinal(ctx context.Context, db batcher, f store.Fence, o outcome) (int64, error) {
 	fin := o.final
 	var expect *string
 	if e := fin.Expect(); e != nil {
@@ -109,7 +93,7 @@ func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (i
 		sum = envelope(fin.Summary(), o.state)
 	}
 	b := fin.Batch()
-	store.QueueTransitionFenced(b, f.store(), storeOutcome(o, sum, expect, true))
+	store.QueueTransitionFenced(b, f, storeOutcome(o, sum, expect, true))
 	br := db.SendBatch(ctx, b)
 	var err error
 	for i := 0; err == nil && i < b.Len(); i++ {
@@ -119,7 +103,7 @@ func transitionWithFinal(ctx context.Context, db batcher, f fence, o outcome) (i
 		err = cerr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("durable: %s transition of task %d with its final progress: %w", o.state, f.pk, err)
+		return 0, fmt.Errorf("durable: %s transition of task %d with its final progress: %w", o.state, f.PK, err)
 	}
 	fin.Committed()
 	return 1, nil
@@ -135,10 +119,10 @@ func storeOutcome(o outcome, sum, expect *string, check bool) store.Outcome {
 		CancelErr: nullText(truncate(o.cancelErr, 4096)), Summary: sum, Expect: expect, Check: check}
 }
 
-func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect *string, check bool) (int64, error) {
-	tag, err := store.Transition(ctx, db, f.store(), storeOutcome(o, sum, expect, check))
+func transitionExec(ctx context.Context, db DB, f store.Fence, o outcome, sum, expect *string, check bool) (int64, error) {
+	tag, err := store.Transition(ctx, db, f, storeOutcome(o, sum, expect, check))
 	if err != nil {
-		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.pk, err)
+		return 0, fmt.Errorf("durable: %s transition of task %d: %w", o.state, f.PK, err)
 	}
 	return tag.RowsAffected(), nil
 }
@@ -147,8 +131,8 @@ func transitionExec(ctx context.Context, db DB, f fence, o outcome, sum, expect 
 // transition (docs/contracts.md#publication): the run's own terminal summary, or one
 // derived from its last accepted summary; nil when the run published
 // none (or it cannot be read: the transition must still land).
-func terminalSummary(ctx context.Context, db DB, f fence, state State) *string {
-	last, err := store.TaskSummary(ctx, db, f.store())
+func terminalSummary(ctx context.Context, db DB, f store.Fence, state State) *string {
+	last, err := store.TaskSummary(ctx, db, f)
 	if err != nil || last == nil {
 		return nil
 	}
@@ -191,16 +175,16 @@ func truncate(s string, n int) string {
 
 // heartbeatOnce refreshes the fenced attempt's heartbeat and returns the
 // task's state; pgx.ErrNoRows when the fence no longer matches.
-func heartbeatOnce(ctx context.Context, db DB, f fence) (State, error) {
-	s, err := store.Heartbeat(ctx, db, f.store())
+func heartbeatOnce(ctx context.Context, db DB, f store.Fence) (State, error) {
+	s, err := store.Heartbeat(ctx, db, f)
 	return State(s), err
 }
 
 // pinPlan records the first materialization's plan under the fence
 // (when the claim could not: the flow was registered after it); 0 rows
 // when the fence no longer matches or a pin exists.
-func pinPlan(ctx context.Context, db DB, f fence, fingerprint string, selection *string) (int64, error) {
-	tag, err := store.PinPlan(ctx, db, f.store(), fingerprint, selection)
+func pinPlan(ctx context.Context, db DB, f store.Fence, fingerprint string, selection *string) (int64, error) {
+	tag, err := store.PinPlan(ctx, db, f, fingerprint, selection)
 	if err != nil {
 		return 0, err
 	}
@@ -265,8 +249,8 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 }
 
 // fence is the claimed attempt's fence.
-func (c claimed) fence() fence {
-	return fence{pk: c.pk, states: runningStates, attempt: c.attempt, gen: c.gen, runID: &c.runID}
+func (c claimed) fence() store.Fence {
+	return store.Fence{PK: c.pk, States: runningStates, Attempt: c.attempt, Gen: c.gen, RunID: &c.runID}
 }
 
 // planPin is a registered flow's plan as this worker materializes it.

@@ -86,7 +86,7 @@ func TestTransitionArchivesTheRowsSummary(t *testing.T) {
 			}
 			// A superseded fence (another generation) changes nothing.
 			stale := c.fence()
-			stale.gen++
+			stale.Gen++
 			if n, err := transition(ctx, e.pool, stale, o); err != nil || n != 0 {
 				t.Fatalf("stale fence: %d rows, %v", n, err)
 			}

@@ -596,7 +596,7 @@ func backoffSeconds(base time.Duration, k int) float64 {
 // server) until it lands, the fence is gone, or StuckTimeout passes (the
 // attempt is then LOST and retried anyway). took is the attempt's
 // duration, logged with its outcome.
-func (w *Worker) finish(f fence, o outcome, log *slog.Logger, took time.Duration) {
+func (w *Worker) finish(f store.Fence, o outcome, log *slog.Logger, took time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.o.StuckTimeout)
 	defer cancel()
 	backoff := 20 * time.Millisecond
@@ -655,7 +655,7 @@ func (w *Worker) finish(f fence, o outcome, log *slog.Logger, took time.Duration
 // attempt's duration and, unless it succeeded, its error; FAILED and LOST
 // at WARN, the others at INFO. An automatic retry adds a "task retried"
 // line with the next attempt and its backoff.
-func logOutcome(log *slog.Logger, f fence, o outcome, took time.Duration) {
+func logOutcome(log *slog.Logger, f store.Fence, o outcome, took time.Duration) {
 	level := slog.LevelInfo
 	if o.state == StateFailed || o.state == StateLost {
 		level = slog.LevelWarn
@@ -666,14 +666,14 @@ func logOutcome(log *slog.Logger, f fence, o outcome, took time.Duration) {
 	}
 	log.Log(context.Background(), level, "task "+strings.ToLower(string(o.state)), attrs...)
 	if o.retry {
-		log.Info("task retried", "next_attempt", f.attempt+1,
+		log.Info("task retried", "next_attempt", f.Attempt+1,
 			"backoff", time.Duration(o.backoffSeconds*float64(time.Second)))
 	}
 }
 
 // heartbeat refreshes last_heartbeat_at under the fence; it cancels the
 // run when the fence is gone or a cancellation was requested.
-func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel context.CancelCauseFunc, f fence) {
+func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel context.CancelCauseFunc, f store.Fence) {
 	t := time.NewTicker(w.o.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -693,7 +693,7 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 			cancel(errFenceLost)
 			return
 		case err != nil:
-			w.log.Warn("heartbeat failed", "task_pk", f.pk, "err", err)
+			w.log.Warn("heartbeat failed", "task_pk", f.PK, "err", err)
 		case state == StateCancelling:
 			cancel(ErrCancelled)
 		}
@@ -704,7 +704,7 @@ func (w *Worker) heartbeat(ctx context.Context, done <-chan struct{}, cancel con
 // the first materialization and runs the flow with the attempt's identity.
 //
 // It stores the run's progress sink (if any) in *sinkOut before running.
-func (w *Worker) runTask(ctx context.Context, f fence, c claimed, sinkOut **pgstore.Sink) ([]byte, error) {
+func (w *Worker) runTask(ctx context.Context, f store.Fence, c claimed, sinkOut **pgstore.Sink) ([]byte, error) {
 	e, err := w.o.Registry.lookup(c.flow)
 	if err != nil {
 		return nil, &permanent{err}
@@ -780,7 +780,7 @@ func (w *Worker) sweep(ctx context.Context) {
 		return
 	}
 	type cand struct {
-		f           fence
+		f           store.Fence
 		state       State
 		maxAttempts int
 		job         string
@@ -790,12 +790,12 @@ func (w *Worker) sweep(ctx context.Context) {
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.pk, &c.state, &c.f.attempt, &c.maxAttempts, &c.f.gen, &c.f.runID, &c.job, &c.id, &c.flow, &c.age); err != nil {
+		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
 			return
 		}
-		c.f.states = []State{c.state}
+		c.f.States = []string{string(c.state)}
 		cs = append(cs, c)
 	}
 	if rows.Err() != nil {
@@ -806,9 +806,9 @@ func (w *Worker) sweep(ctx context.Context) {
 		// starved heartbeat is not a lost worker); others sweep them if it
 		// really dies. A same-named earlier incarnation's are not ours.
 		w.mu.Lock()
-		rt := w.running[c.f.pk]
+		rt := w.running[c.f.PK]
 		w.mu.Unlock()
-		if rt != nil && rt.gen == c.f.gen {
+		if rt != nil && rt.gen == c.f.Gen {
 			continue
 		}
 		if c.job != "" && c.state != StateQueued && w.o.Jobs != nil {
@@ -828,17 +828,17 @@ func (w *Worker) sweep(ctx context.Context) {
 		default:
 			msg := fmt.Sprintf("no heartbeat for %v: the worker running it is gone", w.o.StuckTimeout)
 			o = outcome{state: StateLost, errType: "Lost", errMsg: msg}
-			if c.f.attempt < c.maxAttempts {
-				o.retry, o.backoffSeconds = true, backoffSeconds(w.o.RetryBackoff, c.f.attempt+1)
+			if c.f.Attempt < c.maxAttempts {
+				o.retry, o.backoffSeconds = true, backoffSeconds(w.o.RetryBackoff, c.f.Attempt+1)
 			}
 		}
 		n, err := transition(ctx, w.pool, c.f, o)
 		if err != nil {
-			w.log.Warn("sweep transition failed", "task_pk", c.f.pk, "err", err)
+			w.log.Warn("sweep transition failed", "task_pk", c.f.PK, "err", err)
 			continue
 		}
 		if n == 1 {
-			log := w.log.With("task", c.id, "attempt", c.f.attempt, "flow", c.flow, "generation", c.f.gen, "swept", true)
+			log := w.log.With("task", c.id, "attempt", c.f.Attempt, "flow", c.flow, "generation", c.f.Gen, "swept", true)
 			logOutcome(log, c.f, o, time.Duration(c.age*float64(time.Second)))
 			observeSwept(o)
 			if o.retry {
@@ -882,7 +882,7 @@ func isPermanent(err error) bool {
 		}
 	}
 	found := false
-	walkErrors(err, func(e error) bool {
+	errwire.Walk(err, func(e error) bool {
 		name := errwire.OriginalType(e)
 		if name == permanentType.String() && isRemote(e) {
 			found = true // Permanent, from a Ray leaf
@@ -912,7 +912,7 @@ func (w *Worker) denied(err error) bool {
 		return false
 	}
 	found := false
-	walkErrors(err, func(e error) bool {
+	errwire.Walk(err, func(e error) bool {
 		for _, name := range typeNames(e) {
 			for _, d := range w.o.RetryDenylist {
 				if d == name {
@@ -924,26 +924,6 @@ func (w *Worker) denied(err error) bool {
 		return true
 	})
 	return found
-}
-
-func walkErrors(err error, visit func(error) bool) bool {
-	if err == nil {
-		return true
-	}
-	if !visit(err) {
-		return false
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return walkErrors(u.Unwrap(), visit)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if !walkErrors(e, visit) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // typeNames are the short, package and qualified names of e's type. An
@@ -997,7 +977,7 @@ var sentinels = []struct {
 // runner.
 func errTypeName(err error) string {
 	sentinel := ""
-	walkErrors(err, func(e error) bool {
+	errwire.Walk(err, func(e error) bool {
 		for _, s := range sentinels {
 			if e == s.err {
 				sentinel = s.name
@@ -1014,7 +994,7 @@ func errTypeName(err error) string {
 		return sentinel
 	}
 	name := fmt.Sprintf("%T", err)
-	walkErrors(err, func(e error) bool {
+	errwire.Walk(err, func(e error) bool {
 		switch n := errwire.OriginalType(e); n {
 		case "", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", permanentType.String():
 		default:

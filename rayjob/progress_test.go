@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/durabletest"
 	"github.com/rayflow/rayflow/durable/rayjobrunner"
 	"github.com/rayflow/rayflow/examples/fanout/workflow"
 	"github.com/rayflow/rayflow/gen/detail"
@@ -84,14 +85,7 @@ func newDurableApp(t *testing.T, exe string, policy sdk.ReportingPolicy, hb time
 	} {
 		o.HeartbeatInterval, o.StuckTimeout, o.PollInterval, o.PollMaxInterval = hb, 2*hb+30*time.Second, 20*time.Millisecond, 200*time.Millisecond
 		o.NoRetryBackoff, o.Logger, o.Concurrency = true, logger, 2
-		w, err := durable.NewWorker(pool, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = w.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
+		durabletest.StartWorker(t, pool, o)
 	}
 	return e
 }

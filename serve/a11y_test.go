@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // axe-core (npm package axe-core, MPL-2.0), vendored by scripts/axe.sh
@@ -59,14 +59,7 @@ func TestBrowserAccessibility(t *testing.T) {
 	ctx := browser(t)
 	src := axeSource(t)
 	e, items := mapItemsEnv(t)
-	shapedID, id := fixture.NewTask(t, e.pool, "chain")
-	c := fixture.NewChain(id, 20)
-	for i := range 16 {
-		c.States[i] = detail.NodeStateSucceeded
-	}
-	c.States[3] = detail.NodeStateFailed
-	c.States[16], c.States[19] = detail.NodeStateRunning, detail.NodeStateRunning
-	c.Publish(t, e.pool, shaped(c, false))
+	shapedID, _ := publishShaped(t, e.pool)
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
 
@@ -76,7 +69,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		"/tasks":                           {"/tasks", "/tasks?state=FAILED&limit=1"},
 		"/tasks/{task_id}":                 {"/tasks/" + e.taskID, "/tasks/" + shapedID, "/tasks/00000000-0000-4000-8000-000000000000"},
 		"/tasks/{task_id}/graph":           {graph, graph + "?view=failures", graph + "?view=timeline", "/tasks/" + e.taskID + "/graph?attempt_number=1&view=failures"},
-		"/tasks/{task_id}/graph/node":      {graph + "/node?attempt_number=1&node_id=" + fixture.NodeID(19), graph + "/node?attempt_number=1&node_id=" + fixture.NodeID(3)},
+		"/tasks/{task_id}/graph/node":      {graph + "/node?attempt_number=1&node_id=" + pgstoretest.NodeID(19), graph + "/node?attempt_number=1&node_id=" + pgstoretest.NodeID(3)},
 		"/tasks/{task_id}/graph/layer":     {graph + "/layer?attempt_number=1&layer=1"},
 		"/tasks/{task_id}/graph/map-items": {items, items + "&limit=1"},
 		"/tasks/{task_id}/cancel":          {"/tasks/" + shapedID + "/cancel"},
@@ -92,15 +85,7 @@ func TestBrowserAccessibility(t *testing.T) {
 	if v := axeViolations(t, ctx, src); len(v) > 0 {
 		t.Errorf("/login (signed out): %d serious or critical violations:\n%s", len(v), strings.Join(v, "\n"))
 	}
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/tasks"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), tokensOf["chain"]),
-		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("tasks")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, "/tasks", "chain", "tasks")
 	var patterns []string
 	for p := range pages {
 		patterns = append(patterns, p)
@@ -213,15 +198,7 @@ func TestBrowserTasksGoal(t *testing.T) {
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
 	ctx := browser(t)
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/tasks"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), tokensOf["admin"]),
-		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("tasks")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, "/tasks", "admin", "tasks")
 	now := time.Now().UTC()
 	t.Logf("load average %s", loadAverage())
 	for _, c := range []struct {
@@ -252,7 +229,7 @@ func TestBrowserTasksGoal(t *testing.T) {
 // The graph view's first window is timed next to it (logged).
 func TestBrowserFailures25k(t *testing.T) {
 	const bad = 15_000
-	e := chainEnv(t, 25_000, false, func(c *fixture.Chain) {
+	e := chainEnv(t, 25_000, false, func(c *pgstoretest.Chain) {
 		for i := range bad {
 			c.States[i] = detail.NodeStateSucceeded
 		}
@@ -262,7 +239,7 @@ func TestBrowserFailures25k(t *testing.T) {
 	defer srv.Close()
 	ctx := browser(t)
 	graph := "/tasks/" + e.taskID + "/graph"
-	signIn(t, ctx, srv.URL, graph, "chain") // reads and caches the run's topology once
+	signIn(t, ctx, srv.URL, graph, "chain", "run-state") // reads and caches the run's topology once
 	graphView, _ := bestNav(t, ctx, srv.URL+graph, "graph", func(navTimes) bool { return true })
 	best, n := bestNav(t, ctx, srv.URL+graph+"?view=failures", "failed-nodes", func(b navTimes) bool { return b.Rendered <= time.Second && b.Server <= time.Second })
 	t.Logf("25,000 nodes: failures view %v (best of %d; goal: first paint in 1s); graph view %v; load average %s", best, n, graphView, loadAverage())

@@ -6,7 +6,6 @@ import (
 	"image/png"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/internal/testwait"
+	"github.com/rayflow/rayflow/serve/internal/chromium"
 )
 
 // browser starts a headless Chromium (Debian's; `make chromium` installs
@@ -26,19 +26,11 @@ func browser(t *testing.T) context.Context {
 	if testing.Short() {
 		t.Skip("needs Chromium")
 	}
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
+	path, err := chromium.Path()
+	if err != nil {
+		t.Skip(err)
 	}
-	if path == "" {
-		t.Skip("no chromium on PATH (make chromium)")
-	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
+	opts := chromium.Options(path, t.TempDir(), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
@@ -63,15 +55,16 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // signIn opens target, is sent to the sign-in form, signs in with the
-// principal's token and lands on target.
-func signIn(t *testing.T, ctx context.Context, base, target, principal string) {
+// principal's token and lands on target, where the element with id
+// landmark shows.
+func signIn(t *testing.T, ctx context.Context, base, target, principal, landmark string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+target),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), tokensOf[principal]),
 		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("run-state")),
+		chromedp.WaitVisible(chromedp.ID(landmark)),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +100,7 @@ func TestBrowserGraph(t *testing.T) {
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
 	target := "/tasks/" + e.taskID + "/graph"
-	signIn(t, ctx, srv.URL, target, "chain")
+	signIn(t, ctx, srv.URL, target, "chain", "run-state")
 	url := run(t, ctx, chromedp.Location())
 	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
 	links := eval[int](t, ctx, `[...document.querySelectorAll('svg#graph a[data-node-id]')].filter(a => a.getAttribute('href').startsWith('/tasks/') && a.getAttribute('aria-label')).length`)
@@ -210,7 +203,7 @@ func TestBrowserGraph25k(t *testing.T) {
 	defer srv.Close()
 	target := "/tasks/" + e.taskID + "/graph"
 	start := time.Now()
-	signIn(t, ctx, srv.URL, target, "chain")
+	signIn(t, ctx, srv.URL, target, "chain", "run-state")
 	first := time.Since(start)
 	boxes := eval[int](t, ctx, `document.querySelectorAll('svg#graph a[data-node-id]').length`)
 	elems := eval[int](t, ctx, `document.getElementsByTagName('*').length`)
@@ -241,18 +234,10 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 	ctx := browser(t)
 	e := newEnv(t, 3)
 	queued := addTask(t, e.pool, "chain", "default", "QUEUED", 0)
-	addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
+	succeeded := addTask(t, e.pool, "chain", "default", "SUCCEEDED", 1)
 	srv := httptest.NewServer(e.s)
 	defer srv.Close()
-	if err := chromedp.Do(ctx,
-		chromedp.Navigate(srv.URL+"/tasks"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), tokensOf["chain"]),
-		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.ID("tasks")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, ctx, srv.URL, "/tasks", "chain", "tasks")
 	if rows := eval[int](t, ctx, `document.querySelectorAll('#tasks tr[data-task-id]').length`); rows != 3 {
 		t.Errorf("%d rows, want 3", rows)
 	}
@@ -276,6 +261,7 @@ func TestBrowserTasksAndCancel(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[aria-label="Filter tasks"] button[type="submit"]`)),
 		// the filtered page (the unfiltered one shows the row too)
 		chromedp.WaitVisible(chromedp.CSS(`ul.counts a[data-state="QUEUED"][aria-current="page"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#tasks tr[data-task-id="`+succeeded+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tasks tr[data-task-id="`+queued+`"]`)),
 	); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 )
@@ -60,7 +61,7 @@ func enqueueServer(t *testing.T) (*Server, func() int64) {
 	if testing.Short() {
 		return lazyServer(t), func() int64 { return 0 }
 	}
-	pool := fixture.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	s := testServer(t, pool)
 	return s, func() int64 {
 		var n int64
@@ -84,7 +85,7 @@ func post(t *testing.T, s *Server, principal, target, body string) (int, map[str
 func TestEnqueueInvalidInput(t *testing.T) {
 	s, count := enqueueServer(t)
 	before := count()
-	for _, c := range []struct{ target, field, body string }{
+	fixture.PostInvalid(t, s, tokensOf["admin"], [][3]string{
 		{"/api/test/echo?count=0", "count", ""},
 		{"/api/test/echo?count=101", "count", ""},
 		{"/api/test/echo?count=1.5", "count", ""},
@@ -99,12 +100,7 @@ func TestEnqueueInvalidInput(t *testing.T) {
 		{"/api/test/echo?color=red", "color", ""},
 		{"/api/test/echo", "", `{"count":3}`},
 		{"/api/test/echo?%zz", "", ""},
-	} {
-		code, body := post(t, s, "admin", c.target, c.body)
-		if code != http.StatusBadRequest || body["code"] != "INVALID_ARGUMENT" || body["field"] != c.field || body["message"] == "" {
-			t.Errorf("POST %s: %d %v, want 400 INVALID_ARGUMENT field %q", c.target, code, body, c.field)
-		}
-	}
+	})
 	if n := count(); n != before {
 		t.Errorf("%d tasks written by invalid requests", n-before)
 	}

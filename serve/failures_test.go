@@ -9,7 +9,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // TestTaskFailures: the task page lists each attempt's stored error
@@ -56,13 +56,13 @@ func TestTaskFailures(t *testing.T) {
 		}
 	}
 	want := [][]string{
-		{"1", "FAILED", "StepError", "step n000005: boom", fixture.NodeID(5) + ": boom"},
+		{"1", "FAILED", "StepError", "step n000005: boom", pgstoretest.NodeID(5) + ": boom"},
 		{"2", "FAILED", "ValueError", "over 4 KiB, not shown", "not recorded"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{nodeHref(e.taskID, 1, fixture.NodeID(5))}, links); diff != "" {
+	if diff := cmp.Diff([]string{nodeHref(e.taskID, 1, pgstoretest.NodeID(5))}, links); diff != "" {
 		t.Errorf("failed node links (-want +got):\n%s", diff)
 	}
 	// The failures come before the task's other details.

@@ -14,15 +14,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 type env struct {
 	s      *Server
 	pool   *pgxpool.Pool
 	taskID string
-	c      *fixture.Chain
+	c      *pgstoretest.Chain
 }
 
 func newEnv(t *testing.T, n int) *env {
@@ -30,17 +29,9 @@ func newEnv(t *testing.T, n int) *env {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := fixture.NewDB(t)
-	taskID, id := fixture.NewTask(t, pool, "chain")
-	c := fixture.NewChain(id, n)
-	for i := range n {
-		if i%2 == 0 {
-			c.States[i] = detail.NodeStateSucceeded
-		}
-	}
-	c.Publish(t, pool, c.Pub(true, false))
+	pool, taskID, c := pgstoretest.NewPublished(t, n, 2)
 	s := testServer(t, pool)
-	s.Reads().Now = func() time.Time { return fixture.T0.Add(time.Hour) }
+	s.Reads().Now = func() time.Time { return pgstoretest.T0.Add(time.Hour) }
 	return &env{s: s, pool: pool, taskID: taskID, c: c}
 }
 
@@ -99,14 +90,14 @@ func TestDenialOnEveryRoute(t *testing.T) {
 				if principal == "other" && !strings.Contains(rt.Pattern, "{task_id}") && rt.Flow == "" {
 					continue // a list shows "other" only its own flows
 				}
-				target := strings.ReplaceAll(rt.Pattern, "{task_id}", task) + "?node_id=" + fixture.NodeID(0)
+				target := strings.ReplaceAll(rt.Pattern, "{task_id}", task) + "?node_id=" + pgstoretest.NodeID(0)
 				code, body := e.do(t, principal, rt.Method, target)
 				if code != http.StatusForbidden || body["code"] != "ACCESS_DENIED" {
 					t.Errorf("%s %s as %s: %d %v", rt.Method, target, principal, code, body)
 				}
 			}
 		}
-		target := strings.ReplaceAll(rt.Pattern, "{task_id}", e.taskID) + "?node_id=" + fixture.NodeID(0)
+		target := strings.ReplaceAll(rt.Pattern, "{task_id}", e.taskID) + "?node_id=" + pgstoretest.NodeID(0)
 		if code, body := e.do(t, allowed, rt.Method, target); code == http.StatusForbidden || code == http.StatusUnauthorized {
 			t.Errorf("%s %s as the flow's principal: %d %v", rt.Method, target, code, body)
 		}
@@ -135,7 +126,7 @@ func TestReadCodesOverHTTP(t *testing.T) {
 	if code != 200 || body["returned_count"] != float64(100) {
 		t.Fatalf("nodes page 2: %d %v", code, body)
 	}
-	code, body = e.do(t, "chain", "GET", base+"/node-detail?node_id="+fixture.NodeID(2))
+	code, body = e.do(t, "chain", "GET", base+"/node-detail?node_id="+pgstoretest.NodeID(2))
 	if code != 200 || body["found"] != true {
 		t.Fatalf("node: %d %v", code, body)
 	}
@@ -168,7 +159,7 @@ func TestReadCodesOverHTTP(t *testing.T) {
 		t.Errorf("stale cursor: %d %v", code, body)
 	}
 	// A lost detail row: the final page is MISSING (409).
-	if _, err := e.pool.Exec(context.Background(), `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, fixture.NodeID(5)); err != nil {
+	if _, err := e.pool.Exec(context.Background(), `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, pgstoretest.NodeID(5)); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := e.do(t, "chain", "GET", base+"/nodes?limit=256&state=PENDING"); code != 409 || body["code"] != "MISSING" {
@@ -189,7 +180,7 @@ func TestTaskEndpoints(t *testing.T) {
 	if code != 200 || body["state"] != "RUNNING" || body["flow"] != "chain" || body["input_max_bytes"] != float64(InputMaxBytes) {
 		t.Fatalf("status: %d %v", code, body)
 	}
-	other, _ := fixture.NewTask(t, e.pool, "otherflow")
+	other, _ := pgstoretest.NewTask(t, e.pool, "otherflow")
 	code, body = e.do(t, "chain", "GET", "/api/tasks?limit=100")
 	if code != 200 || body["returned_count"] != float64(1) {
 		t.Errorf("chain's list: %d %v", code, body)

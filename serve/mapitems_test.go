@@ -18,7 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/serve/reader"
 )
 
@@ -32,8 +32,8 @@ func mapItemsEnv(t *testing.T) (*env, string) {
 	t.Helper()
 	ctx := context.Background()
 	e := newEnv(t, 1)
-	taskID, id := fixture.NewTask(t, e.pool, "chain")
-	c := fixture.NewChain(id, 5)
+	taskID, id := pgstoretest.NewTask(t, e.pool, "chain")
+	c := pgstoretest.NewChain(id, 5)
 	c.States[0], c.States[1], c.States[2], c.States[3] = detail.NodeStateSucceeded, detail.NodeStateSucceeded, detail.NodeStateSucceeded, detail.NodeStateFailed
 	p := c.Pub(true, true)
 	p.Nodes[3].Kind = topology.NodeKindMap
@@ -41,7 +41,7 @@ func mapItemsEnv(t *testing.T) (*env, string) {
 	p.Details[3].Fanout = &detail.NodeFanout{MaxItems: &ten, SubmittedItems: 6, CompletedItems: 2, InFlightItems: 4}
 	c.Publish(t, e.pool, p)
 	e.taskID, e.c = taskID, c
-	mapID := fixture.NodeID(3)
+	mapID := pgstoretest.NodeID(3)
 	archive := func(n int, withProgress bool, errType, msg string) {
 		t.Helper()
 		progress := "NULL"
@@ -55,7 +55,7 @@ func mapItemsEnv(t *testing.T) (*env, string) {
 		}
 	}
 	archive(1, true, "StepError", "rayflow: step "+mapID+".m17 (main.Square): boom")
-	archive(2, false, "StepError", "rayflow: step "+fixture.NodeID(4)+".m2 (main.Square): another map")
+	archive(2, false, "StepError", "rayflow: step "+pgstoretest.NodeID(4)+".m2 (main.Square): another map")
 	archive(3, false, "ValueError", "rayflow: step "+mapID+".m5.1 (main.Check): bad input")
 	archive(4, false, "StepError", "rayflow: step "+mapID+".m9 (main.Square): "+strings.Repeat("x", ErrorMaxBytes))
 	archive(5, false, "StepError", "rayflow: step "+mapID+"0.m1 (main.Square): a map whose id extends it")
@@ -88,7 +88,7 @@ func itemRows(d dom) [][]string {
 // the cap and one over; authorized like the other pages.
 func TestMapFailedItemsPage(t *testing.T) {
 	e, target := mapItemsEnv(t)
-	mapID := fixture.NodeID(3)
+	mapID := pgstoretest.NodeID(3)
 	row6 := []string{"6", "2", "FAILED", "StepError", "rayflow: step " + mapID + ".m2 (main.Square): boom", "not recorded"}
 	row4 := []string{"4", "9", "FAILED", "StepError", "over 4 KiB, not shown", "not recorded"}
 	row3 := []string{"3", "5", "FAILED", "ValueError", "rayflow: step " + mapID + ".m5.1 (main.Check): bad input", "not recorded"}
@@ -191,7 +191,7 @@ func TestMapFailedItemsIndexed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, before := range []int64{0, 50} {
-		sql, args := reader.MapFailedItemsQuery(pk, fixture.NodeID(3), before, MaxListLimit+1, ErrorMaxBytes)
+		sql, args := reader.MapFailedItemsQuery(pk, pgstoretest.NodeID(3), before, MaxListLimit+1, ErrorMaxBytes)
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 				if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
@@ -224,7 +224,7 @@ func TestMapFailedItemsIndexed(t *testing.T) {
 			}
 		}
 	}
-	items, err := e.s.reads.MapFailedItems(ctx, "admin", e.taskID, fixture.NodeID(3), 0, MaxListLimit+1, ErrorMaxBytes)
+	items, err := e.s.reads.MapFailedItems(ctx, "admin", e.taskID, pgstoretest.NodeID(3), 0, MaxListLimit+1, ErrorMaxBytes)
 	if err != nil || len(items) != 4 {
 		t.Errorf("the env's task among 100,000 attempts: %d items, %v", len(items), err)
 	}

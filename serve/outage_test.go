@@ -16,7 +16,7 @@ import (
 
 	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // TestStoreOutage stops a real PostgreSQL cluster under a running server:
@@ -29,7 +29,7 @@ func TestStoreOutage(t *testing.T) {
 	if _, err := durable.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	taskID, _ := fixture.NewTask(t, pool, "chain")
+	taskID, _ := pgstoretest.NewTask(t, pool, "chain")
 	e := &env{s: testServer(t, pool), pool: pool, taskID: taskID}
 	routes := []struct{ method, target string }{
 		{"GET", "/api/tasks"},

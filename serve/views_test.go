@@ -12,16 +12,16 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // chainEnv is a server and a task whose attempt 1 is a chain of n nodes,
 // set up by setup and published (final when final is set).
-func chainEnv(t *testing.T, n int, final bool, setup func(c *fixture.Chain)) *env {
+func chainEnv(t *testing.T, n int, final bool, setup func(c *pgstoretest.Chain)) *env {
 	t.Helper()
 	e := newEnv(t, 1)
-	taskID, id := fixture.NewTask(t, e.pool, "chain")
-	c := fixture.NewChain(id, n)
+	taskID, id := pgstoretest.NewTask(t, e.pool, "chain")
+	c := pgstoretest.NewChain(id, n)
 	setup(c)
 	c.Publish(t, e.pool, c.Pub(true, final))
 	e.taskID, e.c = taskID, c
@@ -50,7 +50,7 @@ func TestGraphFailuresView(t *testing.T) {
 			t.Fatalf("%d %s", code, body)
 		}
 		d := parse(t, body)
-		want := []string{fixture.NodeID(0) + ":SUCCEEDED", fixture.NodeID(3) + ":FAILED", "layer-1:GROUP", fixture.NodeID(16) + ":RUNNING"}
+		want := []string{pgstoretest.NodeID(0) + ":SUCCEEDED", pgstoretest.NodeID(3) + ":FAILED", "layer-1:GROUP", pgstoretest.NodeID(16) + ":RUNNING"}
 		if diff := cmp.Diff(want, boxIDs(d)); diff != "" {
 			t.Errorf("drawn (-want +got):\n%s", diff)
 		}
@@ -62,7 +62,7 @@ func TestGraphFailuresView(t *testing.T) {
 			}
 			rows = append(rows, cells)
 		}
-		if diff := cmp.Diff([][]string{{"step " + fixture.NodeID(3), "1", "boom", "2026-12-01 10:00:01.000Z", "2026-12-01 10:00:02.000Z", "1s"}}, rows); diff != "" {
+		if diff := cmp.Diff([][]string{{"step " + pgstoretest.NodeID(3), "1", "boom", "2026-12-01 10:00:01.000Z", "2026-12-01 10:00:02.000Z", "1s"}}, rows); diff != "" {
 			t.Errorf("failed nodes (-want +got):\n%s", diff)
 		}
 		if s := text(d.byID("failures-summary")); !strings.Contains(s, "3 of 20 nodes") || !strings.Contains(s, "other 17") {
@@ -73,11 +73,11 @@ func TestGraphFailuresView(t *testing.T) {
 		}
 	})
 	t.Run("ended run keeps the nodes still running", func(t *testing.T) {
-		e := chainEnv(t, 6, true, func(c *fixture.Chain) {
+		e := chainEnv(t, 6, true, func(c *pgstoretest.Chain) {
 			c.States[0], c.States[1], c.States[4] = detail.NodeStateSucceeded, detail.NodeStateFailed, detail.NodeStateRunning
 		})
 		_, _, body := e.get(t, "chain", "/tasks/"+e.taskID+"/graph?view=failures")
-		want := []string{fixture.NodeID(0) + ":SUCCEEDED", fixture.NodeID(1) + ":FAILED", fixture.NodeID(2) + ":PENDING", fixture.NodeID(4) + ":RUNNING"}
+		want := []string{pgstoretest.NodeID(0) + ":SUCCEEDED", pgstoretest.NodeID(1) + ":FAILED", pgstoretest.NodeID(2) + ":PENDING", pgstoretest.NodeID(4) + ":RUNNING"}
 		if diff := cmp.Diff(want, boxIDs(parse(t, body))); diff != "" {
 			t.Errorf("drawn (-want +got):\n%s", diff)
 		}
@@ -93,7 +93,7 @@ func TestGraphFailuresView(t *testing.T) {
 	t.Run("failure not retained", func(t *testing.T) {
 		// 25,000 nodes: the detail rows past the byte bound are dropped,
 		// the last node's (failed) among them; the summary counts it.
-		e := chainEnv(t, 25_000, false, func(c *fixture.Chain) {
+		e := chainEnv(t, 25_000, false, func(c *pgstoretest.Chain) {
 			for i := range 24_999 {
 				c.States[i] = detail.NodeStateSucceeded
 			}
@@ -111,7 +111,7 @@ func TestGraphFailuresView(t *testing.T) {
 	for _, n := range []int{SparseDetail, SparseDetail + 1} {
 		t.Run(fmt.Sprintf("chain of %d", n), func(t *testing.T) {
 			bad := n - 500
-			e := chainEnv(t, n, false, func(c *fixture.Chain) {
+			e := chainEnv(t, n, false, func(c *pgstoretest.Chain) {
 				for i := range bad {
 					c.States[i] = detail.NodeStateSucceeded
 				}
@@ -123,14 +123,14 @@ func TestGraphFailuresView(t *testing.T) {
 			d := parse(t, body)
 			win := bad/WindowNodes + 1
 			boxes := boxIDs(d)
-			want := []string{fixture.NodeID(bad) + ":FAILED", fixture.NodeID(bad+1) + ":PENDING"}
+			want := []string{pgstoretest.NodeID(bad) + ":FAILED", pgstoretest.NodeID(bad+1) + ":PENDING"}
 			if len(boxes) != bad%WindowNodes+2 || !cmp.Equal(boxes[len(boxes)-2:], want) {
 				t.Fatalf("window %d: %d boxes, last %v", win, len(boxes), boxes[max(0, len(boxes)-2):])
 			}
 			if attr(d.byID("prev-window"), "href") != fmt.Sprintf("%s?attempt_number=1&view=failures&window=%d", base, win-1) || d.byID("next-window") != nil {
 				t.Errorf("window links: prev %q", attr(d.byID("prev-window"), "href"))
 			}
-			if row := d.all("tr", func(n *html.Node) bool { return attr(n, "data-node-id") == fixture.NodeID(bad) }); len(row) != 1 || !strings.Contains(text(row[0]), "no such file") {
+			if row := d.all("tr", func(n *html.Node) bool { return attr(n, "data-node-id") == pgstoretest.NodeID(bad) }); len(row) != 1 || !strings.Contains(text(row[0]), "no such file") {
 				t.Error("the failed node's row lacks its error")
 			}
 		})
@@ -142,7 +142,7 @@ func TestGraphFailuresView(t *testing.T) {
 // by layer, with the timings in each row's label; a node that has not
 // started has no bar. The node page shows a node's duration.
 func TestGraphTimeline(t *testing.T) {
-	e := chainEnv(t, 4, false, func(c *fixture.Chain) {
+	e := chainEnv(t, 4, false, func(c *pgstoretest.Chain) {
 		c.States[0], c.States[1], c.States[2] = detail.NodeStateSucceeded, detail.NodeStateSucceeded, detail.NodeStateFailed
 		c.Times = map[int][2]time.Duration{0: {0, 10 * time.Second}, 1: {10 * time.Second, 30 * time.Second}, 2: {30 * time.Second, 40 * time.Second}}
 	})
@@ -166,10 +166,10 @@ func TestGraphTimeline(t *testing.T) {
 	}
 	left := tlLabelW + pad
 	want := []row{
-		{fixture.NodeID(0), "0", "step n000000: SUCCEEDED, started 2026-12-01 10:00:00.000Z, finished 2026-12-01 10:00:10.000Z, took 10s", fmt.Sprint(left), fmt.Sprint(tlBarW / 4)},
-		{fixture.NodeID(1), "1", "step n000001: SUCCEEDED, started 2026-12-01 10:00:10.000Z, finished 2026-12-01 10:00:30.000Z, took 20s", fmt.Sprint(left + tlBarW/4), fmt.Sprint(tlBarW / 2)},
-		{fixture.NodeID(2), "2", "step n000002: FAILED, started 2026-12-01 10:00:30.000Z, finished 2026-12-01 10:00:40.000Z, took 10s", fmt.Sprint(left + 3*tlBarW/4), fmt.Sprint(tlBarW / 4)},
-		{fixture.NodeID(3), "3", "step n000003: PENDING, not started", "", ""},
+		{pgstoretest.NodeID(0), "0", "step n000000: SUCCEEDED, started 2026-12-01 10:00:00.000Z, finished 2026-12-01 10:00:10.000Z, took 10s", fmt.Sprint(left), fmt.Sprint(tlBarW / 4)},
+		{pgstoretest.NodeID(1), "1", "step n000001: SUCCEEDED, started 2026-12-01 10:00:10.000Z, finished 2026-12-01 10:00:30.000Z, took 20s", fmt.Sprint(left + tlBarW/4), fmt.Sprint(tlBarW / 2)},
+		{pgstoretest.NodeID(2), "2", "step n000002: FAILED, started 2026-12-01 10:00:30.000Z, finished 2026-12-01 10:00:40.000Z, took 10s", fmt.Sprint(left + 3*tlBarW/4), fmt.Sprint(tlBarW / 4)},
+		{pgstoretest.NodeID(3), "3", "step n000003: PENDING, not started", "", ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("timeline rows (-want +got):\n%s", diff)
@@ -181,7 +181,7 @@ func TestGraphTimeline(t *testing.T) {
 	if diff := cmp.Diff([]string{"+0s", "+10s", "+20s", "+30s", "+40s"}, ticks); diff != "" {
 		t.Errorf("axis (-want +got):\n%s", diff)
 	}
-	_, _, body = e.get(t, "chain", base+"/node?attempt_number=1&node_id="+fixture.NodeID(1))
+	_, _, body = e.get(t, "chain", base+"/node?attempt_number=1&node_id="+pgstoretest.NodeID(1))
 	if took := text(parse(t, body).byID("node-took")); took != "20s" {
 		t.Errorf("node page: took %q", took)
 	}

@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/net/html"
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
 	"github.com/rayflow/rayflow/progress"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // dom is a parsed page.
@@ -113,15 +114,15 @@ func (e *env) get(t *testing.T, principal, target string) (int, http.Header, []b
 
 // shaped publishes a 20-node graph: n0 → n1..n15 (a layer wider than
 // WideLayer) → n16 → n17 → n18 → n19, a bounded map.
-func shaped(c *fixture.Chain, final bool) *progress.Publication {
+func shaped(c *pgstoretest.Chain, final bool) *progress.Publication {
 	p := c.Pub(true, final)
 	var edges []topology.Edge
 	for i := 1; i <= 15; i++ {
-		edges = append(edges, topology.Edge{Source: fixture.NodeID(0), Target: fixture.NodeID(i)},
-			topology.Edge{Source: fixture.NodeID(i), Target: fixture.NodeID(16)})
+		edges = append(edges, topology.Edge{Source: pgstoretest.NodeID(0), Target: pgstoretest.NodeID(i)},
+			topology.Edge{Source: pgstoretest.NodeID(i), Target: pgstoretest.NodeID(16)})
 	}
 	for i := 16; i < 19; i++ {
-		edges = append(edges, topology.Edge{Source: fixture.NodeID(i), Target: fixture.NodeID(i + 1)})
+		edges = append(edges, topology.Edge{Source: pgstoretest.NodeID(i), Target: pgstoretest.NodeID(i + 1)})
 	}
 	p.Edges = edges
 	p.Summary.EdgeCounts.Discovered, p.Summary.EdgeCounts.RetainedTopology = int64(len(edges)), int64(len(edges))
@@ -135,18 +136,26 @@ func shaped(c *fixture.Chain, final bool) *progress.Publication {
 	return p
 }
 
-func newShaped(t *testing.T) (*env, *fixture.Chain) {
+func newShaped(t *testing.T) (*env, *pgstoretest.Chain) {
 	e := newEnv(t, 1)
-	taskID, id := fixture.NewTask(t, e.pool, "chain")
-	c := fixture.NewChain(id, 20)
+	e.taskID, e.c = publishShaped(t, e.pool)
+	return e, e.c
+}
+
+// publishShaped publishes a new task's shaped run of 20 nodes (node 3
+// FAILED, 16 and 19 RUNNING, the rest before 16 SUCCEEDED) and returns
+// the task's id and its chain.
+func publishShaped(t *testing.T, pool *pgxpool.Pool) (string, *pgstoretest.Chain) {
+	t.Helper()
+	taskID, id := pgstoretest.NewTask(t, pool, "chain")
+	c := pgstoretest.NewChain(id, 20)
 	for i := range 16 {
 		c.States[i] = detail.NodeStateSucceeded
 	}
 	c.States[3] = detail.NodeStateFailed
 	c.States[16], c.States[19] = detail.NodeStateRunning, detail.NodeStateRunning
-	c.Publish(t, e.pool, shaped(c, false))
-	e.taskID, e.c = taskID, c
-	return e, c
+	c.Publish(t, pool, shaped(c, false))
+	return taskID, c
 }
 
 func TestGraphPageLive(t *testing.T) {
@@ -194,7 +203,7 @@ func TestGraphPageLive(t *testing.T) {
 	var mp, grp *html.Node
 	for _, b := range bs {
 		switch attr(b, "data-node-id") {
-		case fixture.NodeID(19):
+		case pgstoretest.NodeID(19):
 			mp = b
 		case "layer-1":
 			grp = b

@@ -95,21 +95,5 @@ func TestFailedJobCarriesItsError(t *testing.T) {
 }
 
 func hasLinkOfType(err error, name string) bool {
-	if err == nil {
-		return false
-	}
-	if errwire.OriginalType(err) == name {
-		return true
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return hasLinkOfType(u.Unwrap(), name)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if hasLinkOfType(e, name) {
-				return true
-			}
-		}
-	}
-	return false
+	return !errwire.Walk(err, func(e error) bool { return errwire.OriginalType(e) != name })
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -147,8 +146,10 @@ func TestPlanFieldsHonouredOrRefused(t *testing.T) {
 		"num_returns":                         opt("num_returns", 2, "num_returns must be 1"),
 		"resources field": {flow: sdk.Step(Inc, sdk.WithResources(sdk.Resources{NumCPUs: 0.25, Memory: 4096, Custom: map[string]float64{"gpu_slot": 1}})),
 			check: func(t *testing.T, task leafTask) {
-				if task.Options["num_cpus"] != 0.25 || task.Options["memory"] != int64(4096) || !reflect.DeepEqual(task.Options["resources"], map[string]float64{"gpu_slot": 1}) {
-					t.Fatalf("resources submitted as %v", task.Options)
+				want := map[string]any{"num_cpus": 0.25, "memory": int64(4096), "resources": map[string]float64{"gpu_slot": 1}}
+				got := map[string]any{"num_cpus": task.Options["num_cpus"], "memory": task.Options["memory"], "resources": task.Options["resources"]}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("resources submitted as %v (-want +got):\n%s", task.Options, diff)
 				}
 			}},
 		"runtime env profile": {flow: sdk.Step(Inc, sdk.WithRuntimeEnv(testEnvProfile)),

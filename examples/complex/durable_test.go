@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/durabletest"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/gen/summary"
 	"github.com/rayflow/rayflow/gen/topology"
@@ -23,26 +23,16 @@ import (
 // durable worker until the task ends and returns the task.
 func durableRun(t *testing.T, r Request, maxAttempts int, engine ...sdk.Engine) (*durable.Task, func(string, ...any) []any, *pgxpool.Pool) {
 	t.Helper()
-	pool := pgtest.Pool(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
-	if _, err := durable.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	reg := durable.NewRegistry()
 	durable.RegisterIn(reg, "examples.complex", Workflow)
-	o := durable.WorkerOptions{Registry: reg, NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
-		PollMaxInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	o := durabletest.QuickOptions()
+	o.Registry = reg
 	if len(engine) > 0 {
 		o.Engine = engine[0]
 	}
-	w, err := durable.NewWorker(pool, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(wctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	durabletest.StartWorker(t, pool, o)
 	c := durable.NewClient(pool, reg)
 	id, err := durable.Enqueue(ctx, c, Workflow, r, durable.EnqueueOptions{MaxAttempts: maxAttempts})
 	if err != nil {

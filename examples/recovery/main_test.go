@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/durabletest"
 	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/examples/recovery/workflow"
 	"github.com/rayflow/rayflow/gen/summary"
@@ -90,11 +90,8 @@ func TestDurableOnRay(t *testing.T) {
 	if testing.Short() || addr == "" {
 		t.Skip("needs Ray (RAYFLOW_RAY_ADDRESS), PostgreSQL and not -short")
 	}
-	pool := pgtest.Pool(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
-	if _, err := durable.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	e, err := rayengine.New(ctx, rayengine.Options{Address: addr, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
@@ -102,15 +99,9 @@ func TestDurableOnRay(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	reg := durable.NewRegistry()
 	durable.RegisterIn(reg, recoveryflow.FlowName, recoveryflow.Workflow)
-	w, err := durable.NewWorker(pool, durable.WorkerOptions{Registry: reg, Engine: e, NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
-		PollMaxInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(wctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	o := durabletest.QuickOptions()
+	o.Registry, o.Engine = reg, e
+	durabletest.StartWorker(t, pool, o)
 	c := durable.NewClient(pool, reg)
 	id, err := durable.Enqueue(ctx, c, recoveryflow.Workflow, recoveryflow.Request{ItemCount: 1}, durable.EnqueueOptions{MaxAttempts: recoveryflow.MaxAttempts})
 	if err != nil {

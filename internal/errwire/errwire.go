@@ -149,6 +149,29 @@ func lookupSentinel(name string) (error, bool) {
 	return e, ok
 }
 
+// Walk visits err's tree (Unwrap() error and Unwrap() []error) in
+// pre-order, depth first, skipping nil links, until visit returns false;
+// it reports whether the walk went to the end.
+func Walk(err error, visit func(error) bool) bool {
+	if err == nil {
+		return true
+	}
+	if !visit(err) {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return Walk(u.Unwrap(), visit)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if !Walk(e, visit) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Chain is the encoded form of an error tree, links in pre-order; link 0
 // is the error itself.
 type Chain struct {

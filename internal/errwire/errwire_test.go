@@ -44,17 +44,8 @@ func roundTrip(t *testing.T, err error) error {
 
 // messages lists every link's Error() text in pre-order.
 func messages(err error) []string {
-	out := []string{err.Error()}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		if k := u.Unwrap(); k != nil {
-			out = append(out, messages(k)...)
-		}
-	case interface{ Unwrap() []error }:
-		for _, k := range u.Unwrap() {
-			out = append(out, messages(k)...)
-		}
-	}
+	var out []string
+	Walk(err, func(e error) bool { out = append(out, e.Error()); return true })
 	return out
 }
 
@@ -197,23 +188,12 @@ func TestOriginalTypeAndSentinelSurviveTheWire(t *testing.T) {
 	type link struct{ Type, Sentinel string }
 	links := func(err error) []link {
 		var out []link
-		var walk func(e error)
-		walk = func(e error) {
+		Walk(err, func(e error) bool {
 			if ty := OriginalType(e); ty != "" {
 				out = append(out, link{ty, RegisteredSentinel(e)})
 			}
-			switch u := e.(type) {
-			case interface{ Unwrap() error }:
-				if k := u.Unwrap(); k != nil {
-					walk(k)
-				}
-			case interface{ Unwrap() []error }:
-				for _, k := range u.Unwrap() {
-					walk(k)
-				}
-			}
-		}
-		walk(err)
+			return true
+		})
 		return out
 	}
 	for name, err := range map[string]error{
@@ -251,3 +231,35 @@ func (e *wrapCode) Error() string { return e.codeErr.Error() + ": " + e.Err.Erro
 func (e *wrapCode) Unwrap() error { return e.Err }
 
 func init() { RegisterType(reflect.TypeFor[*wrapCode]()) }
+
+// Walk visits the tree in pre-order, depth first, skipping nil links, and
+// stops at the first link visit refuses.
+func TestWalk(t *testing.T) {
+	t.Parallel()
+	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
+	tree := fmt.Errorf("top: %w", errors.Join(fmt.Errorf("left: %w", a), b, &wrapCode{codeErr{7}, c}))
+	for _, tc := range []struct {
+		name   string
+		err    error
+		stopAt string // the message at which visit returns false; "" never
+		want   []string
+		end    bool
+	}{
+		{"nil", nil, "", nil, true},
+		{"one link", a, "", []string{"a"}, true},
+		{"a tree", tree, "", []string{tree.Error(), errors.Unwrap(tree).Error(), "left: a", "a", "b", "code 7: c", "c"}, true},
+		{"stops at the first refusal", tree, "b", []string{tree.Error(), errors.Unwrap(tree).Error(), "left: a", "a", "b"}, false},
+		{"stops at the root", tree, tree.Error(), []string{tree.Error()}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			end := Walk(tc.err, func(e error) bool {
+				got = append(got, e.Error())
+				return e.Error() != tc.stopAt
+			})
+			if diff := cmp.Diff(tc.want, got); diff != "" || end != tc.end {
+				t.Errorf("Walk: end %v, want %v; visits (-want +got):\n%s", end, tc.end, diff)
+			}
+		})
+	}
+}

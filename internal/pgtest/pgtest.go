@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rayflow/rayflow/internal/store"
 )
 
 // EnvURL names the variable holding the test cluster's URL.
@@ -82,6 +84,17 @@ func URL(t testing.TB) string {
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	return PoolAt(t, URL(t))
+}
+
+// MigratedPool returns a pool on a fresh database of its own for t, with
+// every migration of internal/store applied.
+func MigratedPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool := Pool(t)
+	if _, err := store.Migrate(t.Context(), pool); err != nil {
+		t.Fatalf("pgtest: migrating: %v", err)
+	}
+	return pool
 }
 
 // PoolAt opens a pool on dbURL, closed at cleanup.

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
 )
 
@@ -73,7 +74,7 @@ func manifest(id string, version int64) (store.Manifest, []store.Page) {
 func TestProgressWritesAndReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	run, taskID := runningRun(t, pool, "flow")
 
 	// The run row and a staged topology, then the publication promoting it.
@@ -285,7 +286,7 @@ func mustCollect(t *testing.T, rows pgx.Rows) [][]any {
 func TestFirstPublication(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	run, _ := runningRun(t, pool, "flow")
 	m, pages := manifest("first", 1)
 	first := store.FirstRun{TaskPK: run.TaskPK, Attempt: run.Attempt, Gen: run.Gen, RunID: run.RunID, RetentionDays: 7,
@@ -332,7 +333,7 @@ func TestFirstPublication(t *testing.T) {
 func TestTransitionGroupWithFirstPublication(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	f := enqueueAndClaim(t, pool, "q")
 	m, pages := manifest("grouped", 1)
 	var fg store.FinalGroup
@@ -371,7 +372,7 @@ func TestTransitionGroupWithFirstPublication(t *testing.T) {
 func TestCleanup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	now, err := store.Now(ctx, pool)
 	if err != nil {
 		t.Fatal(err)

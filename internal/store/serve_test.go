@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestMetricsReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	enqueue(t, pool, "a", 0)
 	enqueueAndClaim(t, pool, "b")
 	run, _ := runningRun(t, pool, "other")
@@ -85,7 +86,7 @@ func slicesSort[T any](s []T, key func(T) string) {
 func TestTaskList(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	var pks []int64
 	for _, q := range []string{"a", "a", "b"} {
 		_, pk := enqueue(t, pool, q, 0)

@@ -18,16 +18,6 @@ func ptr[T any](v T) *T { return &v }
 
 var running = []string{"RUNNING", "CANCELLING"}
 
-// migrated is a fresh, migrated database of t's own.
-func migrated(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool := pgtest.Pool(t)
-	if _, err := store.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
-
 func newTaskID(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	var id string
@@ -92,7 +82,7 @@ func enqueueAndClaim(t *testing.T, pool *pgxpool.Pool, queue string) store.Fence
 func TestInsertTaskAndRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	id, pk := enqueue(t, pool, "q", 5)
 	// The same task id again inserts nothing.
 	_, err := store.InsertTask(ctx, pool, store.NewTask{TaskID: id, Flow: "flow", Queue: "q", MaxAttempts: 3, InputJSON: `{}`})
@@ -137,7 +127,7 @@ func TestInsertTaskAndRead(t *testing.T) {
 // the plan of a registered flow.
 func TestClaimTasks(t *testing.T) {
 	t.Parallel()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	_, low := enqueue(t, pool, "q", 0)
 	_, high := enqueue(t, pool, "q", 9)
 	_, other := enqueue(t, pool, "other", 100)
@@ -158,7 +148,7 @@ func TestClaimTasks(t *testing.T) {
 func TestFencedWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	f := enqueueAndClaim(t, pool, "q")
 	stale := f
 	stale.Gen++
@@ -213,7 +203,7 @@ func TestFencedWrites(t *testing.T) {
 func TestTransition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	f := enqueueAndClaim(t, pool, "q")
 	// Expecting a summary the row does not hold changes nothing.
 	tag, err := store.Transition(ctx, pool, f, store.Outcome{State: "FAILED", Expect: ptr(`{}`), Check: true})
@@ -273,7 +263,7 @@ func TestTransition(t *testing.T) {
 func TestRetryAndCancel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	f := enqueueAndClaim(t, pool, "q")
 	var id string
 	if err := pool.QueryRow(ctx, `SELECT task_id::text FROM rayflow_tasks WHERE id = $1`, f.PK).Scan(&id); err != nil {
@@ -329,7 +319,7 @@ func TestRetryAndCancel(t *testing.T) {
 func TestStuckTasksAndNotify(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	f := enqueueAndClaim(t, pool, "q")
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -372,7 +362,7 @@ func TestStuckTasksAndNotify(t *testing.T) {
 func TestTransitionGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	a, b := enqueueAndClaim(t, pool, "qa"), enqueueAndClaim(t, pool, "qb")
 	g := store.GroupTransitions{
 		PKs: []int64{a.PK, b.PK}, Attempts: []int32{int32(a.Attempt), int32(b.Attempt)},

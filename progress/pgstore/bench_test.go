@@ -13,7 +13,9 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 func walLSN(t *testing.T, pool *pgxpool.Pool) int64 {
@@ -40,7 +42,7 @@ func TestBenchProgress(t *testing.T) {
 	if os.Getenv("RAYFLOW_BENCH_PROGRESS") == "" {
 		t.Skip("set RAYFLOW_BENCH_PROGRESS=1 (make bench-progress)")
 	}
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	// Bounded preparation: 250,000 observed nodes, 2,000,000 edges, streamed.
 	runtime.GC()
@@ -102,15 +104,14 @@ func TestBenchProgress(t *testing.T) {
 	for _, n := range []int{1000, 10000, 25000, 50000, 100000} {
 		id := newTask(t, pool)
 		sink := newSink(t, pool)
-		c := newChain(id, n)
-		p := c.pub(true, false)
+		c := pgstoretest.NewChain(id, n)
+		p := c.Pub(true, false)
 		if n > 25000 { // the collector retains 25,000; storage sees what it retained
 			p.Nodes, p.Edges, p.Details = p.Nodes[:25000], p.Edges[:24999], p.Details[:25000]
 			p.Summary.NodeCounts.RetainedTopology, p.Summary.NodeCounts.RetainedDetail = 25000, 25000
 			p.Summary.EdgeCounts.RetainedTopology = 24999
-			c.n = 25000
-			c.states = c.states[:25000]
-			p = c.pub(true, false)
+			c.States = c.States[:25000]
+			p = c.Pub(true, false)
 		}
 		w0, r0 := walLSN(t, pool), relSize(t, pool)
 		if err := sink.Publish(ctx, p); err != nil {
@@ -126,8 +127,8 @@ func TestBenchProgress(t *testing.T) {
 		var ss pgstore.PublishStats
 		var w2, w3 int64
 		for i := range sparseReps {
-			c.states[c.n/2+i] = detail.NodeStateRunning
-			sp := c.pub(false, false)
+			c.States[len(c.States)/2+i] = detail.NodeStateRunning
+			sp := c.Pub(false, false)
 			wa := walLSN(t, pool)
 			if err := sink.Publish(ctx, sp); err != nil {
 				t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // finishedRun publishes a terminal run of n nodes, ends the task, archives
@@ -21,11 +23,11 @@ func finishedRun(t *testing.T, pool *pgxpool.Pool, n int) common.RunIdentity {
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(id, n)
-	for i := range c.states {
-		c.states[i] = detail.NodeStateSucceeded
+	c := pgstoretest.NewChain(id, n)
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
 	}
-	if err := sink.Publish(ctx, c.pub(true, true)); err != nil {
+	if err := sink.Publish(ctx, c.Pub(true, true)); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -52,15 +54,15 @@ func summaries(t *testing.T, pool *pgxpool.Pool, pk int64) string {
 }
 
 func TestCleanupDryRunThenDelete(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	expired := finishedRun(t, pool, 300)
 	before := summaries(t, pool, expired.TaskExecutionPK)
 	// The active run, with an expiry in the past: protected.
 	active := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(active, 50)
-	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(active, 50)
+	if err := sink.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -120,7 +122,7 @@ func TestCleanupDryRunThenDelete(t *testing.T) {
 }
 
 func TestCleanupRecordsFailuresAndGoesOn(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	a := finishedRun(t, pool, 5)
 	b := finishedRun(t, pool, 5)

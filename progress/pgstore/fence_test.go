@@ -10,8 +10,10 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/progress"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // TestConcurrentStalePublishers runs a publisher per attempt while the
@@ -23,7 +25,7 @@ func TestConcurrentStalePublishers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real PostgreSQL")
 	}
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	first := newTask(t, pool)
 	var (
@@ -37,11 +39,11 @@ func TestConcurrentStalePublishers(t *testing.T) {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(seed, 1))
 		sink := newSink(t, pool)
-		c := newChain(id, 40)
+		c := pgstoretest.NewChain(id, 40)
 		for i := 0; ; i++ {
-			k := r.IntN(c.n)
-			c.states[k] = []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded}[(i+1)%3]
-			err := sink.Publish(ctx, c.pub(i == 0 || r.IntN(8) == 0, false))
+			k := r.IntN(len(c.States))
+			c.States[k] = []detail.NodeState{detail.NodeStatePending, detail.NodeStateRunning, detail.NodeStateSucceeded}[(i+1)%3]
+			err := sink.Publish(ctx, c.Pub(i == 0 || r.IntN(8) == 0, false))
 			mu.Lock()
 			switch {
 			case err == nil:

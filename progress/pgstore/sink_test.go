@@ -7,17 +7,19 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/progress/pgstore"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 func TestPublishChain(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(id, 1000)
-	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(id, 1000)
+	if err := sink.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
 	st := sink.LastStats()
@@ -25,18 +27,18 @@ func TestPublishChain(t *testing.T) {
 		t.Fatalf("initial stats %+v", st)
 	}
 	// Sparse update: one node PENDING→RUNNING.
-	c.states[500] = detail.NodeStateRunning
-	if err := sink.Publish(ctx, c.pub(false, false)); err != nil {
+	c.States[500] = detail.NodeStateRunning
+	if err := sink.Publish(ctx, c.Pub(false, false)); err != nil {
 		t.Fatal(err)
 	}
 	st = sink.LastStats()
 	if st.Upserted != 1 || st.Deleted != 0 || st.Pages != 0 || st.Statements > 5 {
 		t.Fatalf("sparse stats %+v, want 1 upsert in ≤ 5 statements", st)
 	}
-	for i := range c.states {
-		c.states[i] = detail.NodeStateSucceeded
+	for i := range c.States {
+		c.States[i] = detail.NodeStateSucceeded
 	}
-	if err := sink.Publish(ctx, c.pub(false, true)); err != nil {
+	if err := sink.Publish(ctx, c.Pub(false, true)); err != nil {
 		t.Fatal(err)
 	}
 	var raw string
@@ -64,17 +66,17 @@ func TestPublishChain(t *testing.T) {
 }
 
 func TestStaleFence(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(id, 10)
-	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(id, 10)
+	if err := sink.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
 	advance(t, pool, id.TaskExecutionPK)
-	c.states[0] = detail.NodeStateRunning
-	err := sink.Publish(ctx, c.pub(true, false))
+	c.States[0] = detail.NodeStateRunning
+	err := sink.Publish(ctx, c.Pub(true, false))
 	if !errors.Is(err, progress.ErrStaleFence) {
 		t.Fatalf("publish after the fence moved: %v, want ErrStaleFence", err)
 	}
@@ -90,16 +92,16 @@ func TestStaleFence(t *testing.T) {
 // A sink recreated for the same run (a restarted coordinator) reloads the
 // committed rows: counters stay exact and only changes are written.
 func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
-	c := newChain(id, 30)
-	if err := newSink(t, pool).Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(id, 30)
+	if err := newSink(t, pool).Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
-	c.states[2], c.states[3] = detail.NodeStateRunning, detail.NodeStateSucceeded
+	c.States[2], c.States[3] = detail.NodeStateRunning, detail.NodeStateSucceeded
 	second := newSink(t, pool)
-	if err := second.Publish(ctx, c.pub(true, false)); err != nil {
+	if err := second.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
 	if st := second.LastStats(); st.Upserted != 2 {
@@ -114,20 +116,20 @@ func TestRecreatedSinkKeepsDeltasExact(t *testing.T) {
 // A CANCELLING task keeps its last summary: the publication writes
 // nothing and is not a stale fence (the run is being cancelled anyway).
 func TestCancellingTaskIsNotWritten(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(id, 5)
-	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(id, 5)
+	if err := sink.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
 	var before string
 	if err := pool.QueryRow(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING' WHERE id = $1 RETURNING workflow_progress_summary_json`, id.TaskExecutionPK).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
-	c.states[0] = detail.NodeStateRunning
-	if err := sink.Publish(ctx, c.pub(false, false)); err != nil || !sink.LastStats().Skipped {
+	c.States[0] = detail.NodeStateRunning
+	if err := sink.Publish(ctx, c.Pub(false, false)); err != nil || !sink.LastStats().Skipped {
 		t.Fatalf("publish while CANCELLING: %v, skipped %v", err, sink.LastStats().Skipped)
 	}
 	var after string
@@ -143,7 +145,7 @@ func TestCancellingTaskIsNotWritten(t *testing.T) {
 // The database enforces the bounds too: a 16 KiB summary is stored, one
 // byte more is refused; node detail payloads likewise.
 func TestSchemaBoundsAtTheCap(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	pad := func(n int) string { return `{"x":"` + strings.Repeat("a", n-8) + `"}` }

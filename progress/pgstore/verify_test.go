@@ -7,22 +7,24 @@ import (
 
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/progress/pgstore"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 )
 
 // TestVerifyClassifiesEachCorruption corrupts each stored artefact once
 // (in a transaction rolled back afterwards) and expects MISSING or CORRUPT.
 func TestVerifyClassifiesEachCorruption(t *testing.T) {
-	pool := newDB(t)
+	pool := pgtest.MigratedPool(t)
 	ctx := t.Context()
 	id := newTask(t, pool)
 	sink := newSink(t, pool)
-	c := newChain(id, 600) // several NODE and EDGE pages
-	if err := sink.Publish(ctx, c.pub(true, false)); err != nil {
+	c := pgstoretest.NewChain(id, 600) // several NODE and EDGE pages
+	if err := sink.Publish(ctx, c.Pub(true, false)); err != nil {
 		t.Fatal(err)
 	}
-	c.states[3] = detail.NodeStateRunning
-	if err := sink.Publish(ctx, c.pub(false, false)); err != nil {
+	c.States[3] = detail.NodeStateRunning
+	if err := sink.Publish(ctx, c.Pub(false, false)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := pgstore.Verify(ctx, pool, id.TaskExecutionPK, 0)

@@ -12,8 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/gen/detail"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	reader "github.com/rayflow/rayflow/serve/reader"
 )
 
@@ -49,15 +48,7 @@ func BenchmarkReads(b *testing.B) {
 	}()
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			pool := fixture.NewDB(b)
-			taskID, id := fixture.NewTask(b, pool, "chain")
-			c := fixture.NewChain(id, n)
-			for i := range n {
-				if i%2 == 0 {
-					c.States[i] = detail.NodeStateSucceeded
-				}
-			}
-			c.Publish(b, pool, c.Pub(true, false))
+			pool, taskID, _ := pgstoretest.NewPublished(b, n, 2)
 			// The reads go through a pool that counts the statements sent.
 			cfg, err := pgxpool.ParseConfig(pool.Config().ConnString())
 			if err != nil {
@@ -142,7 +133,7 @@ func BenchmarkReads(b *testing.B) {
 					return err
 				}},
 				{"single_node", func() error {
-					_, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(n/2))
+					_, err := svc.Node(ctx, "all", taskID, 0, pgstoretest.NodeID(n/2))
 					return err
 				}},
 			}

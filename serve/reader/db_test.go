@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rayflow/rayflow/serve/internal/fixture"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	reader "github.com/rayflow/rayflow/serve/reader"
 )
 
@@ -33,6 +33,6 @@ func newService(t testing.TB, pool *pgxpool.Pool) *reader.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Now = func() time.Time { return fixture.T0.Add(time.Hour) }
+	s.Now = func() time.Time { return pgstoretest.T0.Add(time.Hour) }
 	return s
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/read"
 	"github.com/rayflow/rayflow/gen/summary"
+	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/progress/pgstore/pgstoretest"
 	"github.com/rayflow/rayflow/sdk/canonical"
-	"github.com/rayflow/rayflow/serve/internal/fixture"
 	reader "github.com/rayflow/rayflow/serve/reader"
 )
 
@@ -25,20 +26,12 @@ func wantCode(t *testing.T, what string, err error, code read.ErrorCode) {
 	}
 }
 
-func setup(t *testing.T, n int) (*reader.Service, *pgxpool.Pool, string, *fixture.Chain) {
+func setup(t *testing.T, n int) (*reader.Service, *pgxpool.Pool, string, *pgstoretest.Chain) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := fixture.NewDB(t)
-	taskID, id := fixture.NewTask(t, pool, "chain")
-	c := fixture.NewChain(id, n)
-	for i := range n {
-		if i%3 == 0 {
-			c.States[i] = detail.NodeStateSucceeded
-		}
-	}
-	c.Publish(t, pool, c.Pub(true, false))
+	pool, taskID, c := pgstoretest.NewPublished(t, n, 3)
 	svc := newService(t, pool)
 	return svc, pool, taskID, c
 }
@@ -124,7 +117,7 @@ func TestWalkCollections(t *testing.T) {
 			}
 			cur = *p.NextCursor
 		}
-		if len(ids) != 600 || !slices.IsSorted(ids) || ids[0] != fixture.NodeID(0) || ids[599] != fixture.NodeID(599) {
+		if len(ids) != 600 || !slices.IsSorted(ids) || ids[0] != pgstoretest.NodeID(0) || ids[599] != pgstoretest.NodeID(599) {
 			t.Errorf("limit %d: %d node ids over %d pages", limit, len(ids), pages)
 		}
 	}
@@ -189,8 +182,8 @@ func TestLimitsAndArguments(t *testing.T) {
 func TestSingleNode(t *testing.T) {
 	svc, _, taskID, _ := setup(t, 5)
 	ctx := context.Background()
-	n, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(3))
-	if err != nil || !n.Found || n.Item == nil || n.Item.NodeID != fixture.NodeID(3) {
+	n, err := svc.Node(ctx, "all", taskID, 0, pgstoretest.NodeID(3))
+	if err != nil || !n.Found || n.Item == nil || n.Item.NodeID != pgstoretest.NodeID(3) {
 		t.Fatalf("node = %+v, %v", n, err)
 	}
 	n, err = svc.Node(ctx, "all", taskID, 0, "nope")
@@ -213,8 +206,8 @@ func TestCursorBinding(t *testing.T) {
 	}
 	dcur := *d.NextCursor
 	// Another task of the same principal.
-	other, oid := fixture.NewTask(t, pool, "chain")
-	oc := fixture.NewChain(oid, 300)
+	other, oid := pgstoretest.NewTask(t, pool, "chain")
+	oc := pgstoretest.NewChain(oid, 300)
 	oc.Publish(t, pool, oc.Pub(true, false))
 
 	_, err = svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID, Limit: 51, Cursor: cur})
@@ -243,7 +236,7 @@ func TestCursorBinding(t *testing.T) {
 	if err != nil || d2.Availability != summary.DetailAvailabilityExpired || len(d2.Items) != 0 || d2.NextCursor != nil || d2.Complete {
 		t.Errorf("stale detail cursor: %+v, %v", d2, err)
 	}
-	if p2, err := svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur}); err != nil || len(p2.Items) != 50 || p2.Items[0].NodeID != fixture.NodeID(50) {
+	if p2, err := svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID, Limit: 50, Cursor: cur}); err != nil || len(p2.Items) != 50 || p2.Items[0].NodeID != pgstoretest.NodeID(50) {
 		t.Errorf("topology cursor after a detail-only publication: %v", err)
 	}
 	// A new topology version retires the topology cursor.
@@ -258,7 +251,7 @@ func TestFinalPageCounts(t *testing.T) {
 	svc, pool, taskID, c := setup(t, 30)
 	ctx := context.Background()
 	// One detail row lost: the final page sees fewer than retained.
-	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, fixture.NodeID(7)); err != nil {
+	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_nodes WHERE node_id = $1`, pgstoretest.NodeID(7)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := svc.NodeDetails(ctx, "all", reader.PageRequest{TaskID: taskID})
@@ -283,7 +276,7 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("before expiry: %+v, %v", n, err)
 	}
 	// Past detail_expires_at and after cleanup deleted the run: EXPIRED, no error.
-	svc.Now = func() time.Time { return fixture.T0.Add(8 * 24 * time.Hour) }
+	svc.Now = func() time.Time { return pgstoretest.T0.Add(8 * 24 * time.Hour) }
 	if _, err := pool.Exec(ctx, `DELETE FROM rayflow_progress_runs`); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +296,7 @@ func TestExpiry(t *testing.T) {
 			return p.Availability, nil
 		},
 		"node": func() (summary.DetailAvailability, error) {
-			p, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(1))
+			p, err := svc.Node(ctx, "all", taskID, 0, pgstoretest.NodeID(1))
 			if err != nil {
 				return "", err
 			}
@@ -323,9 +316,9 @@ func TestResponseCap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	pool := fixture.NewDB(t)
-	taskID, id := fixture.NewTask(t, pool, "chain")
-	c := fixture.NewChain(id, 300)
+	pool := pgtest.MigratedPool(t)
+	taskID, id := pgstoretest.NewTask(t, pool, "chain")
+	c := pgstoretest.NewChain(id, 300)
 	c.Message = strings.Repeat("m", 2000)
 	for i := range c.States {
 		c.States[i] = detail.NodeStateRunning
@@ -395,7 +388,7 @@ func TestArchivedAttempt(t *testing.T) {
 	_, err = svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID, Limit: 5, Cursor: *p.NextCursor})
 	wantCode(t, "attempt-1 cursor on the current attempt", err, read.ErrorCodeCursorMismatch)
 	p2, err := svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID, Attempt: 1, Limit: 5, Cursor: *p.NextCursor})
-	if err != nil || len(p2.Items) != 5 || p2.Items[0].NodeID != fixture.NodeID(5) {
+	if err != nil || len(p2.Items) != 5 || p2.Items[0].NodeID != pgstoretest.NodeID(5) {
 		t.Fatalf("attempt 1 page 2: %+v, %v", p2, err)
 	}
 	cn, err := svc.TopologyNodes(ctx, "all", reader.PageRequest{TaskID: taskID})
@@ -419,7 +412,7 @@ func TestOversizeRecordRefused(t *testing.T) {
 	}
 	// Refused by size before loading (the message names the cap), not by
 	// the decoder after loading.
-	_, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(1))
+	_, err := svc.Node(ctx, "all", taskID, 0, pgstoretest.NodeID(1))
 	wantCode(t, "single node over 1 MiB", err, read.ErrorCodeCorrupt)
 	if err == nil || !strings.Contains(err.Error(), "over 1048576") {
 		t.Errorf("single node: %v", err)
@@ -429,7 +422,7 @@ func TestOversizeRecordRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "over 1048576") {
 		t.Errorf("details: %v", err)
 	}
-	if n, err := svc.Node(ctx, "all", taskID, 0, fixture.NodeID(0)); err != nil || !n.Found {
+	if n, err := svc.Node(ctx, "all", taskID, 0, pgstoretest.NodeID(0)); err != nil || !n.Found {
 		t.Errorf("a normal row: %+v, %v", n, err)
 	}
 }
@@ -473,7 +466,7 @@ func TestTamperedBytesAfterACachedRead(t *testing.T) {
 			}},
 		{"detail digest", `UPDATE rayflow_progress_nodes SET digest = repeat('0', 64) WHERE node_id = 'n000001'`,
 			func(svc *reader.Service, taskID string) error {
-				_, err := svc.Node(context.Background(), "all", taskID, 0, fixture.NodeID(1))
+				_, err := svc.Node(context.Background(), "all", taskID, 0, pgstoretest.NodeID(1))
 				return err
 			}},
 		{"page payload", `UPDATE rayflow_progress_pages SET payload = replace(payload, 'n000001', 'n000000') WHERE collection = 'NODE'`,

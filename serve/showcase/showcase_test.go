@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/durable/durabletest"
 	orderwf "github.com/rayflow/rayflow/examples/orderfulfillment/workflow"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/serve"
 	"github.com/rayflow/rayflow/serve/internal/fixture"
 	"github.com/rayflow/rayflow/serve/reader"
@@ -60,7 +62,7 @@ func enqueueServer(t *testing.T) (*serve.Server, *pgxpool.Pool, func() int64) {
 		t.Cleanup(pool.Close)
 		return server(t, pool), pool, func() int64 { return 0 }
 	}
-	pool := fixture.NewDB(t)
+	pool := pgtest.MigratedPool(t)
 	return server(t, pool), pool, func() int64 {
 		var n int64
 		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil {
@@ -83,7 +85,7 @@ func post(t *testing.T, s *serve.Server, principal, target, body string) (int, m
 func TestEnqueueInvalidInput(t *testing.T) {
 	s, _, count := enqueueServer(t)
 	before := count()
-	for _, c := range []struct{ target, field, body string }{
+	fixture.PostInvalid(t, s, tokensOf["admin"], [][3]string{
 		{"/api/examples/orderfulfillment?item_count=0", "item_count", ""},
 		{"/api/examples/orderfulfillment?item_count=101", "item_count", ""},
 		{"/api/examples/orderfulfillment?item_count=1.5", "item_count", ""},
@@ -109,12 +111,7 @@ func TestEnqueueInvalidInput(t *testing.T) {
 		{"/api/examples/complex?reporting_policy=sampled", "reporting_policy", ""},
 		{"/api/examples/fanout?count=10001", "count", ""},
 		{"/api/examples/fanout?count=-1", "count", ""},
-	} {
-		code, body := post(t, s, "admin", c.target, c.body)
-		if code != http.StatusBadRequest || body["code"] != "INVALID_ARGUMENT" || body["field"] != c.field || body["message"] == "" {
-			t.Errorf("POST %s: %d %v, want 400 INVALID_ARGUMENT field %q", c.target, code, body, c.field)
-		}
-	}
+	})
 	if n := count(); n != before {
 		t.Errorf("%d tasks written by invalid requests", n-before)
 	}
@@ -183,15 +180,9 @@ func TestEnqueueCreatesTask(t *testing.T) {
 // pool until the test ends.
 func runWorker(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	w, err := durable.NewWorker(pool, durable.WorkerOptions{NoRetryBackoff: true, PollInterval: 10 * time.Millisecond,
-		PollMaxInterval: 100 * time.Millisecond, Concurrency: 2, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	o := durabletest.QuickOptions()
+	o.Concurrency = 2
+	durabletest.StartWorker(t, pool, o)
 }
 
 func getJSON(t *testing.T, s *serve.Server, target string, out any) int {

@@ -28,6 +28,20 @@ func skipDir(rel, name string) bool {
 func markdownFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
+	walkRepo(t, func(rel string, _ fs.DirEntry) error {
+		if strings.HasSuffix(rel, ".md") {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	return files
+}
+
+// walkRepo calls f with the path (relative to the repository root, with
+// forward slashes) of every file of the repository outside the folders
+// skipDir passes over.
+func walkRepo(t *testing.T, f func(rel string, d fs.DirEntry) error) {
+	t.Helper()
 	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -39,15 +53,11 @@ func markdownFiles(t *testing.T) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(p, ".md") {
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
+		return f(filepath.ToSlash(rel), d)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return files
 }
 
 var (
@@ -261,21 +271,11 @@ var outsideRefs = regexp.MustCompile(`\.\./` + `shared|` + `CONTRA` + `CTS|` + `
 func walkText(t *testing.T, f func(rel string, text string)) {
 	t.Helper()
 	checked := 0
-	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repoRoot, p)
-		if d.IsDir() {
-			if skipDir(rel, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	walkRepo(t, func(rel string, d fs.DirEntry) error {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return nil // the .venv-ray link of a worktree, for example
 		}
-		b, err := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(rel)))
 		if err != nil {
 			return err
 		}
@@ -283,12 +283,9 @@ func walkText(t *testing.T, f func(rel string, text string)) {
 			return nil // binary
 		}
 		checked++
-		f(filepath.ToSlash(rel), string(b))
+		f(rel, string(b))
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 100 {
 		t.Fatalf("checked only %d files; is %s the repository?", checked, repoRoot)
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/testwait"
+	"github.com/rayflow/rayflow/rayjob"
 )
 
 // The durable commands in this process: migrate, enqueue, a worker,
@@ -103,19 +107,13 @@ func TestDurableCommands(t *testing.T) {
 
 func waitFor(t *testing.T, id string, state durable.State) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var task durable.Task
+	testwait.Until(t, 30*time.Second, fmt.Sprintf("task %s %s", id, state), func() bool {
 		_, out, _ := runCLI(t, "", "tasks", "show", id, "--json")
-		var task durable.Task
+		task = durable.Task{}
 		_ = json.Unmarshal([]byte(out), &task)
-		if task.State == state {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %s, want %s", id, task.State, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return task.State == state
+	})
 }
 
 // Crash and retry through the real binary: kill -9 of `rayflow worker`
@@ -162,11 +160,7 @@ func TestWorkerProcessCrashAndChangedBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(30 * time.Second); show(id).State != durable.StateRunning; time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("never RUNNING")
-			}
-		}
+		testwait.Until(t, 30*time.Second, "task "+id+" RUNNING", func() bool { return show(id).State == durable.StateRunning })
 		first := show(id)
 		_ = a.Process.Kill() // SIGKILL
 		_ = a.Wait()
@@ -258,12 +252,17 @@ func TestRayJobWorkerCrashIsAdopted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); show(id).RayJobID == ""; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no Ray job submitted")
-		}
+	testwait.Until(t, 60*time.Second, "a Ray job submitted", func() bool { return show(id).RayJobID != "" })
+	// Mid-run: the job runs on the cluster.
+	jobs, err := rayjob.NewClient(rayjob.ClientOptions{Dashboard: cmp.Or(os.Getenv("RAYFLOW_RAY_DASHBOARD"), "http://127.0.0.1:8265")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	job := show(id).RayJobID
+	testwait.Until(t, 60*time.Second, "Ray job "+job+" RUNNING", func() bool {
+		info, err := jobs.Status(t.Context(), job)
+		return err == nil && info.Status == rayjob.StatusRunning
+	})
 	first := show(id)
 	_ = a.Process.Kill()
 	_ = a.Wait()

@@ -14,6 +14,7 @@ import (
 	"github.com/rayflow/rayflow/durable"
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/syncbuf"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 func TestServeUsageErrors(t *testing.T) {
@@ -80,13 +81,11 @@ func TestServeRuns(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for get("/livez", "") != 200 {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("serve did not come up: %s", errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer wcancel()
+	if err := testwait.Poll(wctx, 50*time.Millisecond, "/livez 200", func(context.Context) (bool, error) { return get("/livez", "") == 200, nil }); err != nil {
+		cancel()
+		t.Fatalf("serve did not come up: %v: %s", err, errb.String())
 	}
 	if c := get("/readyz", ""); c != 200 {
 		t.Errorf("readyz = %d", c)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/telemetry"
 	"github.com/rayflow/rayflow/telemetry/telemetrytest"
 	"github.com/rayflow/rayflow/telemetry/tracing"
@@ -52,16 +54,18 @@ func TestWorkerMetricsAndTraces(t *testing.T) {
 	id := cli("tasks", "enqueue", "fanout", "--input", "12")
 	cli("tasks", "wait", id, "--timeout", "60s")
 	var body string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := testwait.Poll(ctx, 50*time.Millisecond, "the attempt counted on /metrics", func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			body = string(b)
 		}
-		if strings.Contains(body, `rayflow_attempts_total{outcome="succeeded",queue="default"} 1`) || time.Now().After(deadline) {
-			break
-		}
+		return strings.Contains(body, `rayflow_attempts_total{outcome="succeeded",queue="default"} 1`), nil
+	}); err != nil {
+		t.Log(err) // the checks below say what /metrics lacks
 	}
 	for _, want := range []string{`rayflow_attempts_total{outcome="succeeded",queue="default"} 1`,
 		`rayflow_leaves_finished_total{engine="local",outcome="succeeded"} 14`, // build_items, 12 items, summarize

@@ -13,12 +13,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/rayflow/rayflow/serve/internal/chromium"
 )
 
 func main() {
@@ -42,24 +43,16 @@ func run(base, tokenFile, task, out string) error {
 		return fmt.Errorf("reading the token: %w", err)
 	}
 	token := strings.TrimSpace(string(b))
-	path := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		return errors.New("no chromium on PATH (make chromium)")
+	path, err := chromium.Path()
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "rayflow-shot-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(dir), chromedp.WindowSize(1280, 900),
-		chromedp.Flag("hide-scrollbars", true), chromedp.Flag("disable-background-networking", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromium.Options(path, dir, chromedp.Flag("hide-scrollbars", true))...)
 	defer cancelA()
 	ctx, cancelC := chromedp.NewContext(actx)
 	defer cancelC()
