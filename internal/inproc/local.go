@@ -304,12 +304,7 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		lim.Window = 1
 	}
 	lim.BatchSize = m.BatchSize(lim.Window) // 1 unless batched; never above the window
-	report := func(p progress.MapCounters) {
-		if p.Failed && parent.Err() != nil {
-			return // a cancelled run's map reports no failure of its own
-		}
-		r.mapReport(p)
-	}
+	report := r.mapReport
 	window := lim.Window
 	if window <= 0 { // eager map: every item at once
 		window = int(^uint(0) >> 1)
