@@ -128,13 +128,10 @@ func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, e
 	defer cancel(nil)
 	work := make(chan unit[In])
 	defer close(work)
-	// Batched, a worker hands each item's result over without waiting for
-	// the loop (at most window results are outstanding), so the loop takes
-	// several at one wake-up; unbatched, the hand-off is direct.
-	done := make(chan completion[Out])
-	if k > 1 {
-		done = make(chan completion[Out], min(window, MaxResultBuffer))
-	}
+	// A worker hands each item's result over without waiting for the loop
+	// (at most window results are outstanding), so it is free for the next
+	// unit at once and the loop takes several results at one wake-up.
+	done := make(chan completion[Out], min(window, MaxResultBuffer))
 	worker := func() {
 		for u := range work {
 			if u.items == nil {
