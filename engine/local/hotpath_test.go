@@ -41,19 +41,22 @@ func mapAllocs(t *testing.T, n int) float64 {
 	})
 }
 
-// A map item costs at most three allocations with the codec round trip
-// off: its result boxed into an any, its input boxed into an any by the
-// map's item sequence, and its leaf's context (which names its node for
-// logs without spelling the node id: TestMapItemLogsNameTheirNode). The
-// per-item figure is the difference between two map sizes, so what a run
-// costs once (materializing the plan, the result list) does not count.
+// A map item costs three allocations with the codec round trip off: its
+// result boxed into an any, its input boxed into an any by the map's item
+// sequence, and its leaf's context (which names its node for logs without
+// spelling the node id: TestMapItemLogsNameTheirNode). The per-item figure
+// is the difference between two map sizes, so what a run costs once
+// (materializing the plan, the result list) does not count; what the
+// runtime allocates now and then for itself (a blocked goroutine's sudog,
+// more under the race detector) adds a few hundredths, hence the 0.1 of
+// slack: a fourth allocation per item is well over it.
 func TestMapItemAllocations(t *testing.T) {
 	// Not parallel: it counts the process's allocations.
 	const small, large = 2_000, 12_000
 	perItem := (mapAllocs(t, large) - mapAllocs(t, small)) / (large - small)
 	t.Logf("%.3f allocations per map item", perItem)
-	if perItem > 3 {
-		t.Fatalf("%.3f allocations per map item, want at most 3 (result, input, context)", perItem)
+	if perItem > 3.1 {
+		t.Fatalf("%.3f allocations per map item, want 3 (result, input, context)", perItem)
 	}
 }
 
