@@ -6,13 +6,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
+	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
 )
 
@@ -120,4 +124,49 @@ func seq(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// countingReporter counts the reports that reach it.
+type countingReporter struct{ n atomic.Int64 }
+
+func (r *countingReporter) Report(float64, float64, string, map[string]any) bool {
+	r.n.Add(1)
+	return true
+}
+
+// ItemReports reports progress from a map item's leaf.
+func ItemReports(ctx context.Context, v int) (bool, error) {
+	return sdk.ReportProgress(ctx, 1, 2, "half", nil), nil
+}
+
+// A reporter in the caller's context (a run started from a leaf of
+// another run) never reaches a map item's leaf, plain, batched or lazy:
+// map items report nothing.
+func TestMapItemsIgnoreTheCallersReporter(t *testing.T) {
+	t.Parallel()
+	rep := &countingReporter{}
+	ctx := progress.WithReporter(context.Background(), rep)
+	lim := sdk.Limits{MaxConcurrency: 4, MaxItems: 10}
+	for name, g := range map[string]*flowgraph.Node{
+		"map":     sdkrt.Graph(sdk.Map(sdk.Step(ItemReports)).WithLimits(lim)),
+		"batched": sdkrt.Graph(sdk.Map(sdk.Step(ItemReports)).WithLimits(lim).WithItemBatching(3)),
+		"lazy":    sdkrt.Graph(sdk.MapSeq(sdk.Step(ItemReports)).WithLimits(lim)),
+	} {
+		for _, off := range []bool{false, true} {
+			in := any(seq(10))
+			if name == "lazy" {
+				in = slices.Values(seq(10))
+			}
+			out, err := local.Run(ctx, g, in, local.Options{NoCodecRoundTrip: off})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if got := out.([]bool); len(got) != 10 || slices.Contains(got, true) {
+				t.Errorf("%s (round trip off %v): ReportProgress in the items = %v, want all false", name, off, got)
+			}
+		}
+	}
+	if n := rep.n.Load(); n != 0 {
+		t.Errorf("the caller's reporter got %d reports", n)
+	}
 }

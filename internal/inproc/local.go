@@ -112,6 +112,9 @@ func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in an
 type nodeRef struct {
 	id   string
 	item int
+	// bare: a map item whose context carries no progress reporter to
+	// hide from its leaf (mapBackend.hide is false).
+	bare bool
 }
 
 func (n nodeRef) String() string {
@@ -315,6 +318,7 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		item: frame{grace: lim.CancelTimeout, guarded: true, external: f.external}}
 	if b.body.Kind == flowgraph.KindStep && !telemetry.Recording(parent) {
 		b.items = telemetry.MapItems(parent, id)
+		b.hide = reporterIn(parent)
 	}
 	seq := func(yield func(any, error) bool) {
 		for v := range items.Seq {
@@ -351,7 +355,24 @@ type mapBackend struct {
 	// items is set when the body is one step and the map's context
 	// records no span: each item then runs on the hot path (runner.item).
 	items *telemetry.Items
+	// hide is set on the hot path when the map's context carries a
+	// progress reporter (its run runs inside a leaf of another run) that
+	// each item's leaf must not see.
+	hide bool
 }
+
+// reporterIn reports whether ctx carries a progress reporter that
+// progress.WithReporter(ctx, nil) hides. A map asks once for all its
+// items instead of each item looking for one: WithReporter returns its
+// context itself when there is nothing to hide, so a probe (a pointer,
+// comparable) comes back unchanged. Were it ever to wrap the probe
+// anyway, every item would only call WithReporter again, as before.
+func reporterIn(ctx context.Context) bool {
+	probe := context.WithValue(ctx, reporterProbe{}, nil)
+	return progress.WithReporter(probe, nil) != probe
+}
+
+type reporterProbe struct{}
 
 func (b *mapBackend) Item(ctx context.Context, index int, in any) (any, error) {
 	return b.r.item(ctx, b, index, in)

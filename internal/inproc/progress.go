@@ -18,6 +18,9 @@ import (
 // does not report: a map item's never does) and returns the context the
 // leaf runs in.
 func (r *runner) leafStart(ctx context.Context, s *flowgraph.Step, id nodeRef) (context.Context, *progress.Producer) {
+	if id.bare {
+		return ctx, nil // no reporter to hide
+	}
 	if id.item >= 0 {
 		return progress.WithReporter(ctx, nil), nil
 	}

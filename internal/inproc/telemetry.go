@@ -74,7 +74,7 @@ func (r *runner) item(ctx context.Context, b *mapBackend, index int, v any) (any
 	var out any
 	err := flowgraph.Canceled(ctx)
 	if err == nil {
-		out, err = r.step(ctx, b.body.Step, nodeRef{id: b.id, item: index}, v, b.item.external)
+		out, err = r.step(ctx, b.body.Step, nodeRef{id: b.id, item: index, bare: !b.hide}, v, b.item.external)
 	}
 	leaves.Finished(err)
 	return out, err
