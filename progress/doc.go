@@ -15,7 +15,10 @@
 // (Producer; the Run is their Sender) and the publications to the run's
 // Sink. Start registers the plan's topology from the compiled program
 // (internal/program: its nodes, ids and labels); the engine hands leaf
-// events to it (Ingest on Ray, Producer in process) and map counters (Map); Finish
+// events to it (Ingest on Ray, Producer in process) and map counters (Map:
+// a counter update per finished item, made an event at once for a map's
+// first and final counters and otherwise at most once per flush interval,
+// see mapcounters.go); Finish
 // publishes the terminal state. A Sink (the PostgreSQL progress storage,
 // a live display, Latest in tests) receives Publications: the summary v3,
 // topology and node detail at most once per flush interval while they

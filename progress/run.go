@@ -100,7 +100,8 @@ type Run struct {
 	col      *Collector // nil unless full and collecting
 	enc      *Encoder   // nil unless full
 	labels   map[string]string
-	maps     map[string]bool // the map nodes
+	maps     map[string]*mapSlot // the map nodes' counters
+	slots    []*mapSlot          // the same, in registration order
 	declared struct {
 		static       bool
 		nodes, edges int64
@@ -137,7 +138,7 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 		return nil, fmt.Errorf("progress: reporting policy %q is not executable", pol)
 	}
 	r := &Run{id: cfg.Identity, policy: pol, plan: cfg.Plan, sink: cfg.Sink, every: cfg.FlushInterval,
-		onStale: cfg.OnStale, now: cfg.Now, log: cfg.Logger, labels: map[string]string{}, maps: map[string]bool{}}
+		onStale: cfg.OnStale, now: cfg.Now, log: cfg.Logger, labels: map[string]string{}, maps: map[string]*mapSlot{}}
 	if r.every <= 0 {
 		r.every = DefaultFlushInterval
 	}
@@ -267,7 +268,7 @@ func (r *Run) sendOwn(wire []byte, ev event.Event) (<-chan error, error) {
 // or nil when it does not report (not full; id is not a step node, e.g. a
 // map item's step).
 func (r *Run) Producer(id string) *Producer {
-	if !r.Full() || !r.IsNode(id) || r.maps[id] {
+	if !r.Full() || !r.IsNode(id) || r.maps[id] != nil {
 		return nil
 	}
 	p, err := NewProducer(ProducerConfig{Encoder: r.enc, NodeID: id, Label: r.labels[id], Sender: r, Policy: r.policy})
@@ -278,31 +279,34 @@ func (r *Run) Producer(id string) *Producer {
 }
 
 // Map records a bounded map's counters; Failed or a drained, exhausted
-// input also settles the map node.
+// input also settles the map node. A map's first and final counters
+// become map_progress events at once; the ones in between only update the
+// map's counters (a few atomic operations: engines call Map once per
+// finished item), which become an event at most once per flush interval
+// and whenever the state is read (see mapcounters.go).
 func (r *Run) Map(p MapCounters) {
-	if !r.Full() || r.col == nil || !r.maps[p.Node] {
+	if !r.Full() || r.col == nil {
 		return
 	}
-	label := r.labels[p.Node]
-	if b, ev, err := r.enc.mapProgressEvent(p.Node, label, int64(p.Admitted), int64(p.Completed), p.Exhausted); err == nil {
-		r.col.ingestOwn(b, ev)
+	s := r.maps[p.Node]
+	if s == nil {
+		return
 	}
-	if p.Failed {
-		if b, ev, err := r.enc.failedEv(p.Node, label, "the map failed"); err == nil {
-			r.col.ingestOwn(b, ev)
-		}
-	} else if p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted {
-		if b, ev, err := r.enc.completedEv(p.Node, label); err == nil {
-			r.col.ingestOwn(b, ev)
-		}
+	s.store(p)
+	if p.Failed || p.Exhausted && p.InFlight == 0 && p.Completed == p.Admitted {
+		r.fold(s, &p)
+	} else if !s.begun.Load() {
+		r.fold(s, nil)
 	}
 }
 
-// Snapshot returns the schema-v2 snapshot (ok false unless full).
+// Snapshot returns the schema-v2 snapshot (ok false unless full), with
+// the maps' latest counters.
 func (r *Run) Snapshot() (Snapshot, bool) {
 	if !r.Full() || r.col == nil {
 		return Snapshot{}, false
 	}
+	r.flushMaps()
 	return r.col.Snapshot(), true
 }
 
@@ -332,6 +336,7 @@ func (r *Run) Finish(ctx context.Context, runErr error) error {
 		}
 		<-r.stopped
 	}
+	r.flushMaps()
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	if r.finalDone {
@@ -354,6 +359,7 @@ func (r *Run) Final(runErr error) (*Publication, error) {
 	if r.full && r.col == nil {
 		return nil, errDiscarding
 	}
+	r.flushMaps()
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	return r.publication(true, outcomeOf(runErr))
@@ -380,6 +386,7 @@ func (r *Run) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		r.flushMaps()
 		r.pubMu.Lock()
 		if r.staleErr == nil && r.col.Revision() != r.lastRev {
 			if p, err := r.publication(false, ""); err == nil {
@@ -418,7 +425,9 @@ func (r *Run) register(p *program.Program) {
 	walkGraph(p, func(id, label string, n *program.Node) {
 		r.labels[id] = label
 		if n.Kind == flowgraph.KindMap {
-			r.maps[id] = true
+			s := &mapSlot{node: id, label: label}
+			r.maps[id] = s
+			r.slots = append(r.slots, s)
 		}
 	}, nil, int(^uint(0)>>1))
 	r.declared.static = !p.HasMap

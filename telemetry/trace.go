@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rayflow/rayflow/internal/program"
 )
 
 // ScopeName is the instrumentation scope of every rayflow span.
@@ -106,10 +108,55 @@ func (c *scopeCtx) Value(key any) any {
 func withScope(ctx context.Context, s scope) context.Context { return &scopeCtx{ctx, s} }
 
 func scopeOf(ctx context.Context) scope {
-	if p, _ := ctx.Value(scopeKey{}).(*scope); p != nil {
+	switch p := ctx.Value(scopeKey{}).(type) {
+	case *scope:
 		return *p
+	case *itemCtx:
+		s := p.items.s
+		s.node = program.ItemID(p.items.mapID, p.index)
+		return s
 	}
 	return scope{}
+}
+
+// Items is the scope of a bounded map's items, taken once per map: its
+// Context gives each item's body the context StartNode would give it
+// without a span, in one allocation and without spelling the item's node
+// id, which is derived only when a log record or Node asks for it. It is
+// for a map whose context does not record (see Recording): under a
+// recording span every item's body starts its own item span (StartNode).
+type Items struct {
+	s     scope
+	mapID string
+}
+
+// MapItems returns the item scope of map mapID, whose context ctx is (or
+// has the same scope as the contexts its items are derived from).
+func MapItems(ctx context.Context, mapID string) *Items {
+	return &Items{s: scopeOf(ctx), mapID: mapID}
+}
+
+// Context returns ctx (the context of one of the map's items) marked as
+// running the body of item index: Node and log records name the item's
+// node (program.ItemID of the map's id and index) and carry the map's
+// run.
+func (is *Items) Context(ctx context.Context, index int) context.Context {
+	return &itemCtx{Context: ctx, items: is, index: index}
+}
+
+// itemCtx is an item's context: its scope is its map's, with the item's
+// node id spelled on demand.
+type itemCtx struct {
+	context.Context
+	items *Items
+	index int
+}
+
+func (c *itemCtx) Value(key any) any {
+	if key == (scopeKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // Run returns the run a context belongs to (nil outside a run).

@@ -315,40 +315,66 @@ func TestBatchedErrorNamesTheItem(t *testing.T) {
 	}
 }
 
-// startProgress starts a full-policy progress run for the flow's graph
-// (no sink: the state is read with Snapshot).
-func startProgress(t *testing.T, f any) *progress.Run {
+// pubRecorder is a progress sink that keeps every publication.
+type pubRecorder struct {
+	mu   sync.Mutex
+	pubs []*progress.Publication
+}
+
+func (r *pubRecorder) Publish(_ context.Context, p *progress.Publication) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pubs = append(r.pubs, p)
+	return nil
+}
+
+func (r *pubRecorder) all() []*progress.Publication {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pubs)
+}
+
+// startProgress starts a full-policy progress run for the flow's graph,
+// publishing to sink every interval.
+func startProgress(t *testing.T, f any, sink progress.Sink, interval time.Duration) *progress.Run {
 	t.Helper()
 	id := sdk.NewRunIdentity()
 	rid := common.RunIdentity{SchemaVersion: 1, TaskExecutionPK: id.TaskExecutionPK, AttemptNumber: id.AttemptNumber,
 		ExecutionGeneration: id.ExecutionGeneration, RunID: id.RunID}
-	pr, err := progress.Start(context.Background(), progress.RunConfig{Identity: rid, Root: sdkrt.Graph(f)})
+	pr, err := progress.Start(context.Background(), progress.RunConfig{Identity: rid, Root: sdkrt.Graph(f), Sink: sink, FlushInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pr
 }
 
-// mapFanout returns the map node's fan-out counters.
-func mapFanout(t *testing.T, pr *progress.Run, node string) (detail.NodeFanout, string) {
-	t.Helper()
-	s, ok := pr.Snapshot()
-	if !ok {
-		t.Fatal("no snapshot")
-	}
-	for _, n := range s.Graph.Nodes {
-		if n.NodeID == node && n.Fanout != nil {
-			return *n.Fanout, string(n.State)
-		}
-	}
-	t.Fatalf("no map node %s in %+v", node, s.Graph.Nodes)
-	return detail.NodeFanout{}, ""
+// fanoutOf is a map node's counters and state in a publication.
+type fanoutOf struct {
+	Submitted, Completed, InFlight int64
+	Exhausted                      bool
+	State                          detail.NodeState
 }
 
-// Progress counts items, and is reported as each item of a batch finishes,
-// not when the batch does.
+// mapFanout returns the map node's fan-out counters in p.
+func mapFanout(t *testing.T, p *progress.Publication, node string) fanoutOf {
+	t.Helper()
+	for _, n := range p.Snapshot.Graph.Nodes {
+		if n.NodeID == node && n.Fanout != nil {
+			return fanoutOf{n.Fanout.SubmittedItems, n.Fanout.CompletedItems, n.Fanout.InFlightItems, n.Fanout.InputExhausted, n.State}
+		}
+	}
+	t.Fatalf("no map node %s in %+v", node, p.Snapshot.Graph.Nodes)
+	return fanoutOf{}
+}
+
+// Progress counts items, not batches: a publication after some items of a
+// batch finished counts those items. The counters are published at most
+// once per flush interval however many items finish in it (one
+// map_progress event per interval besides the map's first and final ones),
+// and the final publication has the exact end state.
 func TestBatchedProgressPerItem(t *testing.T) {
 	t.Parallel()
+	const interval = 100 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		gates := make([]chan struct{}, 8)
 		for i := range gates {
@@ -356,35 +382,60 @@ func TestBatchedProgressPerItem(t *testing.T) {
 		}
 		leaf := func(_ context.Context, v int) (int, error) { <-gates[v]; return v, nil }
 		f := sdk.Map(sdk.Step(leaf)).WithLimits(sdk.Limits{MaxConcurrency: 8, MaxItems: 8}).WithItemBatching(4)
-		pr := startProgress(t, f)
+		sink := &pubRecorder{}
+		pr := startProgress(t, f, sink, interval)
 		done := make(chan error)
+		start := time.Now()
 		go func() {
 			_, err := local.Run(context.Background(), sdkrt.Graph(f), ints(8), local.Options{Progress: pr})
 			done <- err
 		}()
-		step := func(release []int, submitted, completed, inFlight int64) {
+		// Each step releases its items a millisecond apart within one
+		// interval, then waits for the interval's publication.
+		step := func(release []int, want fanoutOf) {
 			t.Helper()
+			before := len(sink.all())
 			for _, i := range release {
 				close(gates[i])
+				time.Sleep(time.Millisecond)
 			}
+			time.Sleep(interval - time.Duration(len(release))*time.Millisecond)
 			synctest.Wait()
-			fo, _ := mapFanout(t, pr, "0")
-			if fo.SubmittedItems != submitted || fo.CompletedItems != completed || fo.InFlightItems != inFlight {
-				t.Fatalf("after releasing %v: submitted %d, completed %d, in flight %d; want %d, %d, %d",
-					release, fo.SubmittedItems, fo.CompletedItems, fo.InFlightItems, submitted, completed, inFlight)
+			pubs := sink.all()
+			if len(pubs) != before+1 {
+				t.Fatalf("after releasing %v: %d publications in the interval, want 1", release, len(pubs)-before)
+			}
+			want.State = detail.NodeStateRunning
+			if got := mapFanout(t, pubs[len(pubs)-1], "0"); got != want {
+				t.Fatalf("after releasing %v: %+v, want %+v", release, got, want)
 			}
 		}
 		// Two batches of 4 started. Counters move per item.
-		step([]int{0}, 8, 1, 7)
-		step([]int{1, 4}, 8, 3, 5)
-		step([]int{2, 3, 5, 6}, 8, 7, 1)
+		step([]int{0}, fanoutOf{Submitted: 8, Completed: 1, InFlight: 7}) // the end of the input is read after item 0
+		step([]int{1, 4}, fanoutOf{Submitted: 8, Completed: 3, InFlight: 5, Exhausted: true})
+		step([]int{2, 3, 5, 6}, fanoutOf{Submitted: 8, Completed: 7, InFlight: 1, Exhausted: true})
 		close(gates[7])
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		fo, state := mapFanout(t, pr, "0")
-		if fo.SubmittedItems != 8 || fo.CompletedItems != 8 || fo.InFlightItems != 0 || !fo.InputExhausted || state != string(detail.NodeStateSucceeded) {
-			t.Fatalf("final fan-out %+v, state %s", fo, state)
+		elapsed := time.Since(start)
+		if err := pr.Finish(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		pubs := sink.all()
+		final := pubs[len(pubs)-1]
+		if !final.Final {
+			t.Fatalf("the last of %d publications is not the final one", len(pubs))
+		}
+		if got, want := mapFanout(t, final, "0"), (fanoutOf{Submitted: 8, Completed: 8, Exhausted: true, State: detail.NodeStateSucceeded}); got != want {
+			t.Fatalf("final fan-out %+v, want %+v", got, want)
+		}
+		running := int64(len(pubs) - 1)
+		if intervals := int64(elapsed / interval); running > intervals {
+			t.Fatalf("%d running publications in %v, want at most one per %v", running, elapsed, interval)
+		}
+		if n := final.Snapshot.Ingress.AcceptedByKind[progress.KindMapProgress]; n > running+2 {
+			t.Fatalf("%d map_progress events for 8 items and %d publications, want at most %d (first, one per publication, final)", n, running, running+2)
 		}
 	})
 }

@@ -29,8 +29,9 @@
 // a step outside any map reports STARTED, application progress (under the
 // full policy), its output preview (Options.Preview) and COMPLETED or
 // FAILED through a progress.Producer whose Sender is the run itself; a map
-// reports its fan-out counters as items finish and settles when it ends;
-// map items report nothing.
+// reports its fan-out counters as items finish (a counter update: the run
+// publishes them at most once per flush interval) and settles when it
+// ends, unless its run was cancelled; map items report nothing.
 //
 // Values cross step boundaries through the value codec, as on Ray: the
 // run's input where a step receives it, every step's output, a bound value

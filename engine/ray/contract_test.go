@@ -21,8 +21,15 @@ import (
 // plan: the run id (and the manifest id derived from it), timestamps, Ray
 // execution ids, the engine's strategy and the detail revision (it counts
 // accepted events, and application progress is coalesced by
-// acknowledgement timing).
+// acknowledgement timing); it keeps of a node's recent events only the
+// last (its final state): a map's counters become events at most once per
+// flush interval, so how many events a run has, and therefore which older
+// ones its bounded ring of recent events still holds, is a matter of
+// timing.
 func maskProgress(v any, key string) any {
+	if evs, ok := v.([]any); ok && key == "recent_events" && len(evs) > 0 {
+		v = evs[len(evs)-1:]
+	}
 	switch key {
 	case "run_id", "manifest_id", "execution", "selected_strategy", "detail_revision",
 		"started_at", "updated_at", "finished_at", "detail_expires_at", "timestamp":

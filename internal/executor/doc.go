@@ -25,7 +25,11 @@
 //     ordered fold returns an item's window slot only once every item
 //     before it was incorporated (head-of-line backpressure);
 //   - the map's progress counters (progress.MapCounters), reported as
-//     items finish and once when the map ends, with exact final counts.
+//     items finish and once when the map ends, with exact final counts
+//     (a map whose run was cancelled reports no failure of its own: its
+//     counters stay as last reported). The report is a counter update:
+//     progress.Run.Map turns the counters into events at most once per
+//     flush interval, besides the map's first and final reports.
 //
 // A Backend only runs items: Item runs one, Batch runs a unit of items
 // one after another, Discard takes back a result the map no longer wants

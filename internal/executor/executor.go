@@ -103,7 +103,10 @@ type completion[Out any] struct {
 // Run runs a map: it reads items from seq while the window has room,
 // runs them through b, hands their results to sink and returns
 // sink.Finish's result, or the map's first failure (see the package
-// documentation). report (may be nil) gets the map's counters.
+// documentation). report (may be nil) gets the map's counters after each
+// finished item and once when the map ends (not when its run was
+// cancelled); it is on the hot path, so it should only record them
+// (progress.Run.Map coalesces them into events).
 func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, error], b Backend[In, Out],
 	sink Sink[Out, R], report func(progress.MapCounters)) (R, error) {
 	var zero R
@@ -125,13 +128,10 @@ func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, e
 	defer cancel(nil)
 	work := make(chan unit[In])
 	defer close(work)
-	// Batched, a worker hands each item's result over without waiting for
-	// the loop (at most window results are outstanding), so the loop takes
-	// several at one wake-up; unbatched, the hand-off is direct.
-	done := make(chan completion[Out])
-	if k > 1 {
-		done = make(chan completion[Out], min(window, MaxResultBuffer))
-	}
+	// A worker hands each item's result over without waiting for the loop
+	// (at most window results are outstanding), so it is free for the next
+	// unit at once and the loop takes several results at one wake-up.
+	done := make(chan completion[Out], min(window, MaxResultBuffer))
 	worker := func() {
 		for u := range work {
 			if u.items == nil {
@@ -314,10 +314,12 @@ func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, e
 		}
 		drain(b, done, units, timeout)
 		b.Abort(parent, failure, timeout)
-		report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true})
 		if err := flowgraph.Canceled(parent); err != nil {
+			// A cancelled run's map reports no failure of its own: its
+			// progress keeps the counters it reported last.
 			return zero, err
 		}
+		report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true})
 		return zero, failure
 	}
 	report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: true})

@@ -83,10 +83,10 @@ func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in an
 		// A map item's step (guarded: the scheduler bounds it) is called
 		// directly, with no closure: this is every item's path.
 		if f.guarded {
-			return r.step(ctx, n.Step, id, in, f.external)
+			return r.step(ctx, n.Step, nodeRef{id: id, item: -1}, in, f.external)
 		}
 		external := f.external
-		return await(ctx, f.grace, func() (any, error) { return r.step(ctx, n.Step, id, in, external) })
+		return await(ctx, f.grace, func() (any, error) { return r.step(ctx, n.Step, nodeRef{id: id, item: -1}, in, external) })
 	case flowgraph.KindChain:
 		v := in
 		for _, c := range n.Children {
@@ -105,12 +105,31 @@ func (r *runner) execNode(ctx context.Context, n *program.Node, id string, in an
 	return nil, fmt.Errorf("rayflow: node %s: unknown kind %v", id, n.Kind)
 }
 
-// step runs one leaf call. Unless the codec round trip is off, an external
-// input is passed through the codec into the step's input type, and the
-// result into its output type, as on Ray. The leaf's own error comes back
-// as a *flowgraph.StepError; a value the codec refuses as a
-// *flowgraph.ValueError.
-func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in any, external bool) (any, error) {
+// nodeRef is a node's runtime id, spelled only when needed (an error names
+// it): the body of item item of map id when item ≥ 0 (program.ItemID),
+// else id itself. A map item's step is on every item's path, and its id
+// is rarely needed.
+type nodeRef struct {
+	id   string
+	item int
+	// bare: a map item whose context carries no progress reporter to
+	// hide from its leaf (mapBackend.hide is false).
+	bare bool
+}
+
+func (n nodeRef) String() string {
+	if n.item < 0 {
+		return n.id
+	}
+	return program.ItemID(n.id, n.item)
+}
+
+// step runs one leaf call (at node id). Unless the codec round trip is
+// off, an external input is passed through the codec into the step's input
+// type, and the result into its output type, as on Ray. The leaf's own
+// error comes back as a *flowgraph.StepError; a value the codec refuses as
+// a *flowgraph.ValueError.
+func (r *runner) step(ctx context.Context, s *flowgraph.Step, id nodeRef, in any, external bool) (any, error) {
 	vals := s.Values
 	if r.opts.NoCodecRoundTrip {
 		vals = nil
@@ -120,7 +139,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in any,
 		if external {
 			var err error
 			if in, err = vals.Input(in); err != nil {
-				return nil, &flowgraph.ValueError{Node: id, Value: "input", Type: s.InputType, Err: err}
+				return nil, &flowgraph.ValueError{Node: id.String(), Value: "input", Type: s.InputType, Err: err}
 			}
 		}
 		if vals.Invoke != nil {
@@ -134,14 +153,14 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in any,
 		var ve *flowgraph.ValueError
 		if errors.As(err, &ve) && ve.Node == "" { // the bound value
 			c := *ve
-			c.Node = id
+			c.Node = id.String()
 			return nil, &c
 		}
-		return nil, &flowgraph.StepError{Node: id, Callable: s.Callable.Name, Err: err}
+		return nil, &flowgraph.StepError{Node: id.String(), Callable: s.Callable.Name, Err: err}
 	}
 	if vals != nil {
 		if out, err = vals.Output(out); err != nil {
-			verr := &flowgraph.ValueError{Node: id, Value: "output", Type: s.OutputType, Err: err}
+			verr := &flowgraph.ValueError{Node: id.String(), Value: "output", Type: s.OutputType, Err: err}
 			r.leafEnd(prod, s, nil, verr)
 			return nil, verr
 		}
@@ -288,12 +307,7 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		lim.Window = 1
 	}
 	lim.BatchSize = m.BatchSize(lim.Window) // 1 unless batched; never above the window
-	report := func(p progress.MapCounters) {
-		if p.Failed && parent.Err() != nil {
-			return // a cancelled run's map reports no failure of its own
-		}
-		r.mapReport(p)
-	}
+	report := r.mapReport
 	window := lim.Window
 	if window <= 0 { // eager map: every item at once
 		window = int(^uint(0) >> 1)
@@ -302,6 +316,10 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 	defer mw.Close()
 	b := &mapBackend{r: r, mw: mw, body: n.Children[0], id: id,
 		item: frame{grace: lim.CancelTimeout, guarded: true, external: f.external}}
+	if b.body.Kind == flowgraph.KindStep && !telemetry.Recording(parent) {
+		b.items = telemetry.MapItems(parent, id)
+		b.hide = reporterIn(parent)
+	}
 	seq := func(yield func(any, error) bool) {
 		for v := range items.Seq {
 			if !yield(v, nil) {
@@ -310,7 +328,11 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		}
 	}
 	if m.Fold == nil {
-		return executor.Run(parent, lim, seq, b, &listSink{n: n}, report)
+		ls := &listSink{n: n}
+		if items.Len > 0 {
+			ls.results = make([]any, 0, items.Len) // a sized input: the list never grows
+		}
+		return executor.Run(parent, lim, seq, b, ls, report)
 	}
 	acc, err := m.Fold.Initial()
 	if err != nil {
@@ -330,15 +352,35 @@ type mapBackend struct {
 	body *program.Node
 	id   string
 	item frame
+	// items is set when the body is one step and the map's context
+	// records no span: each item then runs on the hot path (runner.item).
+	items *telemetry.Items
+	// hide is set on the hot path when the map's context carries a
+	// progress reporter (its run runs inside a leaf of another run) that
+	// each item's leaf must not see.
+	hide bool
 }
 
+// reporterIn reports whether ctx carries a progress reporter that
+// progress.WithReporter(ctx, nil) hides. A map asks once for all its
+// items instead of each item looking for one: WithReporter returns its
+// context itself when there is nothing to hide, so a probe (a pointer,
+// comparable) comes back unchanged. Were it ever to wrap the probe
+// anyway, every item would only call WithReporter again, as before.
+func reporterIn(ctx context.Context) bool {
+	probe := context.WithValue(ctx, reporterProbe{}, nil)
+	return progress.WithReporter(probe, nil) != probe
+}
+
+type reporterProbe struct{}
+
 func (b *mapBackend) Item(ctx context.Context, index int, in any) (any, error) {
-	return b.r.item(ctx, b.mw, b.body, b.id, index, in, b.item)
+	return b.r.item(ctx, b, index, in)
 }
 
 func (b *mapBackend) Batch(ctx context.Context, base int, items []any, each func(int, any, error)) {
 	flowgraph.RunBatch(ctx, len(items), func(ctx context.Context, i int) (any, error) {
-		return b.r.item(ctx, b.mw, b.body, b.id, base+i, items[i], b.item)
+		return b.r.item(ctx, b, base+i, items[i])
 	}, func(i int, o flowgraph.Outcome[any]) { each(i, o.Value, o.Err) })
 }
 

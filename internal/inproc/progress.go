@@ -15,9 +15,16 @@ import (
 // as items finish and settles when it ends; map items report nothing.
 
 // leafStart opens the progress session of the leaf at node id (nil when it
-// does not report) and returns the context the leaf runs in.
-func (r *runner) leafStart(ctx context.Context, s *flowgraph.Step, id string) (context.Context, *progress.Producer) {
-	prod := r.opts.Progress.Producer(id)
+// does not report: a map item's never does) and returns the context the
+// leaf runs in.
+func (r *runner) leafStart(ctx context.Context, s *flowgraph.Step, id nodeRef) (context.Context, *progress.Producer) {
+	if id.bare {
+		return ctx, nil // no reporter to hide
+	}
+	if id.item >= 0 {
+		return progress.WithReporter(ctx, nil), nil
+	}
+	prod := r.opts.Progress.Producer(id.id)
 	if prod == nil {
 		return progress.WithReporter(ctx, nil), nil
 	}

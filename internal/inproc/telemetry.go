@@ -56,11 +56,26 @@ func (r *runner) exec(ctx context.Context, n *program.Node, id string, in any, f
 	return out, err
 }
 
-// item runs a map item's body (index, of map id) in its item span,
-// holding a slot of the map's window in rayflow_map_items_in_flight.
-func (r *runner) item(ctx context.Context, mw *telemetry.MapWindow, body *program.Node, id string, index int, v any, f frame) (any, error) {
-	bid := program.ItemID(id, index)
-	mw.ItemStarted()
-	defer mw.ItemDone()
-	return r.exec(withItem(ctx, bid, index), body, bid, v, f)
+// item runs item index of map b (input v) in its item span, holding a
+// slot of the map's window in rayflow_map_items_in_flight. A one-step
+// body of a map whose context records no span takes the hot path: what
+// exec and execNode do for it, with the item's scope from the map
+// (telemetry.Items: one allocation) and its node id spelled only when an
+// error or a log record needs it.
+func (r *runner) item(ctx context.Context, b *mapBackend, index int, v any) (any, error) {
+	b.mw.ItemStarted()
+	defer b.mw.ItemDone()
+	if b.items == nil {
+		bid := program.ItemID(b.id, index)
+		return r.exec(withItem(ctx, bid, index), b.body, bid, v, b.item)
+	}
+	ctx = b.items.Context(ctx, index)
+	leaves.Submitted()
+	var out any
+	err := flowgraph.Canceled(ctx)
+	if err == nil {
+		out, err = r.step(ctx, b.body.Step, nodeRef{id: b.id, item: index, bare: !b.hide}, v, b.item.external)
+	}
+	leaves.Finished(err)
+	return out, err
 }

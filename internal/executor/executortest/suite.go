@@ -29,6 +29,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rayflow/rayflow/gen/detail"
+	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
@@ -105,10 +107,71 @@ type Spec struct {
 func (s Spec) Seq() iter.Seq[Job] { return slices.Values(s.Jobs) }
 
 // Result is a scenario's outcome: the results in input order, or the
-// folded accumulator.
+// folded accumulator, and the map's final progress.
 type Result struct {
 	List   []int
 	Folded int
+	// Progress is the map node's final state in the run's progress
+	// (progress.Run: the final publication of a run through sdk.Run).
+	Progress MapProgress
+}
+
+// MapProgress is a map node's final fan-out and state in its run's
+// progress: every backend must end a scenario with the same one (the
+// counters of a failed map only within their bounds, as how many items
+// finished before the failure is a matter of timing).
+type MapProgress struct {
+	Submitted, Completed, InFlight int64
+	Exhausted                      bool
+	State                          detail.NodeState
+}
+
+// FinalMap returns the map node's final progress in a publication's
+// snapshot (the one node with a fan-out).
+func FinalMap(p *progress.Publication) (MapProgress, error) {
+	if p == nil || p.Snapshot == nil {
+		return MapProgress{}, errors.New("no final publication with a snapshot")
+	}
+	for _, n := range p.Snapshot.Graph.Nodes {
+		if f := n.Fanout; f != nil {
+			return MapProgress{Submitted: f.SubmittedItems, Completed: f.CompletedItems, InFlight: f.InFlightItems,
+				Exhausted: f.InputExhausted, State: n.State}, nil
+		}
+	}
+	return MapProgress{}, errors.New("no map node in the final publication")
+}
+
+// checkProgress checks the map's final progress against the scenario's
+// outcome: exact after a success, FAILED after the map's own failure
+// (within its bounds), not failed after the run's cancellation and
+// untouched when the input was refused before any item.
+func checkProgress(t *testing.T, s Spec, res Result, err error) {
+	t.Helper()
+	p := res.Progress
+	var me *flowgraph.MaxItemsError
+	var ce *flowgraph.CanceledError
+	switch {
+	case err == nil:
+		n := int64(len(s.Jobs))
+		if want := (MapProgress{Submitted: n, Completed: n, Exhausted: true, State: detail.NodeStateSucceeded}); p != want {
+			t.Errorf("final map progress %+v, want %+v", p, want)
+		}
+	case errors.As(err, &me) && !s.Lazy:
+		if want := (MapProgress{State: detail.NodeStatePending}); p != want {
+			t.Errorf("final map progress %+v, want %+v (refused before any item)", p, want)
+		}
+	case errors.As(err, &ce):
+		// A cancelled run's map does not fail: it keeps the counters it
+		// reported last, none here (no item of the scenario finishes).
+		if want := (MapProgress{State: detail.NodeStatePending}); p != want {
+			t.Errorf("final map progress %+v, want %+v (cancelled before any item finished)", p, want)
+		}
+	default:
+		if p.State != detail.NodeStateFailed || p.Completed > p.Submitted || p.InFlight != p.Submitted-p.Completed ||
+			s.MaxItems > 0 && p.Submitted > int64(s.MaxItems) {
+			t.Errorf("final map progress %+v, want FAILED with bounded counters", p)
+		}
+	}
 }
 
 // Runner runs a scenario's map on one backend.
@@ -449,6 +512,7 @@ func Run(t *testing.T, run Runner, o Options) {
 				res, err := run(ctx, s)
 				elapsed := time.Since(start)
 				sc.check(t, s, res, err, readLog(t, log), elapsed, o)
+				checkProgress(t, s, res, err)
 				if o.Synctest {
 					// Let an abandoned leaf end (fake time) before the bubble does.
 					time.Sleep(2 * time.Minute)
