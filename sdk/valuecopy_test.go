@@ -1,0 +1,349 @@
+package sdk
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The differential test's types: each one a shape encoding/json treats
+// in its own way.
+type (
+	rtSmall struct {
+		ID    int     `json:"id"`
+		Score float64 `json:"score"`
+		Name  string  `json:"name"`
+	}
+	rtOptions struct {
+		A int            `json:"a,omitempty"`
+		B float64        `json:",omitempty"`
+		C string         `json:"c,string"`
+		D float64        `json:"d,string"`
+		E bool           `json:",string"`
+		F *int           `json:"f,string,omitempty"`
+		G []int          `json:"g,omitempty"`
+		H map[string]int `json:"h,omitempty"`
+		I [0]int         `json:",omitempty"`
+		J uint8          `json:"j,omitzero"`
+		K rtSmall        `json:",omitzero"`
+		L *string        `json:",string"`
+		M float32        `json:",omitempty"`
+		N []byte         `json:",omitempty"`
+		O int64          `json:",string"`
+		P *rtSmall       `json:",omitzero"`
+		Q string         `json:",omitempty,string"`
+	}
+	rtHidden struct {
+		A int
+		b int
+		C int `json:"-"`
+		//lint:ignore SA5008 "-," names the field "-"
+		D int `json:"-,"`
+		e []int
+		f func()
+		g any
+	}
+	rtBase struct {
+		ID   int
+		Name string
+		x    int
+	}
+	rtInner struct {
+		X int
+		y int
+	}
+	rtShadows struct {
+		rtBase
+		Name string
+	}
+	rtPromotes struct {
+		rtInner
+		rtBase
+		Z int
+	}
+	rtA1      struct{ N int }
+	rtB1      struct{ N int }
+	rtCollide struct {
+		rtA1
+		rtB1
+		M int
+	}
+	rtA2 struct {
+		X int `json:"N"`
+	}
+	rtTagWins struct {
+		rtB1
+		rtA2
+	}
+	rtL1    struct{ rtBase }
+	rtL2    struct{ rtBase }
+	rtTwice struct {
+		rtL1
+		rtL2
+		W int
+	}
+	rtTaggedEmbed struct {
+		rtBase  `json:"base"`
+		rtInner `json:"in"`
+	}
+	rtDegrees     float64
+	rtMyInt       int
+	rtEmbedScalar struct {
+		rtDegrees
+		rtMyInt
+		V int
+	}
+	rtFold struct {
+		A      int `json:"a"`
+		B      int `json:"A"`
+		C      int `json:"ä"`
+		D      int `json:"Ä"`
+		K      int `json:"k"`
+		Kelvin int `json:"\u212a"`
+		//lint:ignore SA5008 an invalid name: encoding/json names the field Q, and R's tag wins
+		Q int `json:"a\"b"`
+		R int `json:"Q"`
+		S int `json:"s p,omitempty"`
+	}
+	rtNested struct {
+		Items  []rtSmall
+		ByName map[string]rtSmall
+		ByID   map[int]*rtSmall
+		Three  [3]rtSmall
+		Ptr    *rtSmall
+		Floats [2]float64
+		Bytes  [][]byte
+		Keys   map[rtKey]uint16
+		Small  map[int8]string
+		Ptrs   []*int
+	}
+	rtKey      string
+	rtPointers struct {
+		S  *[]int
+		M  *map[string]int
+		B  *[]byte
+		A  *[2]int
+		St *rtSmall
+	}
+	rtNode struct {
+		V    int
+		Next *rtNode
+		Kids []rtNode
+	}
+	rtUintptr struct {
+		U uintptr
+		M map[uintptr]uintptr
+	}
+
+	// Types only the codec round-trips.
+	rtAny      struct{ V any }
+	rtNumber   struct{ N json.Number }
+	rtTime     struct{ T time.Time }
+	rtMyByte   byte
+	rtMyBytes  struct{ B []rtMyByte }
+	rtEmbedPtr struct{ *rtBase }
+	rtBoolKeys struct{ M map[bool]int }
+	rtChan     struct{ C chan int }
+	rtComplex  struct{ C complex128 }
+	rtPtrPtr   struct{ P **int }
+	rtZeroer   struct{ V int }
+	rtOmitZero struct {
+		Z rtZeroer `json:",omitzero"`
+	}
+)
+
+func (rtZeroer) IsZero() bool { return true }
+
+func rtList(n int) *rtNode {
+	var head *rtNode
+	for i := range n {
+		head = &rtNode{V: i, Next: head}
+	}
+	return head
+}
+
+func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
+	one, word := 1, "w"
+	negZero := math.Copysign(0, -1)
+	nan, inf := math.NaN(), math.Inf(1)
+	cycle := &rtNode{V: 1}
+	cycle.Next = cycle
+	empty := []int{}
+	var nilSlice []int
+	var nilMap map[string]int
+	tests := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"small", func(t *testing.T) {
+			sameRoundTrip[rtSmall](t, rtSmall{}, rtSmall{1, 2.5, "a"}, rtSmall{Score: negZero},
+				rtSmall{Score: nan}, rtSmall{Score: inf}, rtSmall{Score: math.Inf(-1)}, rtSmall{Name: "bad \xff"},
+				rtSmall{Score: math.MaxFloat64, Name: "<&>\u2028"}, nil, "not a struct", &rtSmall{})
+		}},
+		{"options", func(t *testing.T) {
+			sameRoundTrip[rtOptions](t, rtOptions{}, rtOptions{A: 1, B: negZero, C: `q"<\u00e9`, D: 0.1, E: true,
+				F: &one, G: []int{}, H: map[string]int{}, J: 3, K: rtSmall{ID: 1}, L: &word, M: float32(negZero),
+				N: []byte{}, O: math.MinInt64, P: &rtSmall{}, Q: "q"},
+				rtOptions{G: []int{1}, H: map[string]int{"": 0}, N: []byte{0}, D: negZero, Q: "\xff"},
+				rtOptions{D: nan}, rtOptions{C: "bad \xfe"}, rtOptions{L: new(string)}, rtOptions{F: new(int)})
+		}},
+		{"unexported and dash fields", func(t *testing.T) {
+			sameRoundTrip[rtHidden](t, rtHidden{}, rtHidden{A: 1, b: 2, C: 3, D: 4, e: []int{5}, f: func() {}, g: 6})
+		}},
+		{"shadowed embedded field", func(t *testing.T) {
+			sameRoundTrip[rtShadows](t, rtShadows{rtBase{1, "inner", 2}, "outer"}, rtShadows{})
+		}},
+		{"promoted from unexported embedded struct", func(t *testing.T) {
+			sameRoundTrip[rtPromotes](t, rtPromotes{rtInner{1, 2}, rtBase{3, "n", 4}, 5},
+				rtPromotes{rtInner: rtInner{X: 1}}, rtPromotes{rtBase: rtBase{Name: "\xff"}})
+		}},
+		{"colliding names hide each other", func(t *testing.T) {
+			sameRoundTrip[rtCollide](t, rtCollide{rtA1{1}, rtB1{2}, 3}, rtCollide{M: 3})
+		}},
+		{"tagged name wins", func(t *testing.T) {
+			sameRoundTrip[rtTagWins](t, rtTagWins{rtB1{1}, rtA2{2}})
+		}},
+		{"same struct embedded twice", func(t *testing.T) {
+			sameRoundTrip[rtTwice](t, rtTwice{rtL1{rtBase{1, "a", 2}}, rtL2{rtBase{3, "b", 4}}, 5}, rtTwice{W: 1})
+		}},
+		{"tagged embedded structs", func(t *testing.T) {
+			sameRoundTrip[rtTaggedEmbed](t, rtTaggedEmbed{rtBase{1, "a", 2}, rtInner{3, 4}}, rtTaggedEmbed{})
+		}},
+		{"embedded scalars", func(t *testing.T) {
+			sameRoundTrip[rtEmbedScalar](t, rtEmbedScalar{1.5, 2, 3}, rtEmbedScalar{rtDegrees: rtDegrees(nan)},
+				rtEmbedScalar{rtMyInt: 7})
+		}},
+		{"names that fold together", func(t *testing.T) {
+			sameRoundTrip[rtFold](t, rtFold{1, 2, 3, 4, 5, 6, 7, 8, 9}, rtFold{})
+		}},
+		{"nested", func(t *testing.T) {
+			sameRoundTrip[rtNested](t, rtNested{}, rtNested{
+				Items: []rtSmall{{1, 2, "a"}, {}}, ByName: map[string]rtSmall{"a": {ID: 1}, "": {}},
+				ByID: map[int]*rtSmall{1: {ID: 1}, -2: nil}, Three: [3]rtSmall{{ID: 3}}, Ptr: &rtSmall{Name: "p"},
+				Floats: [2]float64{negZero, 1}, Bytes: [][]byte{nil, {}, {1, 2}},
+				Keys: map[rtKey]uint16{"k": 1}, Small: map[int8]string{-128: "min"}, Ptrs: []*int{nil, &one}},
+				rtNested{Items: []rtSmall{}, ByName: map[string]rtSmall{}, Bytes: [][]byte{}, Ptrs: []*int{}},
+				rtNested{Items: []rtSmall{{Score: inf}}}, rtNested{ByName: map[string]rtSmall{"\xff": {}}},
+				rtNested{ByName: map[string]rtSmall{"a": {Name: "\xff"}}}, rtNested{Floats: [2]float64{0, nan}},
+				rtNested{Ptr: &rtSmall{Score: nan}}, rtNested{Keys: map[rtKey]uint16{"\xffa": 1, "\xffb": 2}})
+		}},
+		{"pointers to nil, empty and full values", func(t *testing.T) {
+			full, fullMap, bytes := []int{1}, map[string]int{"a": 1}, []byte("b")
+			var nilBytes []byte
+			sameRoundTrip[rtPointers](t, rtPointers{}, rtPointers{S: &nilSlice, M: &nilMap, B: &nilBytes},
+				rtPointers{S: &empty, M: &map[string]int{}, B: &[]byte{}, A: &[2]int{}, St: &rtSmall{}},
+				rtPointers{S: &full, M: &fullMap, B: &bytes, A: &[2]int{1, 2}, St: &rtSmall{ID: 1}})
+		}},
+		{"top-level slices, maps, arrays and pointers", func(t *testing.T) {
+			sameRoundTrip[[]int](t, nilSlice, empty, []int{1, 2})
+			sameRoundTrip[[]byte](t, []byte(nil), []byte{}, []byte{0, 0xff})
+			sameRoundTrip[[]rtSmall](t, []rtSmall(nil), []rtSmall{}, []rtSmall{{ID: 1}, {Name: "\xff"}})
+			sameRoundTrip[map[string][]int](t, map[string][]int(nil), map[string][]int{"a": nil, "b": {}, "c": {1}})
+			sameRoundTrip[[2]string](t, [2]string{"a", "b"}, [2]string{"a", "\xff"})
+			sameRoundTrip[*rtSmall](t, (*rtSmall)(nil), &rtSmall{ID: 1}, &rtSmall{Score: nan}, nil)
+			sameRoundTrip[*[]int](t, &nilSlice, &empty, (*[]int)(nil))
+		}},
+		{"recursive", func(t *testing.T) {
+			sameRoundTrip[rtNode](t, rtNode{}, *rtList(10), rtNode{Kids: []rtNode{{V: 1, Kids: []rtNode{}}}},
+				*rtList(maxCopyDepth + 10), *cycle)
+			sameRoundTrip[*rtNode](t, rtList(3), cycle)
+		}},
+		{"uintptr", func(t *testing.T) {
+			sameRoundTrip[rtUintptr](t, rtUintptr{1, map[uintptr]uintptr{math.MaxUint64: 2}})
+		}},
+		{"interface", func(t *testing.T) {
+			sameRoundTrip[rtAny](t, rtAny{}, rtAny{1}, rtAny{[]int{1}}, rtAny{math.NaN()})
+		}},
+		{"json.Number", func(t *testing.T) {
+			sameRoundTrip[rtNumber](t, rtNumber{}, rtNumber{"1.5"}, rtNumber{"x"})
+		}},
+		{"own codec methods", func(t *testing.T) {
+			sameRoundTrip[rtTime](t, rtTime{}, rtTime{time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))})
+		}},
+		{"slice of another byte type", func(t *testing.T) {
+			sameRoundTrip[rtMyBytes](t, rtMyBytes{}, rtMyBytes{[]rtMyByte{1, 2}})
+		}},
+		{"embedded pointer", func(t *testing.T) {
+			sameRoundTrip[rtEmbedPtr](t, rtEmbedPtr{}, rtEmbedPtr{&rtBase{ID: 1}})
+		}},
+		{"bool map keys", func(t *testing.T) { sameRoundTrip[rtBoolKeys](t, rtBoolKeys{}) }},
+		{"channel", func(t *testing.T) { sameRoundTrip[rtChan](t, rtChan{}) }},
+		{"complex", func(t *testing.T) { sameRoundTrip[rtComplex](t, rtComplex{1i}) }},
+		{"pointer to pointer", func(t *testing.T) {
+			p := &one
+			sameRoundTrip[rtPtrPtr](t, rtPtrPtr{}, rtPtrPtr{new(*int)}, rtPtrPtr{&p})
+		}},
+		{"omitzero with an IsZero method", func(t *testing.T) {
+			sameRoundTrip[rtOmitZero](t, rtOmitZero{rtZeroer{1}})
+		}},
+		{"long strings", func(t *testing.T) {
+			sameRoundTrip[rtSmall](t, rtSmall{Name: strings.Repeat("é", 5000)}, rtSmall{Name: strings.Repeat("é", 5000) + "\xff"})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t)
+		})
+	}
+	// Which types have a plan is part of what is tested: a type wrongly
+	// left to the codec would pass the comparisons above unnoticed.
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{
+		{rtSmall{}, true}, {rtOptions{}, true}, {rtHidden{}, true}, {rtShadows{}, true}, {rtPromotes{}, true},
+		{rtCollide{}, true}, {rtTagWins{}, true}, {rtTwice{}, true}, {rtTaggedEmbed{}, true},
+		{rtEmbedScalar{}, true}, {rtFold{}, true}, {rtNested{}, true}, {rtPointers{}, true}, {rtNode{}, true},
+		{rtUintptr{}, true}, {[]byte{}, true}, {map[string][]int{}, true},
+		{rtAny{}, false}, {rtNumber{}, false}, {rtTime{}, false}, {rtMyBytes{}, false}, {rtEmbedPtr{}, false},
+		{rtBoolKeys{}, false}, {rtChan{}, false}, {rtComplex{}, false}, {rtPtrPtr{}, false}, {rtOmitZero{}, false},
+		{celsius(0), false}, {Tuple2[int, int]{}, false},
+	} {
+		if got := copyPlanOf(reflect.TypeOf(c.v)) != nil; got != c.want {
+			t.Errorf("%T has a copy plan: %v, want %v", c.v, got, c.want)
+		}
+	}
+}
+
+// countingCodec is JSON that counts the values it encodes: a program's
+// own codec in place of DefaultCodec.
+type countingCodec struct {
+	jsonCodec
+	marshals *int
+}
+
+func (c countingCodec) Name() string { return "counting-json" }
+func (c countingCodec) Marshal(v any) ([]byte, error) {
+	*c.marshals++
+	return c.jsonCodec.Marshal(v)
+}
+
+// While DefaultCodec is another codec, every round trip goes through it,
+// for types with a plan too, and for round trips chosen before the codec
+// was replaced.
+func TestRoundTripOfUsesTheCodecInUse(t *testing.T) {
+	ints, smalls := roundTripOf[int](), roundTripOf[rtSmall]()
+	var marshals int
+	saved := DefaultCodec
+	DefaultCodec = countingCodec{marshals: &marshals}
+	t.Cleanup(func() { DefaultCodec = saved })
+	for _, rt := range []struct {
+		name string
+		f    func(any) (any, error)
+		v    any
+	}{
+		{"int", ints, 1}, {"struct", smalls, rtSmall{ID: 1}},
+		{"int chosen after", roundTripOf[int](), 2}, {"slice", roundTripOf[[]rtSmall](), []rtSmall{{}}},
+	} {
+		before := marshals
+		if _, err := rt.f(rt.v); err != nil {
+			t.Fatalf("%s: %v", rt.name, err)
+		}
+		if marshals != before+1 {
+			t.Errorf("%s: the codec in use encoded %d values, want 1", rt.name, marshals-before)
+		}
+	}
+}
