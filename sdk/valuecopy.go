@@ -75,6 +75,9 @@ var copyPlans sync.Map // reflect.Type → *copyPlan (nil: none)
 // copyPlanOf returns t's plan, or nil when only the codec can round-trip
 // t's values.
 func copyPlanOf(t reflect.Type) *copyPlan {
+	if jsonV2 {
+		return nil
+	}
 	if p, ok := copyPlans.Load(t); ok {
 		return p.(*copyPlan)
 	}
@@ -412,9 +415,22 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 		}
 		n := src.Len()
 		s := reflect.MakeSlice(p.t, n, n)
-		for i := range n {
-			if !p.elem.copy(s.Index(i), src.Index(i), depth+1) {
-				return false
+		if p.elem.flat {
+			// Copy all, then redo the elements the codec changes.
+			reflect.Copy(s, src)
+			for i := range n {
+				if e := s.Index(i); !p.elem.keeps(e) {
+					e.SetZero()
+					if !p.elem.copy(e, src.Index(i), depth+1) {
+						return false
+					}
+				}
+			}
+		} else {
+			for i := range n {
+				if !p.elem.copy(s.Index(i), src.Index(i), depth+1) {
+					return false
+				}
 			}
 		}
 		dst.Set(s)

@@ -192,6 +192,7 @@ func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
 		}},
 		{"unexported and dash fields", func(t *testing.T) {
 			sameRoundTrip[rtHidden](t, rtHidden{}, rtHidden{A: 1, b: 2, C: 3, D: 4, e: []int{5}, f: func() {}, g: 6})
+			sameRoundTrip[[]rtHidden](t, []rtHidden{{A: 1}, {A: 2, b: 3, e: []int{4}}, {}})
 		}},
 		{"shadowed embedded field", func(t *testing.T) {
 			sameRoundTrip[rtShadows](t, rtShadows{rtBase{1, "inner", 2}, "outer"}, rtShadows{})
@@ -302,7 +303,7 @@ func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
 		{rtBoolKeys{}, false}, {rtChan{}, false}, {rtComplex{}, false}, {rtPtrPtr{}, false}, {rtOmitZero{}, false},
 		{celsius(0), false}, {Tuple2[int, int]{}, false},
 	} {
-		if got := copyPlanOf(reflect.TypeOf(c.v)) != nil; got != c.want {
+		if got := copyPlanOf(reflect.TypeOf(c.v)) != nil; got != (c.want && !jsonV2) {
 			t.Errorf("%T has a copy plan: %v, want %v", c.v, got, c.want)
 		}
 	}
@@ -344,6 +345,38 @@ func TestRoundTripOfUsesTheCodecInUse(t *testing.T) {
 		}
 		if marshals != before+1 {
 			t.Errorf("%s: the codec in use encoded %d values, want 1", rt.name, marshals-before)
+		}
+	}
+}
+
+// BenchmarkRoundTripOf compares, per value, the codec's full round trip
+// with the one roundTripOf chooses, for a scalar, a small struct, and a
+// struct with a slice, a map and a pointer.
+func BenchmarkRoundTripOf(b *testing.B) {
+	one := 1
+	nested := rtNested{Items: []rtSmall{{1, 2, "a"}, {3, 4, "b"}}, ByName: map[string]rtSmall{"a": {ID: 1}},
+		Ptr: &rtSmall{ID: 2}, Ptrs: []*int{&one}}
+	for _, c := range []struct {
+		name         string
+		codec, chose func(any) (any, error)
+		v            any
+	}{
+		{"int", codecRoundTrip[int], roundTripOf[int](), 123456},
+		{"small", codecRoundTrip[rtSmall], roundTripOf[rtSmall](), rtSmall{7, 1.5, "item"}},
+		{"nested", codecRoundTrip[rtNested], roundTripOf[rtNested](), nested},
+	} {
+		for _, side := range []struct {
+			name string
+			f    func(any) (any, error)
+		}{{"codec", c.codec}, {"roundTripOf", c.chose}} {
+			b.Run(c.name+"/"+side.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := side.f(c.v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }
