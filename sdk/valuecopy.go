@@ -55,7 +55,8 @@ type copyPlan struct {
 	// flat is true when the type holds no slice, map or pointer that
 	// JSON carries: a value keeps itself when keeps says so.
 	flat bool
-	// stringKeys: an opMap whose keys JSON writes as they are.
+	// stringKeys: an opMap with string keys, kept when valid UTF-8
+	// (integer keys are always kept).
 	stringKeys bool
 	// nullElem: an opPointer to a slice or map; a nil one is encoded
 	// as null, which decodes into a nil pointer.
@@ -381,7 +382,7 @@ func (p *copyPlan) keeps(v reflect.Value) bool {
 // round trip makes of src. It returns false, leaving dst partly set, when
 // the codec refuses or changes src, or src is nested too deeply: only the
 // codec can say what then comes back.
-func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
+func (p *copyPlan) copyInto(dst, src reflect.Value, depth int) bool {
 	if depth > maxCopyDepth {
 		return false
 	}
@@ -405,7 +406,7 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 		}
 	case opArray:
 		for i := range src.Len() {
-			if !p.elem.copy(dst.Index(i), src.Index(i), depth+1) {
+			if !p.elem.copyInto(dst.Index(i), src.Index(i), depth+1) {
 				return false
 			}
 		}
@@ -421,14 +422,14 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 			for i := range n {
 				if e := s.Index(i); !p.elem.keeps(e) {
 					e.SetZero()
-					if !p.elem.copy(e, src.Index(i), depth+1) {
+					if !p.elem.copyInto(e, src.Index(i), depth+1) {
 						return false
 					}
 				}
 			}
 		} else {
 			for i := range n {
-				if !p.elem.copy(s.Index(i), src.Index(i), depth+1) {
+				if !p.elem.copyInto(s.Index(i), src.Index(i), depth+1) {
 					return false
 				}
 			}
@@ -446,7 +447,7 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 				return false
 			}
 			v.SetZero()
-			if !p.elem.copy(v, it.Value(), depth+1) {
+			if !p.elem.copyInto(v, it.Value(), depth+1) {
 				return false
 			}
 			m.SetMapIndex(k, v)
@@ -457,7 +458,7 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 			return true
 		}
 		e := reflect.New(p.t.Elem())
-		if !p.elem.copy(e.Elem(), src.Elem(), depth+1) {
+		if !p.elem.copyInto(e.Elem(), src.Elem(), depth+1) {
 			return false
 		}
 		dst.Set(e)
@@ -467,7 +468,7 @@ func (p *copyPlan) copy(dst, src reflect.Value, depth int) bool {
 			if f.omitEmpty && emptyValue(s) || f.omitZero && s.IsZero() {
 				continue // omitted: decodes to nothing
 			}
-			if !f.plan.copy(fieldAt(dst, f.index), s, depth+1) {
+			if !f.plan.copyInto(fieldAt(dst, f.index), s, depth+1) {
 				return false
 			}
 		}

@@ -171,16 +171,18 @@ func roundTripOf[T any]() func(any) (any, error) {
 			return v, nil
 		}
 		var out T
-		if p.copy(reflect.ValueOf(&out).Elem(), src, 0) {
+		if p.copyInto(reflect.ValueOf(&out).Elem(), src, 0) {
 			return out, nil
 		}
 		return roundTrip[T](v)
 	}
 }
 
+var codecMethods = []reflect.Type{jsonMarshaler, jsonUnmarshaler, textMarshaler, textUnmarshaler}
+
 // hasCodecMethods reports whether t or *t encodes or decodes itself.
 func hasCodecMethods(t reflect.Type) bool {
-	for _, m := range []reflect.Type{jsonMarshaler, jsonUnmarshaler, textMarshaler, textUnmarshaler} {
+	for _, m := range codecMethods {
 		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
 			return true
 		}
