@@ -364,18 +364,53 @@ func (p *copyPlan) keeps(v reflect.Value) bool {
 		return true
 	case opStruct:
 		for _, d := range p.drops {
-			if !fieldAt(v, d).IsZero() {
+			if !zeroBits(fieldAt(v, d)) {
 				return false
 			}
 		}
 		for _, f := range p.fields {
-			if f.plan.op != opPlain && !f.plan.keeps(fieldAt(v, f.index)) {
+			s := fieldAt(v, f.index)
+			if f.omitEmpty && emptyValue(s) || f.omitZero && s.IsZero() {
+				// Omitted, it comes back zero, and reflect's IsZero
+				// (which encoding/json asks) calls -0 zero, alone or in
+				// a struct or array.
+				if !zeroBits(s) {
+					return false
+				}
+			} else if f.plan.op != opPlain && !f.plan.keeps(s) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// zeroBits reports whether v is the zero value bit for bit: unlike
+// reflect's IsZero, a float -0 (alone or in a struct or array) is not.
+func zeroBits(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return math.Float64bits(v.Float()) == 0
+	case reflect.Complex64, reflect.Complex128:
+		c := v.Complex()
+		return math.Float64bits(real(c)) == 0 && math.Float64bits(imag(c)) == 0
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !zeroBits(v.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		for i := range v.Len() {
+			if !zeroBits(v.Index(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return v.IsZero()
 }
 
 // copy sets dst, a settable zero value of p's type, to what the codec's

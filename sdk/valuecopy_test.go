@@ -2,11 +2,14 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The differential test's types: each one a shape encoding/json treats
@@ -133,6 +136,16 @@ type (
 		Next *rtNode
 		Kids []rtNode
 	}
+	// reflect's IsZero (which encoding/json asks for omitempty and
+	// omitzero) calls -0 zero, alone or in a struct or array: such a
+	// part is left out and comes back +0.
+	rtNegZero struct {
+		Dropped rtSmall    `json:"-"`
+		Zeroed  rtSmall    `json:",omitzero"`
+		Arr     [2]float64 `json:",omitzero"`
+		F       float64    `json:",omitzero"`
+		Kept    rtSmall
+	}
 	rtUintptr struct {
 		U uintptr
 		M map[uintptr]uintptr
@@ -252,6 +265,12 @@ func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
 				*rtList(maxCopyDepth + 10), *cycle)
 			sameRoundTrip[*rtNode](t, rtList(3), cycle)
 		}},
+		{"-0 in parts left out", func(t *testing.T) {
+			sameRoundTrip[rtNegZero](t, rtNegZero{}, rtNegZero{Dropped: rtSmall{Score: negZero}},
+				rtNegZero{Zeroed: rtSmall{Score: negZero}}, rtNegZero{Arr: [2]float64{negZero, 0}},
+				rtNegZero{F: negZero, Kept: rtSmall{Score: negZero}}, rtNegZero{Zeroed: rtSmall{Score: negZero, ID: 1}})
+			sameRoundTrip[[]rtNegZero](t, []rtNegZero{{Zeroed: rtSmall{Score: negZero}}, {Arr: [2]float64{negZero}}})
+		}},
 		{"uintptr", func(t *testing.T) {
 			sameRoundTrip[rtUintptr](t, rtUintptr{1, map[uintptr]uintptr{math.MaxUint64: 2}})
 		}},
@@ -298,7 +317,7 @@ func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
 		{rtSmall{}, true}, {rtOptions{}, true}, {rtHidden{}, true}, {rtShadows{}, true}, {rtPromotes{}, true},
 		{rtCollide{}, true}, {rtTagWins{}, true}, {rtTwice{}, true}, {rtTaggedEmbed{}, true},
 		{rtEmbedScalar{}, true}, {rtFold{}, true}, {rtNested{}, true}, {rtPointers{}, true}, {rtNode{}, true},
-		{rtUintptr{}, true}, {[]byte{}, true}, {map[string][]int{}, true},
+		{rtUintptr{}, true}, {rtNegZero{}, true}, {[]byte{}, true}, {map[string][]int{}, true},
 		{rtAny{}, false}, {rtNumber{}, false}, {rtTime{}, false}, {rtMyBytes{}, false}, {rtEmbedPtr{}, false},
 		{rtBoolKeys{}, false}, {rtChan{}, false}, {rtComplex{}, false}, {rtPtrPtr{}, false}, {rtOmitZero{}, false},
 		{celsius(0), false}, {Tuple2[int, int]{}, false},
@@ -379,4 +398,146 @@ func BenchmarkRoundTripOf(b *testing.B) {
 			})
 		}
 	}
+}
+
+// The struct shapes FuzzCopyPlanStructShapes builds from: embedded
+// structs whose fields collide with each other and with the outer
+// struct's.
+type (
+	FuzzE1 struct {
+		N int
+		A string
+	}
+	FuzzE2 struct {
+		N int `json:"N"`
+		K float64
+	}
+	FuzzW1 struct{ FuzzE1 }
+	FuzzW2 struct {
+		FuzzE1
+		N int `json:"n,omitempty"`
+	}
+)
+
+var (
+	fuzzFieldTypes = []reflect.Type{
+		reflect.TypeFor[int](), reflect.TypeFor[float64](), reflect.TypeFor[string](), reflect.TypeFor[*int](),
+		reflect.TypeFor[[]int](), reflect.TypeFor[map[string]int](), reflect.TypeFor[bool](), reflect.TypeFor[[]byte](),
+		reflect.TypeFor[FuzzE1](), reflect.TypeFor[FuzzE2](), reflect.TypeFor[FuzzW1](), reflect.TypeFor[FuzzW2](),
+		reflect.TypeFor[[2]float64](), reflect.TypeFor[*FuzzE1](), reflect.TypeFor[rtSmall](), reflect.TypeFor[[]rtSmall](),
+		reflect.TypeFor[float32](), reflect.TypeFor[*string](), reflect.TypeFor[map[int]*FuzzE2](), reflect.TypeFor[uint8](),
+	}
+	fuzzTags = []reflect.StructTag{"", `json:"n"`, `json:"N"`, `json:"a"`, `json:"A"`, `json:",omitempty"`,
+		`json:"n,omitempty"`, `json:",string"`, `json:"-"`, `json:"-,"`, `json:"x y"`, `json:"K"`, `json:"k,omitzero"`,
+		`json:",omitempty,string"`, `json:"a\"b"`, `json:"\u212a"`}
+	fuzzNames = []string{"N", "A", "K", "F"}
+)
+
+// fuzzStruct builds a struct type from spec, three bytes a field: its
+// type (an exported struct type is embedded when the byte is below
+// len(fuzzFieldTypes), or in every other run of that many values), its
+// tag and its name.
+func fuzzStruct(spec []byte) reflect.Type {
+	var fields []reflect.StructField
+	used := map[string]bool{}
+	for i := 0; i+2 < len(spec) && len(fields) < 12; i += 3 {
+		ft := fuzzFieldTypes[int(spec[i])%len(fuzzFieldTypes)]
+		f := reflect.StructField{Type: ft, Tag: fuzzTags[int(spec[i+1])%len(fuzzTags)]}
+		if ft.Kind() == reflect.Struct && int(spec[i])/len(fuzzFieldTypes)%2 == 0 && strings.HasPrefix(ft.Name(), "Fuzz") {
+			f.Name, f.Anonymous = ft.Name(), true
+		} else {
+			f.Name = fuzzNames[int(spec[i+2])%len(fuzzNames)]
+		}
+		if used[f.Name] {
+			f.Name = fmt.Sprintf("%s%d", f.Name, i)
+			f.Anonymous = false
+		}
+		used[f.Name] = true
+		fields = append(fields, f)
+	}
+	return reflect.StructOf(fields)
+}
+
+// fuzzFill sets every part of v from s, x and i; shape picks nil, empty
+// or full slices, maps and pointers.
+func fuzzFill(v reflect.Value, s string, x float64, i int64, shape uint8, depth int) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		v.SetInt(i)
+	case reflect.Uint8:
+		v.SetUint(uint64(shape))
+	case reflect.Float64, reflect.Float32:
+		v.SetFloat(x)
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Bool:
+		v.SetBool(shape&4 != 0)
+	case reflect.Pointer:
+		if shape%3 != 0 && depth < 4 {
+			v.Set(reflect.New(v.Type().Elem()))
+			fuzzFill(v.Elem(), s, x, i, shape, depth+1)
+		}
+	case reflect.Slice:
+		if n := int(shape % 3); n > 0 {
+			v.Set(reflect.MakeSlice(v.Type(), n-1, n-1))
+			for j := range n - 1 {
+				fuzzFill(v.Index(j), s, x, i+int64(j), shape/3, depth+1)
+			}
+		}
+	case reflect.Map:
+		if shape%3 != 0 {
+			v.Set(reflect.MakeMap(v.Type()))
+			if shape%3 == 2 && depth < 4 {
+				k := reflect.New(v.Type().Key()).Elem()
+				fuzzFill(k, s, x, i, shape, depth+1)
+				e := reflect.New(v.Type().Elem()).Elem()
+				fuzzFill(e, s, x, i, shape/3, depth+1)
+				v.SetMapIndex(k, e)
+			}
+		}
+	case reflect.Array:
+		for j := range v.Len() {
+			fuzzFill(v.Index(j), s, x, i, shape, depth+1)
+		}
+	case reflect.Struct:
+		for j := range v.NumField() {
+			fuzzFill(v.Field(j), s, x, i, shape/2+uint8(j), depth+1)
+		}
+	}
+}
+
+// FuzzCopyPlanStructShapes compares the copy plan of generated struct
+// types (tags, omitempty, omitzero, the string option, embedded structs
+// whose names collide) with the default codec's round trip.
+func FuzzCopyPlanStructShapes(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 8, 0, 0, 9, 0, 0}, "a", 1.5, int64(7), uint8(2))
+	f.Add([]byte{10, 0, 0, 11, 0, 0, 1, 2, 0}, "\xff", math.NaN(), int64(-1), uint8(1))
+	f.Add([]byte{12, 5, 1, 13, 7, 2, 3, 13, 3, 14, 3, 0, 7, 6, 0}, "é", math.Copysign(0, -1), int64(0), uint8(0))
+	f.Add([]byte{2, 7, 0, 6, 7, 1, 17, 13, 2, 19, 12, 0, 0, 15, 3}, "", 1e300, int64(math.MaxInt64), uint8(5))
+	f.Fuzz(func(t *testing.T, spec []byte, s string, x float64, i int64, shape uint8) {
+		typ := fuzzStruct(spec)
+		in := reflect.New(typ).Elem()
+		fuzzFill(in, s, x, i, shape, 0)
+		b, err := jsonCodec{}.Marshal(in.Interface())
+		if err != nil {
+			return // the codec refuses it: the plan must give up
+		}
+		want := reflect.New(typ)
+		if err := json.Unmarshal(b, want.Interface()); err != nil {
+			return
+		}
+		p := copyPlanOf(typ)
+		if p == nil {
+			t.Fatalf("%v has no copy plan", typ) // every part of it has one
+		}
+		got := reflect.New(typ).Elem()
+		if p.flat && p.keeps(in) {
+			got = in
+		} else if !p.copyInto(got, in, 0) {
+			return // handed to the codec
+		}
+		if diff := cmp.Diff(want.Elem().Interface(), got.Interface(), sameValues); diff != "" {
+			t.Errorf("%v %+v (JSON %s): the copy differs from the codec's round trip (-codec +copy):\n%s", typ, in, b, diff)
+		}
+	})
 }
