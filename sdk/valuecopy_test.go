@@ -144,6 +144,7 @@ type (
 		Zeroed  rtSmall    `json:",omitzero"`
 		Arr     [2]float64 `json:",omitzero"`
 		F       float64    `json:",omitzero"`
+		E       float64    `json:",omitempty"`
 		Kept    rtSmall
 	}
 	rtUintptr struct {
@@ -268,7 +269,7 @@ func TestRoundTripOfMatchesTheCodecForShapes(t *testing.T) {
 		{"-0 in parts left out", func(t *testing.T) {
 			sameRoundTrip[rtNegZero](t, rtNegZero{}, rtNegZero{Dropped: rtSmall{Score: negZero}},
 				rtNegZero{Zeroed: rtSmall{Score: negZero}}, rtNegZero{Arr: [2]float64{negZero, 0}},
-				rtNegZero{F: negZero, Kept: rtSmall{Score: negZero}}, rtNegZero{Zeroed: rtSmall{Score: negZero, ID: 1}})
+				rtNegZero{F: negZero, Kept: rtSmall{Score: negZero}}, rtNegZero{E: negZero}, rtNegZero{E: 1}, rtNegZero{Zeroed: rtSmall{Score: negZero, ID: 1}})
 			sameRoundTrip[[]rtNegZero](t, []rtNegZero{{Zeroed: rtSmall{Score: negZero}}, {Arr: [2]float64{negZero}}})
 		}},
 		{"uintptr", func(t *testing.T) {
