@@ -5,9 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
-	"unicode/utf8"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -143,40 +141,40 @@ func roundTrip[T any](v any) (any, error) {
 	return out, nil
 }
 
-// roundTripOf is T's codec round trip, chosen once per type: for the
-// scalar kinds whose JSON text decodes to the very same value (booleans,
-// integers, floats, strings) the value itself when it is one the codec
-// keeps as it is (a finite float, a valid UTF-8 string), and roundTrip
-// for everything else, so that what the codec changes or refuses is
-// changed or refused exactly as before. A type with its own JSON or text
-// methods always goes through the codec.
+// roundTripOf is T's codec round trip, chosen once per type. While the
+// codec in use is the default JSON one, a value of a type with a
+// copyPlan (see valuecopy.go) is copied as the codec would give it back
+// (a flat value the codec keeps as it is comes back itself, without a
+// copy), and anything the plan cannot vouch for goes through roundTrip,
+// so that what the codec changes or refuses is changed or refused
+// exactly as before. A type with its own JSON or text methods, and every
+// value while DefaultCodec is another codec, always goes through the
+// codec.
 func roundTripOf[T any]() func(any) (any, error) {
-	t := reflect.TypeFor[T]()
-	if !scalarKind(t) || hasCodecMethods(t) {
+	p := copyPlanOf(reflect.TypeFor[T]())
+	if p == nil {
 		return roundTrip[T]
 	}
 	return func(v any) (any, error) {
-		if _, ok := v.(T); ok && keptAsIs(reflect.ValueOf(v)) {
+		if _, ok := DefaultCodec.(jsonCodec); !ok {
+			return roundTrip[T](v)
+		}
+		if _, ok := v.(T); !ok {
+			return roundTrip[T](v)
+		}
+		src := reflect.ValueOf(v)
+		if p.flat && p.keeps(src) {
 			return v, nil
+		}
+		var out T
+		if p.copyInto(reflect.ValueOf(&out).Elem(), src, 0) {
+			return out, nil
 		}
 		return roundTrip[T](v)
 	}
 }
 
-func scalarKind(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.String:
-		return true
-	}
-	return false
-}
-
-var codecMethods = []reflect.Type{
-	reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
-	reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler](),
-}
+var codecMethods = []reflect.Type{jsonMarshaler, jsonUnmarshaler, textMarshaler, textUnmarshaler}
 
 // hasCodecMethods reports whether t or *t encodes or decodes itself.
 func hasCodecMethods(t reflect.Type) bool {
@@ -186,20 +184,6 @@ func hasCodecMethods(t reflect.Type) bool {
 		}
 	}
 	return false
-}
-
-// keptAsIs reports whether the codec gives back v unchanged: a float is
-// finite (the codec refuses NaN and the infinities), a string valid UTF-8
-// (JSON replaces invalid bytes).
-func keptAsIs(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		return !math.IsNaN(f) && !math.IsInf(f, 0)
-	case reflect.String:
-		return utf8.ValidString(v.String())
-	}
-	return true
 }
 
 // stepValues builds a step's codec round trips and records, as the node's
