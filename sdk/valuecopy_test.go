@@ -542,3 +542,40 @@ func FuzzCopyPlanStructShapes(f *testing.F) {
 		}
 	})
 }
+
+// rtNest nests one level a slice.
+type rtNest []rtNest
+
+func nest(levels int) rtNest {
+	v := rtNest{}
+	for range levels {
+		v = rtNest{v}
+	}
+	return v
+}
+
+// A value nested exactly maxCopyDepth levels deep is copied; one level
+// more goes through the codec, with the same result.
+func TestCopyPlanDepthBound(t *testing.T) {
+	p := copyPlanOf(reflect.TypeFor[rtNest]())
+	if p == nil {
+		t.Fatal("rtNest has no copy plan")
+	}
+	for _, c := range []struct {
+		levels int
+		copied bool
+	}{{maxCopyDepth - 1, true}, {maxCopyDepth, true}, {maxCopyDepth + 1, false}} {
+		v := nest(c.levels)
+		dst := reflect.New(p.t).Elem()
+		if got := p.copyInto(dst, reflect.ValueOf(v), 0); got != c.copied {
+			t.Errorf("%d levels: copied %v, want %v", c.levels, got, c.copied)
+		}
+		// reflect.DeepEqual, not cmp.Diff, which takes exponential
+		// time over slices of slices.
+		want, werr := codecRoundTrip[rtNest](v)
+		got, gerr := roundTripOf[rtNest]()(v)
+		if werr != nil || gerr != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%d levels: round trip differs from the codec's (errors %v, %v)", c.levels, gerr, werr)
+		}
+	}
+}
