@@ -68,7 +68,7 @@ func Map[In, Out any](each Flow[In, Out]) Flow[[]In, []Out] {
 					return
 				}
 			}
-		}}, nil
+		}, At: func(i int) any { return items[i] }}, nil
 	})}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/internal/sdkrt"
@@ -168,5 +172,100 @@ func TestMapItemsIgnoreTheCallersReporter(t *testing.T) {
 	}
 	if n := rep.n.Load(); n != 0 {
 		t.Errorf("the caller's reporter got %d reports", n)
+	}
+}
+
+// SlowOffset is Offset that takes a moment, so a map's window fills
+// before its input ends.
+func SlowOffset(ctx context.Context, v int) (int, error) {
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(time.Millisecond):
+	}
+	return v, nil
+}
+
+// A map over a slice (sdk.Map) reads its items by index (Items.At), each
+// once and in order, and never pulls its sequence (a coroutine switch per
+// item); a sized input over MaxItems still fails before any item is read.
+// That reads wait for a free window slot is the backend suite's check
+// (internal/executor/executortest), which runs sized inputs this way.
+func TestMapSliceReadsItemsByIndex(t *testing.T) {
+	const n, window = 40, 4
+	for _, c := range []struct {
+		name          string
+		items, perTsk int
+		maxItems      int
+		wantErr       bool
+	}{
+		{"at the cap", n, 1, n, false},
+		{"batched, at the cap", n, 3, n, false},
+		{"one over the cap", n + 1, 1, n, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				reads  []int
+				pulled atomic.Bool
+			)
+			f := sdk.Map(sdk.Step(SlowOffset)).WithLimits(sdk.Limits{MaxConcurrency: window, MaxItems: c.maxItems})
+			if c.perTsk > 1 {
+				f = f.WithItemBatching(c.perTsk)
+			}
+			g := sdkrt.Graph(f).Clone()
+			m := *g.Map
+			orig := m.Items
+			m.Items = func(in any) (flowgraph.Items, error) {
+				it, err := orig(in)
+				if err != nil {
+					return it, err
+				}
+				seq := it.Seq
+				it.Seq = func(yield func(any) bool) {
+					pulled.Store(true)
+					seq(yield)
+				}
+				if at := it.At; at != nil {
+					it.At = func(i int) any {
+						mu.Lock()
+						reads = append(reads, i)
+						mu.Unlock()
+						return at(i)
+					}
+				}
+				return it, nil
+			}
+			g.Map = &m
+			in := make([]int, c.items)
+			for i := range in {
+				in[i] = 1000 + i
+			}
+			out, err := local.Run(context.Background(), g, in, local.Options{NoCodecRoundTrip: true})
+			if pulled.Load() {
+				t.Error("the slice's sequence was pulled; want its items read by index")
+			}
+			var want []int
+			if c.wantErr {
+				var mie *sdk.MaxItemsError
+				if !errors.As(err, &mie) || mie.Items != c.items || mie.MaxItems != c.maxItems {
+					t.Fatalf("err %v, want a MaxItemsError for %d items", err, c.items)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(in, out); diff != "" {
+					t.Errorf("results (-want +got):\n%s", diff)
+				}
+				want = make([]int, c.items)
+				for i := range want {
+					want[i] = i
+				}
+			}
+			if diff := cmp.Diff(want, reads); diff != "" {
+				t.Errorf("items read (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -2,7 +2,10 @@
 // maps through: engine/local (items run on goroutines in process) and
 // engine/ray (items run as Ray tasks) are two backends of it.
 //
-// Run owns everything a bounded map means, once:
+// Run (an input sequence, pulled as the window has room) and RunIndexed
+// (a sized input, item i read by index when its slot frees, with no
+// iterator to pull) share one scheduler loop, which owns everything a
+// bounded map means, once:
 //
 //   - the admission window: at most Limits.Window items are open (read
 //     and not yet finished, or finished and not yet incorporated by an

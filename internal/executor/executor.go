@@ -109,6 +109,44 @@ type completion[Out any] struct {
 // (progress.Run.Map coalesces them into events).
 func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, error], b Backend[In, Out],
 	sink Sink[Out, R], report func(progress.MapCounters)) (R, error) {
+	pull, stop := iter.Pull2(seq)
+	defer stop()
+	next := func() (v In, ok bool, err error) {
+		var perr error
+		if err := protect(func() { v, perr, ok = pull() }); err != nil {
+			return v, false, fmt.Errorf("rayflow: map %s: reading its input: %w", lim.Node, err)
+		}
+		return v, ok, perr
+	}
+	return run(parent, lim, next, b, sink, report)
+}
+
+// RunIndexed is Run over a sized input of n items, item i read by at(i)
+// (a plain read that neither fails nor panics) when its window slot frees:
+// no iterator is pulled, so no coroutine switch per item. An input over
+// lim.MaxItems fails before any item (CheckSize); otherwise every
+// guarantee of Run holds unchanged.
+func RunIndexed[In, Out, R any](parent context.Context, lim Limits, n int, at func(i int) In, b Backend[In, Out],
+	sink Sink[Out, R], report func(progress.MapCounters)) (R, error) {
+	if err := CheckSize(lim, n); err != nil {
+		var zero R
+		return zero, err
+	}
+	i := 0
+	next := func() (v In, ok bool, err error) {
+		if i == n {
+			return v, false, nil
+		}
+		i++
+		return at(i - 1), true, nil
+	}
+	return run(parent, lim, next, b, sink, report)
+}
+
+// run is Run and RunIndexed: read1 reads the next item (ok false: the input
+// ended; err: the input failed).
+func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, bool, error), b Backend[In, Out],
+	sink Sink[Out, R], report func(progress.MapCounters)) (R, error) {
 	var zero R
 	id := lim.Node
 	window := lim.Window
@@ -233,25 +271,15 @@ func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, e
 		}
 	}
 
-	pull, stop := iter.Pull2(seq)
-	defer stop()
 	for {
 		for failure == nil && !exhausted && open < window {
-			var (
-				v    In
-				perr error
-				ok   bool
-			)
-			if err := protect(func() { v, perr, ok = pull() }); err != nil {
-				failure = fmt.Errorf("rayflow: map %s: reading its input: %w", id, err)
+			v, ok, err := read1()
+			if err != nil {
+				failure = err
 				break
 			}
 			if !ok {
 				exhausted = true
-				break
-			}
-			if perr != nil {
-				failure = perr
 				break
 			}
 			if lim.MaxItems > 0 && read == lim.MaxItems {

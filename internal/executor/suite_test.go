@@ -71,7 +71,8 @@ func (s *foldSink) Finish(context.Context, int) (executortest.Result, error) {
 // fakeRunID is the fake runs' progress identity.
 var fakeRunID = common.RunIdentity{SchemaVersion: 1, RunID: "6f1c0c52-3f0e-4a8e-9d55-0f4a2d6c1b10", TaskExecutionPK: 1, AttemptNumber: 1, ExecutionGeneration: 1}
 
-// runFake runs a scenario through executor.Run on the fake backend,
+// runFake runs a scenario through executor.Run (a lazy input) or
+// executor.RunIndexed (a sized one) on the fake backend,
 // reporting to a real progress.Run (full policy, no sink) whose final
 // state is the result's Progress; every report is checked against the
 // window.
@@ -95,11 +96,6 @@ func runFake(t *testing.T) executortest.Runner {
 			}
 			return res, err
 		}
-		if !s.Lazy {
-			if err := executor.CheckSize(lim, len(s.Jobs)); err != nil {
-				return final(executortest.Result{}, err)
-			}
-		}
 		var seq iter.Seq2[executortest.Job, error] = func(yield func(executortest.Job, error) bool) {
 			for _, j := range s.Jobs {
 				if !yield(j, nil) {
@@ -117,7 +113,12 @@ func runFake(t *testing.T) executortest.Runner {
 		if s.Fold {
 			sink = &foldSink{}
 		}
-		return final(executor.Run(ctx, lim, seq, executor.Backend[executortest.Job, int](fake{}), sink, report))
+		b := executor.Backend[executortest.Job, int](fake{})
+		if !s.Lazy {
+			// A sized input: read by index, refused over MaxItems by RunIndexed.
+			return final(executor.RunIndexed(ctx, lim, len(s.Jobs), func(i int) executortest.Job { return s.Jobs[i] }, b, sink, report))
+		}
+		return final(executor.Run(ctx, lim, seq, b, sink, report))
 	}
 }
 

@@ -320,6 +320,29 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		b.items = telemetry.MapItems(parent, id)
 		b.hide = reporterIn(parent)
 	}
+	if m.Fold == nil {
+		ls := &listSink{n: n}
+		if items.Len > 0 {
+			ls.results = make([]any, 0, items.Len) // a sized input: the list never grows
+		}
+		return runItems(parent, lim, items, b, executor.Sink[any, any](ls), report)
+	}
+	acc, err := m.Fold.Initial()
+	if err != nil {
+		return nil, fmt.Errorf("rayflow: map %s: %w", id, err)
+	}
+	lim.Ordered, lim.InOrder = true, true
+	return runItems(parent, lim, items, b, executor.Sink[any, any](&foldSink{r: r, m: m, id: id, acc: acc, timeout: lim.CancelTimeout}), report)
+}
+
+// runItems runs the map's items through the executor: a sized input with
+// an indexed read (Items.At) item by item by index, else its sequence,
+// pulled as the window has room.
+func runItems(parent context.Context, lim executor.Limits, items flowgraph.Items, b *mapBackend,
+	sink executor.Sink[any, any], report func(progress.MapCounters)) (any, error) {
+	if items.At != nil && items.Len >= 0 {
+		return executor.RunIndexed(parent, lim, items.Len, items.At, b, sink, report)
+	}
 	seq := func(yield func(any, error) bool) {
 		for v := range items.Seq {
 			if !yield(v, nil) {
@@ -327,19 +350,7 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 			}
 		}
 	}
-	if m.Fold == nil {
-		ls := &listSink{n: n}
-		if items.Len > 0 {
-			ls.results = make([]any, 0, items.Len) // a sized input: the list never grows
-		}
-		return executor.Run(parent, lim, seq, b, ls, report)
-	}
-	acc, err := m.Fold.Initial()
-	if err != nil {
-		return nil, fmt.Errorf("rayflow: map %s: %w", id, err)
-	}
-	lim.Ordered, lim.InOrder = true, true
-	return executor.Run(parent, lim, seq, b, &foldSink{r: r, m: m, id: id, acc: acc, timeout: lim.CancelTimeout}, report)
+	return executor.Run(parent, lim, seq, b, sink, report)
 }
 
 // mapBackend runs a map's items in process: each item's body on the

@@ -225,6 +225,12 @@ type Items struct {
 	Len int
 	// Seq yields the items in order.
 	Seq iter.Seq[any]
+	// At, when set (a sized input only), returns item i, 0 ≤ i < Len: the
+	// same items Seq yields, read by index, so an engine that runs the
+	// items in process reads each one as its window slot frees without
+	// pulling Seq through a coroutine. It is a plain read: it neither
+	// fails nor panics.
+	At func(i int) any
 }
 
 // EffectiveRayOptions returns the leaf's Ray task options with its Resources laid
