@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -30,19 +31,23 @@ func bufferActors(t *testing.T) map[string]string {
 // since before, and returns their states.
 func newActors(t *testing.T, before map[string]string, d time.Duration, cond func(map[string]string) bool) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		fresh := map[string]string{}
+	var fresh map[string]string
+	check := func(context.Context) (bool, error) {
+		fresh = map[string]string{}
 		for id, st := range bufferActors(t) {
 			if _, ok := before[id]; !ok {
 				fresh[id] = st
 			}
 		}
-		if cond(fresh) || time.Now().After(deadline) {
-			return fresh
-		}
-		time.Sleep(200 * time.Millisecond)
+		return cond(fresh), nil
 	}
+	if ok, _ := check(t.Context()); ok || d <= 0 { // d 0: one look
+		return fresh
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	_ = testwait.Poll(ctx, 200*time.Millisecond, "the new buffer actors", check)
+	return fresh
 }
 
 func allDead(m map[string]string) bool {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/syncbuf"
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // freePort returns a TCP port that was free a moment ago.
@@ -92,22 +93,27 @@ func tryStartHead(t *testing.T, extra ...string) (*privateHead, string) {
 		}
 		os.RemoveAll(dir)
 	}
-	for end := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	up := false
+	_ = testwait.Poll(ctx, 200*time.Millisecond, "the private Ray head", func(context.Context) (bool, error) {
 		if strings.Contains(log.String(), "Ray runtime started") {
-			t.Cleanup(cleanup)
-			return h, ""
+			up = true
+			return true, nil
 		}
 		select {
 		case <-exited:
-			cleanup()
-			return nil, log.String()
+			return true, nil
 		default:
+			return false, nil
 		}
-		if time.Now().After(end) {
-			cleanup()
-			return nil, log.String()
-		}
+	})
+	if !up { // ray start exited, or the head did not come up in time
+		cleanup()
+		return nil, log.String()
 	}
+	t.Cleanup(cleanup)
+	return h, ""
 }
 
 // kill SIGKILLs the head's whole session (GCS, raylet, agents, workers).
@@ -201,19 +207,21 @@ func alive(pid int) bool {
 	return err == nil && !strings.Contains(string(st), ") Z ")
 }
 
-// waitGone waits up to d for every pid to end.
+// waitGone waits up to d for every pid to end; it returns those left.
 func waitGone(pids []int, d time.Duration) []int {
-	for end := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
-		var left []int
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var left []int
+	_ = testwait.Poll(ctx, 100*time.Millisecond, "the processes gone", func(context.Context) (bool, error) {
+		left = left[:0]
 		for _, p := range pids {
 			if alive(p) {
 				left = append(left, p)
 			}
 		}
-		if len(left) == 0 || time.Now().After(end) {
-			return left
-		}
-	}
+		return len(left) == 0, nil
+	})
+	return left
 }
 
 func cmdlines(pids []int) string {
@@ -271,13 +279,7 @@ func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(t.TempDir(), "pid")
-	errc := make(chan error, 1)
-	go func() {
-		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
-		errc <- err
-	}()
-	leaf := leafPID(t, marker)
+	errc, leaf := startLongLeaf(t, ctx, e)
 	killed := time.Now()
 	kill(t, head)
 	select {
@@ -301,18 +303,54 @@ func testClusterLost(t *testing.T, kill func(*testing.T, *privateHead)) {
 	if _, err := runOn(ctx, e, chainFlow, 1); !errors.Is(err, ErrClusterLost) || time.Since(start) > time.Second {
 		t.Fatalf("a later run: %v after %v, want ErrClusterLost at once", err, time.Since(start))
 	}
-	start = time.Now()
-	if err := e.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("Close took %v with a dead head", d)
-	} else {
-		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
-	}
+	closeWithin(t, e, 2*time.Second, " with a dead head")
 	head.kill()
 	if left := waitGone([]int{leaf}, 10*time.Second); len(left) > 0 {
 		t.Fatalf("the leaf process outlived its cluster:\n%s", cmdlines(left))
+	}
+}
+
+// startLongLeaf starts a run of one leaf of a minute (no retries) on e
+// and returns the channel of the run's error and the leaf's process id,
+// once the leaf runs.
+func startLongLeaf(t *testing.T, ctx context.Context, e *Engine) (<-chan error, int) {
+	t.Helper()
+	marker := filepath.Join(t.TempDir(), "pid")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
+		errc <- err
+	}()
+	return errc, leafPID(t, marker)
+}
+
+// closeDuringRun closes e within about its 1 s timeout and checks that
+// the run of errc ends with ErrClosed within 5 s.
+func closeDuringRun(t *testing.T, e *Engine, errc <-chan error) {
+	t.Helper()
+	closeWithin(t, e, 2500*time.Millisecond, ", its timeout 1s")
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("want ErrClosed, got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end within 5s of Close")
+	}
+}
+
+// closeWithin closes e and fails t unless Close returns nil within bound;
+// what says more of the case in the messages.
+func closeWithin(t *testing.T, e *Engine, bound time.Duration, what string) {
+	t.Helper()
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > bound {
+		t.Fatalf("Close took %v%s, want at most %v", d, what, bound)
+	} else {
+		t.Logf("Close took %v%s", d.Round(time.Millisecond), what)
 	}
 }
 
@@ -326,15 +364,7 @@ func TestCloseWithDeadHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	head.kill()
-	start := time.Now()
-	if err := e.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("Close took %v with a dead head", d)
-	} else {
-		t.Logf("Close took %v with a dead head", d.Round(time.Millisecond))
-	}
+	closeWithin(t, e, 2*time.Second, " with a dead head")
 	if _, err := runOn(context.Background(), e, chainFlow, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a run after Close: %v, want ErrClosed", err)
 	}
@@ -356,13 +386,7 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 	if !strings.HasPrefix(session, "session_") {
 		t.Fatalf("session dir %q", b.SessionDir)
 	}
-	marker := filepath.Join(t.TempDir(), "pid")
-	errc := make(chan error, 1)
-	go func() {
-		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
-		errc <- err
-	}()
-	leaf := leafPID(t, marker)
+	errc, leaf := startLongLeaf(t, ctx, e)
 	procs := append(procsMentioning(session), leaf)
 	procs = append(procs, descendants(b.PID())...) // the bridge, Ray's services, agents, workers
 	slices.Sort(procs)
@@ -371,27 +395,11 @@ func TestCloseDuringRunPrivateCluster(t *testing.T) {
 		t.Fatalf("only %d processes of the private cluster found:\n%s", len(procs), cmdlines(procs))
 	}
 	t.Logf("%d processes of the private cluster before Close: %s", len(procs), procNames(procs))
-	start := time.Now()
-	if err := e.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Fatalf("Close took %v, want about its 1s timeout", d)
-	} else {
-		t.Logf("Close took %v", d.Round(time.Millisecond))
-	}
-	select {
-	case err = <-errc:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not end within 5s of Close")
-	}
-	if !errors.Is(err, ErrClosed) {
-		t.Fatalf("want ErrClosed, got %v", err)
-	}
+	closeDuringRun(t, e, errc)
 	if left := waitGone(procs, 5*time.Second); len(left) > 0 {
 		t.Fatalf("processes of the private cluster outlived Close:\n%s", cmdlines(left))
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a window for a second session's line, which must not come
 	if n := strings.Count(log.String(), "Started a local Ray instance"); n != 1 {
 		t.Fatalf("%d local Ray sessions started, want 1:\n%s", n, log.String())
 	}
@@ -409,30 +417,8 @@ func TestCloseDuringRunConnectedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(t.TempDir(), "pid")
-	errc := make(chan error, 1)
-	go func() {
-		_, err := runOn(ctx, e, noRetryFlow, Job{I: 1, SleepMS: 60_000, Marker: marker})
-		errc <- err
-	}()
-	leaf := leafPID(t, marker)
-	start := time.Now()
-	if err := e.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Fatalf("Close took %v, want about its 1s timeout", d)
-	} else {
-		t.Logf("Close took %v", d.Round(time.Millisecond))
-	}
-	select {
-	case err = <-errc:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not end within 5s of Close")
-	}
-	if !errors.Is(err, ErrClosed) {
-		t.Fatalf("want ErrClosed, got %v", err)
-	}
+	errc, leaf := startLongLeaf(t, ctx, e)
+	closeDuringRun(t, e, errc)
 	// The run's task is gone with the driver; the cluster is not.
 	if left := waitGone([]int{leaf}, 20*time.Second); len(left) > 0 {
 		t.Fatalf("the run's leaf outlived Close:\n%s", cmdlines(left))
@@ -440,7 +426,7 @@ func TestCloseDuringRunConnectedCluster(t *testing.T) {
 	if err := dialTimeout(head.addr, time.Second); err != nil {
 		t.Fatalf("the cluster is gone after Close: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a window for a local session's line, which must not come
 	if strings.Contains(log.String(), "Started a local Ray instance") {
 		t.Fatalf("Close started a local Ray session:\n%s", log.String())
 	}

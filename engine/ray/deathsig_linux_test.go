@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // TestLeafParentDeathSignal: a leaf process dies with the process that
@@ -40,15 +42,13 @@ func TestLeafParentDeathSignal(t *testing.T) {
 	}
 	in.Close()
 	var leaf int
-	for deadline := time.Now().Add(10 * time.Second); leaf == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the shell did not start the leaf")
-		}
+	testwait.Until(t, 10*time.Second, "the shell started the leaf", func() bool {
 		b, _ := os.ReadFile(pidFile)
 		if bytes.HasSuffix(b, []byte("\n")) {
 			leaf, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-	}
+		return leaf != 0
+	})
 	time.Sleep(200 * time.Millisecond) // the leaf is past its init and waits for its handshake
 	if !alive(leaf) {
 		t.Fatalf("the leaf process %d is not running before its parent is killed", leaf)

@@ -149,21 +149,27 @@ func TestLeafHandshake(t *testing.T) {
 	}
 }
 
+// errorCase is a flow that fails on its input in.
+type errorCase struct {
+	name string
+	flow sdk.Flow[int, int]
+	in   int
+}
+
+// leafErrorCases fail in their one leaf: a typed error, a sentinel, a panic.
+var leafErrorCases = []errorCase{
+	{"typed wrapped", billingFlow, 2},
+	{"sentinel wrapped", billingFlow, -1},
+	{"panic", panicsFlow, 3},
+}
+
 // A leaf's error crosses the leaf protocol with its whole chain: the
 // same Error() text and the same errors.Is/As answers as the local run.
 func TestLeafErrorChain(t *testing.T) {
 	t.Parallel()
 	c := startLeaf(t, "sha256:x")
 	c.send(t, map[string]any{"hello": map[string]any{"protocol": leafProtocolVersion}})
-	for _, tc := range []struct {
-		name string
-		flow sdk.Flow[int, int]
-		in   int
-	}{
-		{"typed wrapped", billingFlow, 2},
-		{"sentinel wrapped", billingFlow, -1},
-		{"panic", panicsFlow, 3},
-	} {
+	for _, tc := range leafErrorCases {
 		in, _ := sdk.DefaultCodec.Marshal(tc.in)
 		m, err := sdk.Materialize(tc.flow)
 		if err != nil {
@@ -220,16 +226,7 @@ func TestErrorsAcrossRay(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	for _, tc := range []struct {
-		name string
-		flow sdk.Flow[int, int]
-		in   int
-	}{
-		{"typed wrapped", billingFlow, 2},
-		{"sentinel wrapped", billingFlow, -1},
-		{"panic", panicsFlow, 3},
-		{"in a chain", sdk.Then(sdk.Step(Inc), billingFlow), 1},
-	} {
+	for _, tc := range append(leafErrorCases, errorCase{"in a chain", sdk.Then(sdk.Step(Inc), billingFlow), 1}) {
 		_, remote := runOn(ctx, testEngine, tc.flow, tc.in)
 		_, local := sdk.Run(ctx, tc.flow, tc.in)
 		compareErrors(t, tc.name, local, remote)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/syncbuf"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -50,7 +51,8 @@ func TestFailedItemLogs(t *testing.T) {
 				t.Fatalf("want the *JobFailure of item 1, got %v", err)
 			}
 		}
-		// Ray reports a dead worker asynchronously: give it time to.
+		// Ray reports a dead worker asynchronously: a window for a death
+		// line, which must not come.
 		time.Sleep(3 * time.Second)
 		out := log.String()
 		if want := "job 1 failed"; !strings.Contains(out, want) || !strings.Contains(out, "0.1.m1") {
@@ -81,13 +83,13 @@ func TestFailedItemLogs(t *testing.T) {
 		if err := <-errc; !errors.As(err, &te) || te.Kind != "worker_crashed" {
 			t.Fatalf("want a worker_crashed TaskError, got %v", err)
 		}
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			// The worker's line, or the raylet's (Ray folds repeated lines).
-			if out := log.String()[from:]; deathLine.MatchString(out) {
-				break
-			} else if time.Now().After(end) {
-				t.Fatalf("the leaf process's death is not logged:\n%s", out)
-			}
+		// The worker's line, or the raylet's (Ray folds repeated lines).
+		wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if err := testwait.Poll(wctx, 100*time.Millisecond, "the leaf's death logged", func(context.Context) (bool, error) {
+			return deathLine.MatchString(log.String()[from:]), nil
+		}); err != nil {
+			t.Fatalf("the leaf process's death is not logged:\n%s", log.String()[from:])
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
 
@@ -39,16 +40,10 @@ func TestBridgeKilledMidRun(t *testing.T) {
 		errc <- err
 	}()
 	// Kill it once leaves are running.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if b, _ := os.ReadFile(log); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no leaf finished within 60s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 60*time.Second, "a leaf finished", func() bool {
+		b, _ := os.ReadFile(log)
+		return len(b) > 0
+	})
 	killed := time.Now()
 	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -79,33 +74,31 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	if _, err := b.Put(ctx, []byte("x")); !errors.Is(err, ErrBridgeClosed) {
 		t.Fatalf("a call after death: want ErrBridgeClosed, got %v", err)
 	}
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		n := runtime.NumGoroutine()
-		if n <= before {
-			break
-		}
-		if time.Now().After(end) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-		}
+	ctx5, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := testwait.Poll(ctx5, 50*time.Millisecond, "the goroutines ended", func(context.Context) (bool, error) {
+		return runtime.NumGoroutine() <= before, nil
+	}); err != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%v: %d goroutines, %d before:\n%s", err, runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 	}
 }
 
 // leafPID waits for the leaf to write its process id to marker.
 func leafPID(t *testing.T, marker string) int {
 	t.Helper()
-	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	var line string
+	testwait.Until(t, 60*time.Second, "the leaf started", func() bool {
 		b, _ := os.ReadFile(marker)
-		if line, _, ok := strings.Cut(string(b), "\n"); ok {
-			pid, err := strconv.Atoi(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
+		var ok bool
+		line, _, ok = strings.Cut(string(b), "\n")
+		return ok
+	})
+	pid, err := strconv.Atoi(line)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("the leaf did not start within 60s")
-	return 0
+	return pid
 }
 
 // TestLeafProcessKilled kills the Go leaf process mid-leaf: with

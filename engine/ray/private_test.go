@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayflow/rayflow/internal/testwait"
 )
 
 // clusterOwnerEnv makes the test binary a private cluster's owner (see
@@ -113,18 +116,22 @@ func TestPrivateClusterOwner(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	var f []string
-	for end := time.Now().Add(3 * time.Minute); len(f) < 4; time.Sleep(100 * time.Millisecond) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if err := testwait.Poll(ctx, 100*time.Millisecond, "the owner's private cluster", func(context.Context) (bool, error) {
 		b, _ := os.ReadFile(out)
-		f = strings.Fields(string(b))
+		if f = strings.Fields(string(b)); len(f) >= 4 {
+			return true, nil
+		}
 		select {
 		case <-exited:
-			t.Fatal("the owner ended before its private cluster was up")
+			return false, errors.New("the owner ended before its private cluster was up")
 		default:
+			return false, nil
 		}
-		if time.Now().After(end) {
-			_ = cmd.Process.Kill()
-			t.Fatal("the owner's private cluster did not start within 3 minutes")
-		}
+	}); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatal(err)
 	}
 	bridge, _ := strconv.Atoi(f[0])
 	session, gcs, raylet := f[1], f[2], f[3]
@@ -176,19 +183,18 @@ func TestPrivateClusterOwner(t *testing.T) {
 		killed := time.Now()
 		<-exited
 		const bound = 5 * time.Second
-		left := procs
-		for time.Since(killed) < bound+5*time.Second {
-			left = nil
+		var left []int
+		ctx, cancel := context.WithDeadline(t.Context(), killed.Add(bound+5*time.Second))
+		defer cancel()
+		_ = testwait.Poll(ctx, 50*time.Millisecond, "the private cluster gone", func(context.Context) (bool, error) {
+			left = left[:0]
 			for _, p := range append(procs, members()...) {
 				if alive(p) && !slices.Contains(left, p) {
 					left = append(left, p)
 				}
 			}
-			if len(left) == 0 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return len(left) == 0, nil
+		})
 		took := time.Since(killed)
 		if len(left) > 0 {
 			t.Fatalf("%d processes of the private cluster outlived their owner by %v:\n%s", len(left), took.Round(time.Millisecond), cmdlines(left))

@@ -9,6 +9,7 @@ import (
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/gen/detail"
 	"github.com/rayflow/rayflow/gen/topology"
+	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -120,14 +121,10 @@ func TestProgressFull(t *testing.T) {
 	if after != before+1 {
 		t.Fatalf("%d collector actors before the run, %d after; want one more", before, after)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for alive > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	testwait.Until(t, 10*time.Second, "no collector actor alive after the run", func() bool {
 		_, alive = progressActors(t)
-	}
-	if alive != 0 {
-		t.Fatalf("%d collector actors still alive after the run", alive)
-	}
+		return alive == 0
+	})
 }
 
 // terminal_only and disabled create no collector actor and ReportProgress
