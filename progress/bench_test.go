@@ -21,7 +21,7 @@ func BenchmarkCollectorIngest(b *testing.B) {
 
 func benchIngest(b *testing.B, cpu func() time.Duration) {
 	e := newEnc(b)
-	c, _ := NewCollector(CollectorConfig{Identity: testID, Profile: limits.ProfileTerminalV1, CPU: cpu})
+	c, _ := newCollector(collectorConfig{Identity: testID, Profile: limits.ProfileTerminalV1, CPU: cpu})
 	const nodes = 256
 	for i := range nodes {
 		c.Ingest(must(e.NodeRegistered(nodeID(i), "leaf", nil, nil, nil)))
@@ -48,7 +48,7 @@ func benchIngest(b *testing.B, cpu func() time.Duration) {
 // BenchmarkCollectorSnapshot: building the schema-v2 snapshot of 256 nodes.
 func BenchmarkCollectorSnapshot(b *testing.B) {
 	e := newEnc(b)
-	c, _ := NewCollector(CollectorConfig{Identity: testID, Profile: limits.ProfileTerminalV1})
+	c, _ := newCollector(collectorConfig{Identity: testID, Profile: limits.ProfileTerminalV1})
 	for i := range 256 {
 		c.Ingest(must(e.NodeRegistered(nodeID(i), "leaf", nil, nil, nil)))
 		c.Ingest(must(e.Encode(KindApplicationProgress, &event.ApplicationProgressPayload{Current: 1, Total: 2, NodeID: nodeID(i), Metrics: map[string]json.RawMessage{}}, false)))

@@ -21,8 +21,8 @@ import (
 	"github.com/rayflow/rayflow/sdk/canonical"
 )
 
-// CollectorConfig configures a Collector.
-type CollectorConfig struct {
+// collectorConfig configures a Collector.
+type collectorConfig struct {
 	// Identity is the exact run fence; required.
 	Identity common.RunIdentity
 	// Profile bounds the retained state: limits.ProfileV1 (the zero value
@@ -49,9 +49,9 @@ type Outcome struct {
 	Err    error
 }
 
-// Collector holds the bounded graph state of one run identity. It is safe
+// collector holds the bounded graph state of one run identity. It is safe
 // for concurrent use.
-type Collector struct {
+type collector struct {
 	now  func() time.Time
 	cpu  func() time.Duration
 	prof limits.Profile
@@ -81,8 +81,8 @@ type nodeState struct {
 	detailBytes int64
 }
 
-// NewCollector returns a collector fenced to cfg.Identity.
-func NewCollector(cfg CollectorConfig) (*Collector, error) {
+// newCollector returns a collector fenced to cfg.Identity.
+func newCollector(cfg collectorConfig) (*collector, error) {
 	if err := cfg.Identity.Validate(); err != nil {
 		return nil, fmt.Errorf("progress: run identity: %w", err)
 	}
@@ -93,7 +93,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 	if err := prof.Validate(); err != nil {
 		return nil, fmt.Errorf("progress: limits profile: %w", err)
 	}
-	c := &Collector{now: cfg.Now, cpu: cfg.CPU, prof: prof}
+	c := &collector{now: cfg.Now, cpu: cfg.CPU, prof: prof}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -107,7 +107,7 @@ func NewCollector(cfg CollectorConfig) (*Collector, error) {
 // Reset starts over for a new run identity: the graph, the ingress
 // counters and the revision restart (clients reset on a new run id,
 // attempt or generation).
-func (c *Collector) Reset(id common.RunIdentity) error {
+func (c *collector) Reset(id common.RunIdentity) error {
 	if err := id.Validate(); err != nil {
 		return fmt.Errorf("progress: run identity: %w", err)
 	}
@@ -117,7 +117,7 @@ func (c *Collector) Reset(id common.RunIdentity) error {
 	return nil
 }
 
-func (c *Collector) resetLocked(id common.RunIdentity) {
+func (c *collector) resetLocked(id common.RunIdentity) {
 	c.disabled = false
 	c.id = id
 	c.plan = nil
@@ -137,36 +137,36 @@ func (c *Collector) resetLocked(id common.RunIdentity) {
 
 // Disable stops mutation (the run lost its fence or ended): later calls are
 // only counted as post_disable_calls and refused as fence_mismatch.
-func (c *Collector) Disable() {
+func (c *collector) Disable() {
 	c.mu.Lock()
 	c.disabled = true
 	c.mu.Unlock()
 }
 
 // Identity returns the current fence.
-func (c *Collector) Identity() common.RunIdentity {
+func (c *collector) Identity() common.RunIdentity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.id
 }
 
 // Revision returns the current revision (0 before any accepted event).
-func (c *Collector) Revision() int64 {
+func (c *collector) Revision() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.revision
 }
 
 // Profile returns the limits profile in force.
-func (c *Collector) Profile() limits.Profile { return c.prof }
+func (c *collector) Profile() limits.Profile { return c.prof }
 
-func (c *Collector) add(x *int64, d int64) {
+func (c *collector) add(x *int64, d int64) {
 	if satAdd(x, d) {
 		c.ing.Cost.Saturated = true
 	}
 }
 
-func (c *Collector) addMax(total, maxv *int64, d int64) {
+func (c *collector) addMax(total, maxv *int64, d int64) {
 	c.add(total, d)
 	if d > *maxv {
 		*maxv = d
@@ -174,7 +174,7 @@ func (c *Collector) addMax(total, maxv *int64, d int64) {
 }
 
 // Ingest processes one encoded event as drained from the collector actor.
-func (c *Collector) Ingest(wire []byte) Outcome {
+func (c *collector) Ingest(wire []byte) Outcome {
 	t0, cpu0 := c.now(), c.cpu()
 	out, ev := c.decode(wire)
 	return c.ingest(t0, cpu0, wire, out, ev)
@@ -184,7 +184,7 @@ func (c *Collector) Ingest(wire []byte) Outcome {
 // canonical encoding and ev exactly its decoded form, so the strict decode
 // and the canonical check are skipped; the fence, the rules, the limits
 // and the accounting are Ingest's.
-func (c *Collector) ingestOwn(wire []byte, ev event.Event) Outcome {
+func (c *collector) ingestOwn(wire []byte, ev event.Event) Outcome {
 	t0, cpu0 := c.now(), c.cpu()
 	if int64(len(wire)) > c.prof.EventWireBytes {
 		return c.ingest(t0, cpu0, wire, reject(kindOf(ev), event.ErrorReasonLimitExceeded, BucketProtocolError,
@@ -194,14 +194,14 @@ func (c *Collector) ingestOwn(wire []byte, ev event.Event) Outcome {
 }
 
 // ingestEvent is ingestOwn when ev is set, else Ingest.
-func (c *Collector) ingestEvent(wire []byte, ev event.Event) Outcome {
+func (c *collector) ingestEvent(wire []byte, ev event.Event) Outcome {
 	if ev == nil {
 		return c.Ingest(wire)
 	}
 	return c.ingestOwn(wire, ev)
 }
 
-func (c *Collector) ingest(t0 time.Time, cpu0 time.Duration, wire []byte, out Outcome, ev event.Event) Outcome {
+func (c *collector) ingest(t0 time.Time, cpu0 time.Duration, wire []byte, out Outcome, ev event.Event) Outcome {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ig := &c.ing.Cost.Ingest
@@ -246,13 +246,13 @@ func (c *Collector) ingest(t0 time.Time, cpu0 time.Duration, wire []byte, out Ou
 	return out
 }
 
-func (c *Collector) addKind(m map[Kind]int64, k Kind) {
+func (c *collector) addKind(m map[Kind]int64, k Kind) {
 	v := m[k]
 	c.add(&v, 1)
 	m[k] = v
 }
 
-func (c *Collector) bucket(b Bucket) *int64 {
+func (c *collector) bucket(b Bucket) *int64 {
 	r := &c.ing.RejectedByReason
 	switch b {
 	case BucketFenceMismatch:
@@ -274,7 +274,7 @@ func reject(k Kind, r event.ErrorReason, b Bucket, err error) Outcome {
 }
 
 // decode applies the byte caps, the strict decoder and the canonical check.
-func (c *Collector) decode(wire []byte) (Outcome, event.Event) {
+func (c *collector) decode(wire []byte) (Outcome, event.Event) {
 	if int64(len(wire)) > c.prof.EventWireBytes {
 		return reject("", event.ErrorReasonLimitExceeded, BucketProtocolError, fmt.Errorf("event is %d bytes, more than %d", len(wire), c.prof.EventWireBytes)), nil
 	}
@@ -300,7 +300,7 @@ func (c *Collector) decode(wire []byte) (Outcome, event.Event) {
 }
 
 // delay samples the processed delivery delay of an accepted event.
-func (c *Collector) delay(occurredAt string) {
+func (c *collector) delay(occurredAt string) {
 	t, ok := parseTimestamp(occurredAt)
 	if !ok {
 		return
@@ -317,7 +317,7 @@ func (c *Collector) delay(occurredAt string) {
 
 // apply runs one fenced, decoded event against the graph. Every check
 // happens before any mutation, so a rejected event changes nothing.
-func (c *Collector) apply(ev event.Event, env envelope) Outcome {
+func (c *collector) apply(ev event.Event, env envelope) Outcome {
 	k := env.Kind
 	ok := Outcome{Accepted: true, Kind: k, Truncated: env.Truncated}
 	at, _ := parseTimestamp(env.OccurredAt)
@@ -443,7 +443,7 @@ func (c *Collector) apply(ev event.Event, env envelope) Outcome {
 }
 
 // settle moves a node to a terminal state.
-func (c *Collector) settle(n *Node, s detail.NodeState, ts float64, errText *string) {
+func (c *collector) settle(n *Node, s detail.NodeState, ts float64, errText *string) {
 	n.State = s
 	n.FinishedAt = &ts
 	if n.StartedAt == nil {
@@ -463,7 +463,7 @@ func (c *Collector) settle(n *Node, s detail.NodeState, ts float64, errText *str
 
 // checkBytes checks the retained-byte limits after adding dTopo and
 // dDetail bytes.
-func (c *Collector) checkBytes(k Kind, dTopo, dDetail int64) (Outcome, bool) {
+func (c *collector) checkBytes(k Kind, dTopo, dDetail int64) (Outcome, bool) {
 	topo, det := c.topoBytes+dTopo, c.detailBytes+dDetail
 	if topo > c.prof.TopologyEncodedBytes || det > c.prof.DetailEncodedBytes || topo+det > c.prof.CombinedEncodedBytes {
 		return reject(k, event.ErrorReasonLimitExceeded, BucketRetainedBytesLimit,
@@ -472,7 +472,7 @@ func (c *Collector) checkBytes(k Kind, dTopo, dDetail int64) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-func (c *Collector) register(n Node, ok Outcome, env envelope) Outcome {
+func (c *collector) register(n Node, ok Outcome, env envelope) Outcome {
 	k := ok.Kind
 	if _, dup := c.nodes[n.NodeID]; dup {
 		return reject(k, event.ErrorReasonProtocolError, BucketProtocolError, fmt.Errorf("node %q registered twice", n.NodeID))
@@ -507,7 +507,7 @@ func (c *Collector) register(n Node, ok Outcome, env envelope) Outcome {
 	return ok
 }
 
-func (c *Collector) addEdges(edges []topology.Edge, ok Outcome) Outcome {
+func (c *collector) addEdges(edges []topology.Edge, ok Outcome) Outcome {
 	k := ok.Kind
 	var fresh []topology.Edge
 	var bytesAdded int64
@@ -543,7 +543,7 @@ func (c *Collector) addEdges(edges []topology.Edge, ok Outcome) Outcome {
 	return ok
 }
 
-func (c *Collector) aggregate(r *event.ProducerReportPayload) {
+func (c *collector) aggregate(r *event.ProducerReportPayload) {
 	a := c.ing.Producer
 	if a == nil {
 		a = &ProducerAggregate{SchemaVersion: 1, TerminalHandoff: map[string]int64{}}
@@ -567,7 +567,7 @@ func (c *Collector) aggregate(r *event.ProducerReportPayload) {
 	a.Saturated = a.Saturated || sat || r.Saturated
 }
 
-func (c *Collector) pushRecent(k Kind, n *Node, occurredAt string) {
+func (c *collector) pushRecent(k Kind, n *Node, occurredAt string) {
 	e := RecentEvent{Event: detail.NodeEventKind(k), Label: n.Label, NodeID: n.NodeID, State: n.State, Timestamp: occurredAt}
 	if int64(len(c.recent)) < c.prof.RecentEvents {
 		c.recent = append(c.recent, e)
@@ -611,7 +611,7 @@ func edgeSize(e topology.Edge) int64 {
 }
 
 // Snapshot returns the schema-v2 snapshot of the retained state.
-func (c *Collector) Snapshot() Snapshot {
+func (c *collector) Snapshot() Snapshot {
 	t0, cpu0 := c.now(), c.cpu()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -699,4 +699,4 @@ func (c *Collector) Snapshot() Snapshot {
 }
 
 // Diagnostics returns the ingress diagnostics alone.
-func (c *Collector) Diagnostics() Ingress { return c.Snapshot().Ingress }
+func (c *collector) Diagnostics() Ingress { return c.Snapshot().Ingress }

@@ -28,7 +28,7 @@ var testPlan = event.Plan{PlanFormat: "rayflow.workflow-plan", PlanFormatVersion
 	TopologyClass: event.PlanTopologyClassDynamic, NodeCount: 4}
 
 // buildRun feeds a small run: 0.0 → 0.1 (map) → 0.2, and 0.0 → 0.3.
-func buildRun(t *testing.T, e *Encoder, c *Collector) {
+func buildRun(t *testing.T, e *Encoder, c *collector) {
 	t.Helper()
 	ingestOK(t, c, must(e.Initialized(testPlan)))
 	env := map[string]json.RawMessage{"mode": json.RawMessage(`"inherit"`), "hash": json.RawMessage(`"sha256:00"`)}

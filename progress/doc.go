@@ -42,15 +42,15 @@
 //
 // # Collector (in the coordinator)
 //
-// A Collector ingests encoded events: byte caps, strict decoding
+// The run's collector (unexported) ingests encoded events: byte caps, strict decoding
 // (gen/event), the canonical check (canonical.NoFold re-encoding must equal
 // the bytes), the exact run-identity fence, then the node, edge and
 // retained-byte limits of its profile (limits.ProfileV1 or
 // limits.ProfileTerminalV1). It keeps bounded graph state and ingress
 // diagnostics and builds the schema-v2 snapshot (Snapshot); its revision is
 // monotonic within one run identity and restarts on Reset.
-// TerminalSummary builds the bounded summary v3 of a terminal_only run;
-// Run builds the summary v3 of a full run from the Collector's state.
+// A terminal_only run's bounded summary v3 is built without a collector;
+// Run builds the summary v3 of a full run from the collector's state.
 //
 // # Decisions where the contract is silent
 //

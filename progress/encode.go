@@ -36,8 +36,8 @@ const (
 	KindProducerReport      Kind = "producer_report"
 )
 
-// Kinds lists every Kind in schema order.
-var Kinds = []Kind{
+// kinds lists every Kind in schema order.
+var kinds = []Kind{
 	KindInitialized, KindNodeRegistered, KindEdgesRegistered, KindMapRegistered,
 	KindSubmitted, KindStarted, KindApplicationProgress, KindMapProgress,
 	KindOutputPreview, KindCompleted, KindFailed, KindNodeSettled, KindProducerReport,
@@ -208,7 +208,7 @@ func (e *Encoder) initializedEv(plan event.Plan) ([]byte, event.Event, error) {
 
 // NodeRegistered encodes a task node's registration. The label is bounded,
 // the callable path bounded to 512 bytes (null when oversized), and the
-// metadata redacted and bounded (RedactMetadata).
+// metadata redacted and bounded (redactMetadata).
 func (e *Encoder) NodeRegistered(nodeID, label string, callablePath *string, runtimeEnv, rayOptions map[string]json.RawMessage) ([]byte, error) {
 	b, _, err := e.nodeRegisteredEv(nodeID, label, callablePath, runtimeEnv, rayOptions)
 	return b, err
@@ -229,8 +229,8 @@ func (e *Encoder) nodeRegisteredEv(nodeID, label string, callablePath *string, r
 			t2 = true
 		}
 	}
-	p.RuntimeEnv, t3 = RedactMetadata(runtimeEnv, limits.MetricsV1, e.redact)
-	p.RayOptions, t4 = RedactMetadata(rayOptions, limits.MetricsV1, e.redact)
+	p.RuntimeEnv, t3 = redactMetadata(runtimeEnv, limits.MetricsV1, e.redact)
+	p.RayOptions, t4 = redactMetadata(rayOptions, limits.MetricsV1, e.redact)
 	return e.build(KindNodeRegistered, &p, t1 || t2 || t3 || t4)
 }
 
@@ -445,13 +445,13 @@ func (e *Encoder) producerReportEv(r event.ProducerReportPayload) ([]byte, event
 	return e.build(KindProducerReport, &r, false)
 }
 
-// RedactMetadata bounds generic metadata (runtime_env, ray_options) per
+// redactMetadata bounds generic metadata (runtime_env, ray_options) per
 // docs/contracts.md#metrics-and-metadata and docs/contracts.md#redaction: values under a key matching the policy and
 // matching strings become redact.Marker; metadata nesting more than
 // prof.MetadataDepth containers (the object itself included) or costing more
 // than prof.MetadataBudget is replaced by an empty object. truncated reports
 // any change. A nil map yields an empty one.
-func RedactMetadata(m map[string]json.RawMessage, prof limits.MetricsProfile, pol *redact.Policy) (map[string]json.RawMessage, bool) {
+func redactMetadata(m map[string]json.RawMessage, prof limits.MetricsProfile, pol *redact.Policy) (map[string]json.RawMessage, bool) {
 	out := make(map[string]json.RawMessage, len(m))
 	if len(m) == 0 {
 		return out, false

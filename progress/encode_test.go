@@ -57,11 +57,11 @@ func TestEncoderMatchesGeneratedRecords(t *testing.T) {
 	}
 	// Metadata over depth 6 is replaced by {} and marked truncated.
 	deep := json.RawMessage(`[[[[[["x"]]]]]]`) // 6 containers below the object: depth 7
-	if m, tr := RedactMetadata(map[string]json.RawMessage{"d": deep}, limitsMetrics(), nil); len(m) != 0 || !tr {
+	if m, tr := redactMetadata(map[string]json.RawMessage{"d": deep}, limitsMetrics(), nil); len(m) != 0 || !tr {
 		t.Fatal(m)
 	}
 	ok := json.RawMessage(`[[[[["x"]]]]]`)
-	if m, tr := RedactMetadata(map[string]json.RawMessage{"d": ok}, limitsMetrics(), nil); len(m) != 1 || tr {
+	if m, tr := redactMetadata(map[string]json.RawMessage{"d": ok}, limitsMetrics(), nil); len(m) != 1 || tr {
 		t.Fatal(m)
 	}
 }

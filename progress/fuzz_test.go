@@ -72,7 +72,7 @@ func FuzzCollectorIngest(f *testing.F) {
 	})
 }
 
-func checkInvariants(t *testing.T, c *Collector) {
+func checkInvariants(t *testing.T, c *collector) {
 	t.Helper()
 	s := c.Snapshot()
 	p := c.Profile()

@@ -45,9 +45,9 @@ func newEnc(t testing.TB) *Encoder {
 	return e
 }
 
-func newCol(t testing.TB, prof limits.Profile) *Collector {
+func newCol(t testing.TB, prof limits.Profile) *collector {
 	t.Helper()
-	c, err := NewCollector(CollectorConfig{Identity: testID, Profile: prof, Now: newClock().Now, CPU: fixedCPU})
+	c, err := newCollector(collectorConfig{Identity: testID, Profile: prof, Now: newClock().Now, CPU: fixedCPU})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func must(b []byte, err error) []byte {
 }
 
 // ingestOK ingests and fails the test unless accepted.
-func ingestOK(t testing.TB, c *Collector, wire []byte) Outcome {
+func ingestOK(t testing.TB, c *collector, wire []byte) Outcome {
 	t.Helper()
 	o := c.Ingest(wire)
 	if !o.Accepted {
@@ -87,7 +87,7 @@ func pad(i int) string {
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
-func register(t testing.TB, e *Encoder, c *Collector, id string) {
+func register(t testing.TB, e *Encoder, c *collector, id string) {
 	t.Helper()
 	ingestOK(t, c, must(e.NodeRegistered(id, "label "+id, nil, nil, nil)))
 }
@@ -156,7 +156,7 @@ func (f *fakeSender) event(t testing.TB, i int) event.Event {
 
 // loopSender delivers into a collector synchronously and acknowledges with
 // its verdict.
-type loopSender struct{ c *Collector }
+type loopSender struct{ c *collector }
 
 func (l loopSender) Send(w []byte) (<-chan error, error) {
 	ch := make(chan error, 1)

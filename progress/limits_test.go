@@ -197,7 +197,7 @@ func detailRun(t *testing.T, nodes int) [][]byte {
 }
 
 func NormalizeMetricsOK(m map[string]any) (map[string]json.RawMessage, error) {
-	out, _, err := NormalizeMetrics(m, limits.MetricsV1, nil)
+	out, _, err := normalizeMetrics(m, limits.MetricsV1, nil)
 	return out, err
 }
 

@@ -13,12 +13,12 @@ import (
 	"github.com/rayflow/rayflow/sdk/redact"
 )
 
-// ErrInvalidMetrics is wrapped by NormalizeMetrics for a mapping that cannot
+// ErrInvalidMetrics is wrapped by normalizeMetrics for a mapping that cannot
 // be bounded: too many keys, a key outside 1–64 UTF-8 bytes, or a value that
 // is not null, bool, an int64, a finite float or a string.
 var ErrInvalidMetrics = errors.New("progress: invalid metrics")
 
-// NormalizeMetrics validates, redacts and bounds an application metrics
+// normalizeMetrics validates, redacts and bounds an application metrics
 // mapping (docs/contracts.md#metrics-and-metadata, docs/contracts.md#redaction) and returns it as canonical raw values
 // ready for an application_progress payload:
 //
@@ -34,7 +34,7 @@ var ErrInvalidMetrics = errors.New("progress: invalid metrics")
 //
 // truncated reports whether any of the last three happened. A nil or empty
 // mapping yields an empty, non-nil map.
-func NormalizeMetrics(in map[string]any, prof limits.MetricsProfile, pol *redact.Policy) (out map[string]json.RawMessage, truncated bool, err error) {
+func normalizeMetrics(in map[string]any, prof limits.MetricsProfile, pol *redact.Policy) (out map[string]json.RawMessage, truncated bool, err error) {
 	if int64(len(in)) > prof.Keys {
 		return nil, false, fmt.Errorf("%w: %d keys, at most %d", ErrInvalidMetrics, len(in), prof.Keys)
 	}

@@ -75,7 +75,7 @@ func TestNormalizeMetrics(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, tr, err := NormalizeMetrics(tc.in, prof, pol)
+			out, tr, err := normalizeMetrics(tc.in, prof, pol)
 			if tc.invalid {
 				if !errors.Is(err, ErrInvalidMetrics) {
 					t.Fatalf("err = %v, want ErrInvalidMetrics", err)

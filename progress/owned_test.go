@@ -46,11 +46,11 @@ func TestBuiltEventIsTheDecodedEvent(t *testing.T) {
 		"started":                 b(e.startedEv("0.1", "l", detail.NodeExecution{})),
 		"started/exec":            b(e.startedEv("0.1", "l", detail.NodeExecution{RayTaskID: &task, AssignedResources: map[string]float64{"CPU": 1}})),
 		"map_progress":            b(e.mapProgressEvent("0.3", "map", 5, 2, true)),
-		"output_preview/pending":  b(e.outputPreviewEv("0.1", PreviewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewPending}))),
-		"output_preview/value":    b(e.outputPreviewEv("0.1", PreviewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewAvailable, Value: map[string]any{"n": 1, "s": "x"}}))),
+		"output_preview/pending":  b(e.outputPreviewEv("0.1", previewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewPending}))),
+		"output_preview/value":    b(e.outputPreviewEv("0.1", previewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewAvailable, Value: map[string]any{"n": 1, "s": "x"}}))),
 		"completed":               b(e.completedEv("0.1", "l")),
 		"failed":                  b(e.failedEv("0.1", "l", errText)),
-		"node_settled":            b(e.nodeSettledEv(event.NodeSettledPayload{NodeID: "0.1", State: event.SettledStateFailed, Error: &errText, OutputPreview: PreviewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewUnavailable})})),
+		"node_settled":            b(e.nodeSettledEv(event.NodeSettledPayload{NodeID: "0.1", State: event.SettledStateFailed, Error: &errText, OutputPreview: previewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewUnavailable})})),
 		"producer_report":         b(e.producerReportEv(event.ProducerReportPayload{SchemaVersion: 1, TerminalHandoff: event.TerminalHandoffNotNeeded, Offered: 3, Submitted: 2, Superseded: 1, Acknowledged: 2})),
 	}
 	batches, evs, err := e.edgesRegisteredEv(edges)

@@ -30,10 +30,10 @@ type PreviewEnvelope struct {
 	Value         any                 `json:"value"`
 }
 
-// PreviewDetail turns a preview envelope into its node-detail form
+// previewDetail turns a preview envelope into its node-detail form
 // (the value as canonical JSON; null when the status carries none). A value
 // that cannot be encoded makes the envelope TOO_LARGE without a value.
-func PreviewDetail(env PreviewEnvelope) detail.OutputPreview {
+func previewDetail(env PreviewEnvelope) detail.OutputPreview {
 	out := detail.OutputPreview{SchemaVersion: 1, Availability: detail.PreviewAvailability(env.Availability), Value: json.RawMessage("null")}
 	if env.Availability == PreviewAvailable || env.Availability == PreviewRedacted {
 		b, err := canonical.NoFold.Marshal(env.Value)
@@ -53,5 +53,5 @@ func (p *Producer) OutputPreview(env PreviewEnvelope) {
 	if p == nil {
 		return
 	}
-	p.lifecycle(p.enc.outputPreviewEv(p.nodeID, PreviewDetail(env)))
+	p.lifecycle(p.enc.outputPreviewEv(p.nodeID, previewDetail(env)))
 }

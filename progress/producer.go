@@ -120,7 +120,7 @@ func Context(ctx context.Context, p *Producer) context.Context {
 // Report implements Reporter (sdk.ReportProgress). It validates and
 // bounds the value
 // (total > 0, 0 ≤ current ≤ total, both finite; message ≤ 2 KiB and
-// redacted, "" meaning none; metrics per NormalizeMetrics), then submits it
+// redacted, "" meaning none; metrics per normalizeMetrics), then submits it
 // or replaces the latest-value slot. It returns true when the value entered
 // the session, false when it was invalid, arrived after the leaf's exit, or
 // was dropped because the sender refused it. It never blocks on delivery.
@@ -131,7 +131,7 @@ func (p *Producer) Report(current, total float64, message string, metrics map[st
 	if math.IsNaN(current) || math.IsNaN(total) || math.IsInf(total, 0) || total <= 0 || current < 0 || current > total {
 		return false
 	}
-	m, truncated, err := NormalizeMetrics(metrics, p.metrics, p.pol)
+	m, truncated, err := normalizeMetrics(metrics, p.metrics, p.pol)
 	if err != nil {
 		return false
 	}

@@ -97,7 +97,7 @@ type Run struct {
 	log      *slog.Logger
 	started  time.Time
 	full     bool
-	col      *Collector // nil unless full and collecting
+	col      *collector // nil unless full and collecting
 	enc      *Encoder   // nil unless full
 	labels   map[string]string
 	maps     map[string]*mapSlot // the map nodes' counters
@@ -174,7 +174,7 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 	if pol == common.ReportingPolicyFull {
 		r.full = true
 		var err error
-		if r.col, err = NewCollector(CollectorConfig{Identity: r.id, Profile: cfg.Profile, Now: r.now}); err != nil {
+		if r.col, err = newCollector(collectorConfig{Identity: r.id, Profile: cfg.Profile, Now: r.now}); err != nil {
 			return nil, err
 		}
 		if r.enc, err = NewEncoder(r.id, r.now, nil); err != nil {
@@ -664,13 +664,13 @@ func (r *Run) publication(final bool, outcome summary.TerminalState) (*Publicati
 // summaryOnly is the one terminal publication of a terminal_only or
 // disabled run: the summary alone.
 func (r *Run) summaryOnly(outcome summary.TerminalState, now time.Time) (*Publication, error) {
-	in := TerminalInput{Identity: r.id, SelectedStrategy: optional(r.plan.SelectedStrategy), PlanFingerprint: optional(r.plan.Fingerprint),
+	in := terminalInput{Identity: r.id, SelectedStrategy: optional(r.plan.SelectedStrategy), PlanFingerprint: optional(r.plan.Fingerprint),
 		Outcome: outcome, StartedAt: r.started, FinishedAt: now}
 	if r.declared.static {
 		n, e := r.declared.nodes, r.declared.edges
 		in.DeclaredNodes, in.DeclaredEdges = &n, &e
 	}
-	s, _, err := TerminalSummary(in)
+	s, _, err := terminalSummary(in)
 	if err != nil {
 		return nil, err
 	}

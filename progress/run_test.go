@@ -258,7 +258,7 @@ func TestIngestOwnEqualsIngest(t *testing.T) {
 	clock := func() time.Time { return at }
 	var snaps [2]Snapshot
 	for i := range snaps {
-		c, err := NewCollector(CollectorConfig{Identity: runID, Now: clock, CPU: func() time.Duration { return 0 }})
+		c, err := newCollector(collectorConfig{Identity: runID, Now: clock, CPU: func() time.Duration { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -180,8 +180,8 @@ type ProducerAggregate struct {
 }
 
 func newKindCounts() map[Kind]int64 {
-	m := make(map[Kind]int64, len(Kinds))
-	for _, k := range Kinds {
+	m := make(map[Kind]int64, len(kinds))
+	for _, k := range kinds {
 		m[k] = 0
 	}
 	return m

@@ -14,9 +14,9 @@ import (
 // DefaultRetentionDays is the default terminal detail retention (docs/contracts.md#retention-and-cleanup).
 const DefaultRetentionDays = 7
 
-// TerminalInput is what a terminal_only run knows when its outer task
+// terminalInput is what a terminal_only run knows when its outer task
 // reaches success or failure: no node execution evidence was collected.
-type TerminalInput struct {
+type terminalInput struct {
 	Identity         common.RunIdentity
 	SelectedStrategy *string
 	PlanFingerprint  *string
@@ -33,7 +33,7 @@ type TerminalInput struct {
 	LimitsProfile string
 }
 
-// TerminalSummary builds the one bounded summary v3 record of a
+// terminalSummary builds the one bounded summary v3 record of a
 // terminal_only run (docs/contracts.md#summary-v3): the
 // pinned strategy and fingerprint, the declared counts, the terminal outcome
 // and timestamps; discovered, retained and node-state counts stay zero;
@@ -42,7 +42,7 @@ type TerminalInput struct {
 // progress_percent is 100.0 for SUCCEEDED (the rule SUCCEEDED ⇒ 100) and
 // 0.0 otherwise (no evidence). It returns the record and its canonical bytes
 // (≤ 16 KiB), validated by gen/summary.
-func TerminalSummary(in TerminalInput) (*summary.Summary, []byte, error) {
+func terminalSummary(in terminalInput) (*summary.Summary, []byte, error) {
 	if !in.Outcome.Valid() {
 		return nil, nil, fmt.Errorf("progress: terminal outcome %q", in.Outcome)
 	}

@@ -18,7 +18,7 @@ func TestTerminalSummary(t *testing.T) {
 		{summary.TerminalStateFailed, `"progress_percent":0.0`},
 		{summary.TerminalStateCancelled, `"progress_percent":0.0`},
 	} {
-		s, b, err := TerminalSummary(TerminalInput{Identity: testID, SelectedStrategy: &strategy, PlanFingerprint: &fp,
+		s, b, err := terminalSummary(terminalInput{Identity: testID, SelectedStrategy: &strategy, PlanFingerprint: &fp,
 			DeclaredNodes: i64(5), Outcome: tc.outcome, StartedAt: t0, FinishedAt: t0.Add(90*time.Second + 1500*time.Microsecond)})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.outcome, err)
@@ -36,13 +36,13 @@ func TestTerminalSummary(t *testing.T) {
 			t.Fatalf("%s", b)
 		}
 	}
-	if _, _, err := TerminalSummary(TerminalInput{Identity: testID, Outcome: "RUNNING", StartedAt: t0, FinishedAt: t0}); err == nil {
+	if _, _, err := terminalSummary(terminalInput{Identity: testID, Outcome: "RUNNING", StartedAt: t0, FinishedAt: t0}); err == nil {
 		t.Fatal("non-terminal outcome accepted")
 	}
-	if _, _, err := TerminalSummary(TerminalInput{Identity: testID, Outcome: summary.TerminalStateFailed, StartedAt: t0, FinishedAt: t0.Add(-time.Second)}); err == nil {
+	if _, _, err := terminalSummary(terminalInput{Identity: testID, Outcome: summary.TerminalStateFailed, StartedAt: t0, FinishedAt: t0.Add(-time.Second)}); err == nil {
 		t.Fatal("finish before start accepted")
 	}
-	if _, _, err := TerminalSummary(TerminalInput{Identity: testID, Outcome: summary.TerminalStateFailed, StartedAt: t0, FinishedAt: t0, RetentionDays: i64(31)}); err == nil {
+	if _, _, err := terminalSummary(terminalInput{Identity: testID, Outcome: summary.TerminalStateFailed, StartedAt: t0, FinishedAt: t0, RetentionDays: i64(31)}); err == nil {
 		t.Fatal("31 retention days accepted")
 	}
 }
