@@ -1,7 +1,6 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/rayflow/rayflow/engine/local"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/syncbuf"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -68,19 +68,6 @@ func TestMapItemAllocations(t *testing.T) {
 	}
 }
 
-// itemLogs is a log handler (through telemetry.LogHandler) that keeps
-// every record.
-type itemLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *itemLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
 var itemLogger *slog.Logger
 
 // LoggingLeaf logs with its context.
@@ -93,18 +80,17 @@ func LoggingLeaf(ctx context.Context, v int) (int, error) {
 // the item's node (map 0's item i is node 0.m<i>), with tracing off, as
 // each item's node id is derived only for the record.
 func TestMapItemLogsNameTheirNode(t *testing.T) {
-	logs := &itemLogs{}
-	itemLogger = slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, nil)))
 	const n = 20
 	id := sdk.NewRunIdentity()
 	f := sdk.Map(sdk.Step(LoggingLeaf)).WithLimits(sdk.Limits{MaxConcurrency: 4, MaxItems: n})
 	for _, batch := range []int{1, 3} {
-		logs.buf.Reset()
+		logs := &syncbuf.Buffer{} // every record, through telemetry.LogHandler
+		itemLogger = slog.New(telemetry.LogHandler(slog.NewJSONHandler(logs, nil)))
 		if _, err := sdk.Run(context.Background(), f.WithItemBatching(batch), seq(n), sdk.WithRunIdentity(id), sdk.WithoutCodecRoundTrip()); err != nil {
 			t.Fatal(err)
 		}
 		seen := map[string]bool{}
-		for _, line := range strings.Split(strings.TrimSpace(logs.buf.String()), "\n") {
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 			var rec map[string]any
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				t.Fatalf("log line %q: %v", line, err)
