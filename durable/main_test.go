@@ -205,10 +205,12 @@ func init() {
 	Register("test.hold", HoldFlow)
 }
 
-// Child-process worker mode (kill -9 test).
+// Child-process worker mode (kill -9 test). With childDefaultsEnv the
+// child worker runs with the default options (only its id set).
 const (
-	childDBEnv    = "RAYFLOW_DURABLE_TEST_CHILD_DB"
-	childReadyEnv = "RAYFLOW_DURABLE_TEST_CHILD_ID"
+	childDBEnv       = "RAYFLOW_DURABLE_TEST_CHILD_DB"
+	childReadyEnv    = "RAYFLOW_DURABLE_TEST_CHILD_ID"
+	childDefaultsEnv = "RAYFLOW_DURABLE_TEST_CHILD_DEFAULTS"
 )
 
 func TestMain(m *testing.M) {
@@ -226,8 +228,12 @@ func childWorker(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := NewWorker(pool, WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
-		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond})
+	o := WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
+		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond}
+	if os.Getenv(childDefaultsEnv) != "" {
+		o = WorkerOptions{ID: o.ID}
+	}
+	w, err := NewWorker(pool, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
