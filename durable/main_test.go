@@ -177,7 +177,21 @@ func Upper(_ context.Context, s string) (string, error) {
 	return strings.ToUpper(s), nil
 }
 
+// AttemptOf fails the first attempt of its task, then returns the run
+// identity its context carries (sdk.AttemptFrom).
+func AttemptOf(ctx context.Context, _ string) (sdk.RunIdentity, error) {
+	id, ok := sdk.AttemptFrom(ctx)
+	switch {
+	case !ok:
+		return id, Permanent(errors.New("no run identity in the step's context"))
+	case id.AttemptNumber == 1:
+		return id, errors.New("the first attempt fails")
+	}
+	return id, nil
+}
+
 var (
+	AttemptFlow   = sdk.Step(AttemptOf)
 	EchoFlow      = sdk.Step(Echo)
 	NoopFlow      = sdk.Step(Noop)
 	SleepFlow     = sdk.Step(Sleep)
@@ -192,6 +206,7 @@ var (
 )
 
 func init() {
+	Register("test.attempt", AttemptFlow)
 	Register("test.echo", EchoFlow)
 	Register("test.noop", NoopFlow)
 	Register("test.noop.terminal", NoopFlow, sdk.WithReportingPolicy(sdk.ReportingPolicyTerminalOnly))
