@@ -226,6 +226,7 @@ const (
 	childDBEnv       = "RAYFLOW_DURABLE_TEST_CHILD_DB"
 	childReadyEnv    = "RAYFLOW_DURABLE_TEST_CHILD_ID"
 	childDefaultsEnv = "RAYFLOW_DURABLE_TEST_CHILD_DEFAULTS"
+	childQueueEnv    = "RAYFLOW_DURABLE_TEST_CHILD_QUEUE"
 )
 
 func TestMain(m *testing.M) {
@@ -248,6 +249,7 @@ func childWorker(url string) int {
 	if os.Getenv(childDefaultsEnv) != "" {
 		o = WorkerOptions{ID: o.ID}
 	}
+	o.Queue = os.Getenv(childQueueEnv)
 	w, err := NewWorker(pool, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -26,8 +26,14 @@ import (
 // process is killed when the test ends.
 func (e *env) startChild(id string, defaults bool) *exec.Cmd {
 	e.t.Helper()
+	return e.startChildOn(id, "", defaults)
+}
+
+// startChildOn is startChild claiming from queue ("": the default).
+func (e *env) startChildOn(id, queue string, defaults bool) *exec.Cmd {
+	e.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"="+id, blockEnv+"=1")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"="+id, blockEnv+"=1", childQueueEnv+"="+queue)
 	if defaults {
 		cmd.Env = append(cmd.Env, childDefaultsEnv+"=1")
 	}
@@ -137,6 +143,44 @@ func killAndTimeRecovery(t *testing.T, pool *pgxpool.Pool, cmd *exec.Cmd, id str
 		t.Fatal(err)
 	}
 	return started.Sub(killed)
+}
+
+// Only the first retry after a worker's session ended skips the backoff:
+// when the worker running attempt 2 dies too, attempt 3 waits the usual
+// backoff (a task that kills its workers does not loop at full speed).
+// The sweeping worker (default options) claims from another queue, so
+// that each attempt runs in a worker process of its own.
+func TestSecondDeadWorkerLostBacksOff(t *testing.T) {
+	e := newEnv(t)
+	queue := ownKey(t, "doomed")
+	e.startWorker(WorkerOptions{ID: "sweeper", Queue: ownKey(t, "elsewhere"), Logger: testLogger()})
+	id := e.enqueue("test.sleep", `50`, EnqueueOptions{Queue: queue})
+	runAfterLost := func(attempt int) time.Duration {
+		t.Helper()
+		cmd := e.startChildOn(fmt.Sprintf("doomed-%d", attempt), queue, true)
+		e.waitState(id, StateRunning, 20*time.Second)
+		if err := cmd.Process.Signal(os.Kill); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		var wait time.Duration
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("attempt %d LOST and the task QUEUED", attempt), func() bool {
+			var secs float64
+			err := e.pool.QueryRow(t.Context(), `SELECT extract(epoch FROM t.run_after - a.finished_at)::float8
+FROM rayflow_tasks t JOIN rayflow_task_attempts a ON a.task_pk = t.id AND a.attempt_number = $2
+WHERE t.task_id = $1 AND t.state = 'QUEUED' AND a.state = 'LOST'`, id, attempt).Scan(&secs)
+			wait = time.Duration(secs * float64(time.Second))
+			return err == nil
+		})
+		return wait
+	}
+	if wait := runAfterLost(1); wait > time.Second {
+		t.Fatalf("attempt 2 runnable %v after attempt 1 was LOST, want at once", wait)
+	}
+	// backoffSeconds(60 s, 3) = 120 s before attempt 3.
+	if wait := runAfterLost(2); wait < 119*time.Second {
+		t.Fatalf("attempt 3 runnable %v after attempt 2 was LOST, want the 120 s backoff", wait)
+	}
 }
 
 // A live worker whose step blocks (without looking at its context) is

@@ -24,10 +24,10 @@ func lockFree(k string) string {
 
 const runningTask = `t.state IN ('RUNNING', 'CANCELLING')`
 
-// serverSettled is true 5 s after the server (re)started: a restart ends
+// serverSettled is true 15 s after the server (re)started: a restart ends
 // every session, so until live workers have reconnected and taken their
 // lock again, a free lock proves nothing.
-const serverSettled = `pg_postmaster_start_time() < now() - interval '5 seconds'`
+const serverSettled = `pg_postmaster_start_time() < now() - interval '15 seconds'`
 
 // orphanedWhere matches the running tasks t (joined with their worker w)
 // whose worker's session ended.
