@@ -153,7 +153,7 @@ bench-ray: ## one table: rayflow (leaf processes, and a leaf library) vs a nativ
 bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRayActors$$' -count=1 -v -timeout 20m
 
-bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, no-op saturation
+bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, crash recovery after kill -9, no-op saturation
 	@RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/bench-pg.sh durable
 
 bench-progress: ## progress storage (the reference's table shape, docs/operations.md#benchmarks): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M

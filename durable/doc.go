@@ -45,7 +45,11 @@
 // of its chain past fmt's wrappers) or the name of a sentinel, one of the
 // package's or one registered with sdk.RegisterSentinel, the same on
 // every runner. A RUNNING task without heartbeat for StuckTimeout is
-// LOST and retried the same way. A QUEUED task past its queue deadline is
+// LOST and retried the same way. So is one whose worker's process died:
+// each worker holds a session advisory lock on its LISTEN connection,
+// recorded in rayflow_workers; another worker's idle poll sees the lock
+// free (twice, a second apart), and the first retry after such a LOST has
+// no backoff, so recovery takes seconds with the default options. A QUEUED task past its queue deadline is
 // EXPIRED (no automatic retry). Cancel moves a QUEUED task to CANCELLED at
 // once and a RUNNING one to CANCELLING; its worker (woken by NOTIFY, or by
 // its next heartbeat) cancels the run's context and records CANCELLED.

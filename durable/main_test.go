@@ -177,7 +177,21 @@ func Upper(_ context.Context, s string) (string, error) {
 	return strings.ToUpper(s), nil
 }
 
+// AttemptOf fails the first attempt of its task, then returns the run
+// identity its context carries (sdk.AttemptFrom).
+func AttemptOf(ctx context.Context, _ string) (sdk.RunIdentity, error) {
+	id, ok := sdk.AttemptFrom(ctx)
+	switch {
+	case !ok:
+		return id, Permanent(errors.New("no run identity in the step's context"))
+	case id.AttemptNumber == 1:
+		return id, errors.New("the first attempt fails")
+	}
+	return id, nil
+}
+
 var (
+	AttemptFlow   = sdk.Step(AttemptOf)
 	EchoFlow      = sdk.Step(Echo)
 	NoopFlow      = sdk.Step(Noop)
 	SleepFlow     = sdk.Step(Sleep)
@@ -192,6 +206,7 @@ var (
 )
 
 func init() {
+	Register("test.attempt", AttemptFlow)
 	Register("test.echo", EchoFlow)
 	Register("test.noop", NoopFlow)
 	Register("test.noop.terminal", NoopFlow, sdk.WithReportingPolicy(sdk.ReportingPolicyTerminalOnly))
@@ -205,10 +220,13 @@ func init() {
 	Register("test.hold", HoldFlow)
 }
 
-// Child-process worker mode (kill -9 test).
+// Child-process worker mode (kill -9 test). With childDefaultsEnv the
+// child worker runs with the default options (only its id set).
 const (
-	childDBEnv    = "RAYFLOW_DURABLE_TEST_CHILD_DB"
-	childReadyEnv = "RAYFLOW_DURABLE_TEST_CHILD_ID"
+	childDBEnv       = "RAYFLOW_DURABLE_TEST_CHILD_DB"
+	childReadyEnv    = "RAYFLOW_DURABLE_TEST_CHILD_ID"
+	childDefaultsEnv = "RAYFLOW_DURABLE_TEST_CHILD_DEFAULTS"
+	childQueueEnv    = "RAYFLOW_DURABLE_TEST_CHILD_QUEUE"
 )
 
 func TestMain(m *testing.M) {
@@ -226,8 +244,13 @@ func childWorker(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := NewWorker(pool, WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
-		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond})
+	o := WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
+		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond}
+	if os.Getenv(childDefaultsEnv) != "" {
+		o = WorkerOptions{ID: o.ID}
+	}
+	o.Queue = os.Getenv(childQueueEnv)
+	w, err := NewWorker(pool, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -3,8 +3,6 @@ package durable
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rayflow/rayflow/internal/raytoken"
-	"github.com/rayflow/rayflow/internal/testwait"
 	"io"
 	"net/http"
 	"os"
@@ -15,7 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	rayengine "github.com/rayflow/rayflow/engine/ray"
+	"github.com/rayflow/rayflow/internal/raytoken"
+	"github.com/rayflow/rayflow/internal/testwait"
+	"github.com/rayflow/rayflow/sdk"
 )
 
 // rayAddress returns the shared Ray cluster of the tests, or skips.
@@ -160,4 +163,48 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] == "Z"
+}
+
+// A step reads its durable attempt from its context on every runner: the
+// first attempt fails, the second returns the identity it was given,
+// which is its task's, attempt 2, with the attempt's generation and run id.
+func TestStepReadsItsAttemptFromContext(t *testing.T) {
+	cases := []struct {
+		name   string
+		engine func(t *testing.T) (sdk.Engine, string)
+	}{
+		{"local", func(*testing.T) (sdk.Engine, string) { return nil, "" }},
+		{"ray", func(t *testing.T) (sdk.Engine, string) {
+			addr := rayAddress(t)
+			eng, err := rayengine.New(t.Context(), rayengine.Options{Address: addr, Stderr: os.Stderr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = eng.Close() })
+			return eng, addr
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eng, addr := c.engine(t)
+			e := newEnv(t)
+			o := fastOptions()
+			o.Engine, o.RayAddress = eng, addr
+			e.startWorker(o)
+			id := e.enqueue("test.attempt", `"x"`, EnqueueOptions{})
+			task := e.wait(id, 120*time.Second)
+			if task.State != StateSucceeded {
+				t.Fatalf("%s at attempt %d: %s", task.State, task.Attempt, task.ErrorMessage)
+			}
+			var got sdk.RunIdentity
+			if err := json.Unmarshal(task.Result, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: task.PK, AttemptNumber: 2,
+				ExecutionGeneration: task.Generation, RunID: task.RunID}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("the step's attempt (-task's +step's):\n%s", d)
+			}
+		})
+	}
 }

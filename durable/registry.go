@@ -59,7 +59,8 @@ type flowEntry struct {
 // the run starts, on the local and ray runners; the ray_job runner sends
 // its job the input with the attempt set (Registry.AttemptInput). The
 // stored input is not changed. examples/recovery uses it for its
-// attempt-driven failures.
+// attempt-driven failures. A step can also read its attempt (and the
+// whole run identity) from its context with sdk.AttemptFrom.
 type AttemptInput interface {
 	SetAttempt(attempt int)
 }

@@ -7,42 +7,63 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/testwait"
 )
 
-// kill -9 of a worker process mid-task: after the stuck timeout another
-// worker marks it LOST and retries it; it ends SUCCEEDED at attempt 2.
-func TestKill9WorkerProcessIsLostAndRetried(t *testing.T) {
-	e := newEnv(t)
+// startChild starts a worker process (this test binary) named id, whose
+// test.sleep blocks; with defaults it runs with the default options. The
+// process is killed when the test ends.
+func (e *env) startChild(id string, defaults bool) *exec.Cmd {
+	e.t.Helper()
+	return e.startChildOn(id, "", defaults)
+}
+
+// startChildOn is startChild claiming from queue ("": the default).
+func (e *env) startChildOn(id, queue string, defaults bool) *exec.Cmd {
+	e.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"=doomed-worker", blockEnv+"=1")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"="+id, blockEnv+"=1", childQueueEnv+"="+queue)
+	if defaults {
+		cmd.Env = append(cmd.Env, childDefaultsEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// A hung worker process (SIGSTOP: its session and lock stay, its
+// heartbeats stop) mid-task: after the stuck timeout another worker marks
+// the attempt LOST and retries it; it ends SUCCEEDED at attempt 2.
+func TestHungWorkerProcessIsLostAfterStuckTimeout(t *testing.T) {
+	e := newEnv(t)
+	cmd := e.startChild("hung-worker", false)
 	id := e.enqueue("test.sleep", `50`, EnqueueOptions{})
 	running := e.waitState(id, StateRunning, 20*time.Second)
-	if running.ClaimedBy != "doomed-worker" {
+	if running.ClaimedBy != "hung-worker" {
 		t.Fatalf("claimed by %q", running.ClaimedBy)
 	}
 	// Mid-task, once the attempt has heartbeated.
-	testwait.Until(t, 20*time.Second, "a heartbeat of the doomed worker", func() bool {
+	testwait.Until(t, 20*time.Second, "a heartbeat of the hung worker", func() bool {
 		return e.count(`SELECT count(*) FROM rayflow_tasks WHERE task_id = $1 AND last_heartbeat_at > started_at`, id) == 1
 	})
-	if err := cmd.Process.Signal(os.Kill); err != nil {
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
-	killed := time.Now()
+	stopped := time.Now()
 	o := fastOptions()
 	o.StuckTimeout = 2 * time.Second
 	e.startWorker(o)
@@ -51,13 +72,139 @@ func TestKill9WorkerProcessIsLostAndRetried(t *testing.T) {
 		t.Fatalf("%s at attempt %d with %d archived (%s)", task.State, task.Attempt, len(task.Attempts), task.ErrorMessage)
 	}
 	a1, a2 := task.Attempts[0], task.Attempts[1]
-	if a1.State != StateLost || a1.ClaimedBy != "doomed-worker" || a1.RunID != running.RunID || a2.State != StateSucceeded || a2.Generation <= a1.Generation {
+	if a1.State != StateLost || a1.ClaimedBy != "hung-worker" || a1.RunID != running.RunID || a2.State != StateSucceeded || a2.Generation <= a1.Generation {
 		t.Fatalf("attempts %+v / %+v", a1, a2)
+	}
+	if !strings.Contains(a1.ErrorMessage, "no heartbeat for 2s") {
+		t.Fatalf("attempt 1 LOST with %q, want the heartbeat timeout", a1.ErrorMessage)
 	}
 	if d := a1.FinishedAt.Sub(*running.LastHeartbeatAt); d < 2*time.Second {
 		t.Fatalf("declared LOST %v after its last heartbeat, before the 2 s stuck timeout", d)
 	}
-	t.Logf("LOST and retried %v after kill -9", time.Since(killed))
+	t.Logf("LOST and retried %v after SIGSTOP", time.Since(stopped))
+}
+
+// kill -9 of a worker process mid-task, every worker with the default
+// options (stuck timeout 300 s, retry backoff 60 s): its session ends, so
+// another worker marks the attempt LOST and attempt 2 is RUNNING within
+// 5 s of the kill.
+func TestKill9WorkerUnderDefaultsRecoversInSeconds(t *testing.T) {
+	e := newEnv(t)
+	cmd := e.startChild("doomed-worker", true)
+	id := e.enqueue("test.sleep", `50`, EnqueueOptions{})
+	running := e.waitState(id, StateRunning, 20*time.Second)
+	if running.ClaimedBy != "doomed-worker" {
+		t.Fatalf("claimed by %q", running.ClaimedBy)
+	}
+	survivor := e.startWorker(WorkerOptions{ID: "survivor", Logger: testLogger()})
+	// The survivor idles at its longest poll interval (the slowest case).
+	testwait.Until(t, 30*time.Second, "the survivor polling at its longest interval", func() bool {
+		return survivor.Stats().ClaimQueries >= 7
+	})
+	recovery := killAndTimeRecovery(t, e.pool, cmd, id)
+	task := e.wait(id, 30*time.Second)
+	if task.State != StateSucceeded || task.Attempt != 2 || len(task.Attempts) != 2 {
+		t.Fatalf("%s at attempt %d with %d archived (%s)", task.State, task.Attempt, len(task.Attempts), task.ErrorMessage)
+	}
+	a1 := task.Attempts[0]
+	if a1.State != StateLost || a1.ClaimedBy != "doomed-worker" || !strings.Contains(a1.ErrorMessage, "database session ended") {
+		t.Fatalf("attempt 1 %s by %s: %q", a1.State, a1.ClaimedBy, a1.ErrorMessage)
+	}
+	if recovery > 5*time.Second {
+		t.Fatalf("attempt 2 RUNNING %v after kill -9, the goal is 5 s", recovery)
+	}
+	t.Logf("attempt 2 RUNNING %v after kill -9", recovery)
+}
+
+// killAndTimeRecovery kills cmd (kill -9) and returns the time from the
+// kill to task id's attempt 2 being RUNNING (both on the server's clock);
+// it fails t when that takes over 60 s.
+func killAndTimeRecovery(t *testing.T, pool *pgxpool.Pool, cmd *exec.Cmd, id string) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	var killed time.Time
+	if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var started time.Time
+	err := testwait.Poll(ctx, 10*time.Millisecond, "attempt 2 of "+id+" started", func(ctx context.Context) (bool, error) {
+		err := pool.QueryRow(ctx, `SELECT started_at FROM rayflow_tasks WHERE task_id = $1 AND attempt_number = 2 AND started_at IS NOT NULL`, id).Scan(&started)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return started.Sub(killed)
+}
+
+// Only the first retry after a worker's session ended skips the backoff:
+// when the worker running attempt 2 dies too, attempt 3 waits the usual
+// backoff (a task that kills its workers does not loop at full speed).
+// The sweeping worker (default options) claims from another queue, so
+// that each attempt runs in a worker process of its own.
+func TestSecondDeadWorkerLostBacksOff(t *testing.T) {
+	e := newEnv(t)
+	queue := ownKey(t, "doomed")
+	e.startWorker(WorkerOptions{ID: "sweeper", Queue: ownKey(t, "elsewhere"), Logger: testLogger()})
+	id := e.enqueue("test.sleep", `50`, EnqueueOptions{Queue: queue})
+	runAfterLost := func(attempt int) time.Duration {
+		t.Helper()
+		cmd := e.startChildOn(fmt.Sprintf("doomed-%d", attempt), queue, true)
+		e.waitState(id, StateRunning, 20*time.Second)
+		if err := cmd.Process.Signal(os.Kill); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		var wait time.Duration
+		testwait.Until(t, 30*time.Second, fmt.Sprintf("attempt %d LOST and the task QUEUED", attempt), func() bool {
+			var secs float64
+			err := e.pool.QueryRow(t.Context(), `SELECT extract(epoch FROM t.run_after - a.finished_at)::float8
+FROM rayflow_tasks t JOIN rayflow_task_attempts a ON a.task_pk = t.id AND a.attempt_number = $2
+WHERE t.task_id = $1 AND t.state = 'QUEUED' AND a.state = 'LOST'`, id, attempt).Scan(&secs)
+			wait = time.Duration(secs * float64(time.Second))
+			return err == nil
+		})
+		return wait
+	}
+	if wait := runAfterLost(1); wait > time.Second {
+		t.Fatalf("attempt 2 runnable %v after attempt 1 was LOST, want at once", wait)
+	}
+	// backoffSeconds(60 s, 3) = 120 s before attempt 3.
+	if wait := runAfterLost(2); wait < 119*time.Second {
+		t.Fatalf("attempt 3 runnable %v after attempt 2 was LOST, want the 120 s backoff", wait)
+	}
+}
+
+// A live worker whose step blocks (without looking at its context) is
+// never marked LOST while another worker checks for lost sessions many
+// times over: its session lock stays held. The blocked worker runs with
+// the default options; the sweeping one polls and sweeps every few tens
+// of milliseconds (with the default stuck timeout, so that only a session
+// check could mark the attempt LOST).
+func TestBlockedLiveWorkerIsNotLost(t *testing.T) {
+	e := newEnv(t)
+	queue := ownKey(t, "blocked")
+	e.startWorker(WorkerOptions{ID: "blocked-worker", Queue: queue, Logger: testLogger()})
+	id := e.enqueue("test.ignorectx", `5000`, EnqueueOptions{Queue: queue})
+	e.waitState(id, StateRunning, 20*time.Second)
+	o := fastOptions()
+	o.ID, o.Queue, o.StuckTimeout, o.SweepInterval = "sweeper", queue, DefaultStuckTimeout, 20*time.Millisecond
+	sweeper := e.startWorker(o)
+	task := e.wait(id, 60*time.Second)
+	if task.State != StateSucceeded || task.Attempt != 1 || len(task.Attempts) != 1 || task.Attempts[0].ClaimedBy != "blocked-worker" {
+		t.Fatalf("%s at attempt %d, %d archived (%s)", task.State, task.Attempt, len(task.Attempts), task.ErrorMessage)
+	}
+	if n := sweeper.Stats().Sweeps; n < 50 {
+		t.Fatalf("the sweeper swept %d times during the blocked step, want at least 50", n)
+	}
 }
 
 // 4 workers × 2,000 no-op tasks: every task runs exactly once.

@@ -198,6 +198,14 @@ func pinPlan(ctx context.Context, db DB, f store.Fence, fingerprint string, sele
 // worker's own materialization of each registered flow): the first
 // materialization pins without a statement of its own.
 func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string, pins []planPin) ([]claimed, error) {
+	got, _, err := claimChecking(ctx, db, queue, n, worker, runner, rayAddress, pins, false)
+	return got, err
+}
+
+// claimChecking is claimTasks; with checkOrphans it also reports whether
+// some running task's worker session ended (in the same statement).
+func claimChecking(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string, pins []planPin,
+	checkOrphans bool) ([]claimed, bool, error) {
 	var ray *string
 	if rayAddress != "" {
 		ray = &rayAddress
@@ -207,9 +215,9 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 		flows[i], fps[i], sels[i] = p.flow, p.fingerprint, p.selection
 	}
 	rows, err := store.ClaimTasks(ctx, db, store.Claim{Queue: queue, N: n, Worker: worker, Runner: runner, RayAddress: ray,
-		Flows: flows, Fingerprints: fps, Selections: sels})
+		Flows: flows, Fingerprints: fps, Selections: sels, CheckOrphans: checkOrphans})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
 	type ordered struct {
@@ -218,6 +226,7 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 		created  time.Time
 	}
 	var got []ordered
+	orphans := false
 	for rows.Next() {
 		var o ordered
 		var input string
@@ -226,13 +235,17 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 		c := &o.c
 		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
 			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created, &waited); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if c.pk == 0 { // the orphan marker
+			orphans = true
+			continue
 		}
 		c.input, c.timeout, c.waited = []byte(input), time.Duration(timeout)*time.Second, time.Duration(waited*float64(time.Second))
 		got = append(got, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// RETURNING has no order: priority first, then age.
 	sort.SliceStable(got, func(i, j int) bool {
@@ -245,7 +258,7 @@ func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner,
 	for i, g := range got {
 		out[i] = g.c
 	}
-	return out, nil
+	return out, orphans, nil
 }
 
 // fence is the claimed attempt's fence.

@@ -203,7 +203,29 @@ type Worker struct {
 	stored sync.Map // fingerprints whose plan is in rayflow_plans
 
 	group grouper // terminal transitions waiting to be recorded together
+
+	// sessions is set once the worker recorded its session lock
+	// (rayflow_workers exists): its idle polls and sweeps then also look
+	// for running tasks whose worker's session ended.
+	sessions atomic.Bool
+	// suspects are the workers (id and lock key) whose lock a sweep found
+	// free, with when it first did; recheck wakes the loop to sweep again
+	// once they have been free for orphanGrace. Both belong to Run's loop.
+	suspects map[suspect]time.Time
+	recheck  chan struct{}
+	recheckT *time.Timer
 }
+
+// suspect is a worker whose session lock was found free.
+type suspect struct {
+	worker string
+	key    int64
+}
+
+// orphanGrace is how long a worker's session lock must stay free (the
+// same key, seen by two sweeps) before its running attempts are LOST: a
+// live worker whose connection dropped takes a new lock on reconnecting.
+const orphanGrace = time.Second
 
 // planPins are the registered flows' plans as this worker materializes
 // them (cached per flow), each stored in rayflow_plans once per process,
@@ -253,7 +275,8 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
-		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1), group: grouper{arrived: make(chan struct{}, 1)}}, nil
+		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1), group: grouper{arrived: make(chan struct{}, 1)},
+		suspects: map[suspect]time.Time{}, recheck: make(chan struct{}, 1)}, nil
 }
 
 // ID is the worker's claimed_by name.
@@ -287,8 +310,20 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	lctx, lcancel := context.WithCancel(ctx)
 	var lwg sync.WaitGroup
-	lwg.Go(func() { w.listen(lctx) })
+	first := make(chan struct{})
+	lwg.Go(func() { w.listen(lctx, first) })
 	defer func() { lcancel(); lwg.Wait() }()
+	defer func() {
+		if w.recheckT != nil {
+			w.recheckT.Stop()
+		}
+	}()
+	// Claim once the session lock is recorded (or its first try failed),
+	// so that every claimed task is covered from the start.
+	select {
+	case <-first:
+	case <-ctx.Done():
+	}
 
 	stopMetrics, err := w.serveMetrics()
 	if err != nil {
@@ -297,7 +332,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopMetrics()
 	w.log.Info("durable worker started", "queue", w.o.Queue, "concurrency", w.o.Concurrency, "runner", w.o.Runner)
 	interval := w.o.PollInterval
-	more := true
+	more, polled := true, true
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	sweep := time.NewTicker(w.o.SweepInterval)
@@ -305,7 +340,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.sweep(ctx)
 	for ctx.Err() == nil {
 		if free := w.free(); free > 0 && more {
-			n, err := w.claim(ctx, free)
+			n, orphans, err := w.claim(ctx, free, polled)
+			polled = false
+			if orphans {
+				w.sweep(ctx)
+			}
 			switch {
 			case err != nil:
 				if ctx.Err() == nil {
@@ -338,8 +377,10 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 			}
 		case <-timer.C:
-			more = true
+			more, polled = true, true
 		case <-sweep.C:
+			w.sweep(ctx)
+		case <-w.recheck:
 			w.sweep(ctx)
 		}
 	}
@@ -375,12 +416,18 @@ func (w *Worker) runningCount() int {
 
 // listen holds a LISTEN connection, reconnecting with backoff; every
 // (re)connection wakes the claim loop, since notifications sent while it
-// was away are lost.
-func (w *Worker) listen(ctx context.Context) {
+// was away are lost. The connection also holds the worker's session lock
+// (takeSession); first is closed after the first try to take it.
+func (w *Worker) listen(ctx context.Context, first chan struct{}) {
+	var once sync.Once
+	firstDone := func() { once.Do(func() { close(first) }) }
+	defer firstDone()
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 		if err == nil {
+			key := w.takeSession(ctx, conn)
+			firstDone()
 			if err = store.Listen(ctx, conn); err == nil {
 				backoff = 50 * time.Millisecond
 				signal(w.wake)
@@ -395,8 +442,16 @@ func (w *Worker) listen(ctx context.Context) {
 				}
 			}
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if key != 0 && ctx.Err() != nil {
+				// Stopping: the worker's row goes with its session.
+				if err := store.UnregisterWorker(cctx, conn, w.o.ID, key); err != nil {
+					w.log.Debug("unregistering the worker session", "err", err)
+				}
+			}
 			conn.Close(cctx)
 			cancel()
+		} else {
+			firstDone()
 		}
 		if ctx.Err() != nil {
 			return
@@ -409,6 +464,32 @@ func (w *Worker) listen(ctx context.Context) {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// takeSession takes a session advisory lock on a random key on conn and
+// records it as the worker's (rayflow_workers), so that other workers
+// can tell its process died when the lock is free. It returns the key, or
+// 0 when it could not (a schema before migration 0008: the heartbeat
+// timeout alone then finds the worker's lost attempts).
+func (w *Worker) takeSession(ctx context.Context, conn *pgx.Conn) int64 {
+	for range 8 {
+		key := rand.Int64N(1<<62) + 1
+		ok, err := store.TryWorkerLock(ctx, conn, key)
+		if err != nil {
+			w.log.Warn("taking the worker session lock", "err", err)
+			return 0
+		}
+		if !ok {
+			continue // another session's key: draw again
+		}
+		if err := store.RegisterWorker(ctx, conn, w.o.ID, w.o.Queue, key); err != nil {
+			w.log.Warn("recording the worker session (run rayflow migrate for crash detection in seconds)", "err", err)
+			return 0
+		}
+		w.sessions.Store(true)
+		return key
+	}
+	return 0
 }
 
 func (w *Worker) notified(payload string) {
@@ -446,8 +527,9 @@ type claimed struct {
 }
 
 // claim takes up to n tasks, each as a new attempt with a new execution
-// generation and run id, and starts them.
-func (w *Worker) claim(ctx context.Context, n int) (int, error) {
+// generation and run id, and starts them. An idle poll (polled) also asks
+// whether some running task's worker session ended (orphans).
+func (w *Worker) claim(ctx context.Context, n int, polled bool) (int, bool, error) {
 	w.stats.claimQueries.Add(1)
 	// A claim is never abandoned half way: were its response lost to a
 	// cancelled context after the UPDATE committed, its tasks would stay
@@ -455,9 +537,10 @@ func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 	// claim returns after shutdown began are run and drained as usual.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	got, err := claimTasks(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress, w.planPins(ctx))
+	got, orphans, err := claimChecking(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress, w.planPins(ctx),
+		polled && w.sessions.Load())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	w.stats.claimed.Add(int64(len(got)))
 	w.observeClaim(got)
@@ -466,7 +549,7 @@ func (w *Worker) claim(ctx context.Context, n int) (int, error) {
 			"run_id", c.runID, "duration", max(c.waited, 0))
 		w.start(c)
 	}
-	return len(got), nil
+	return len(got), orphans, nil
 }
 
 // start runs the claimed (or adopted) attempt c in a slot of its own.
@@ -770,9 +853,14 @@ func (w *Worker) runTask(ctx context.Context, f store.Fence, c claimed, sinkOut 
 
 // sweep marks stuck running tasks LOST (retrying them as usual), stuck
 // CANCELLING ones CANCELLED, and queued tasks past their deadline EXPIRED.
+// Once the worker recorded its session, it also does so for the running
+// tasks whose worker's session ended (its process died) after orphanGrace
+// of it staying ended; the first retry of a task LOST that way is
+// runnable at once.
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
-	rows, err := store.StuckTasks(ctx, w.pool, w.o.StuckTimeout.Seconds())
+	sessions := w.sessions.Load()
+	rows, err := store.SweepTasks(ctx, w.pool, w.o.StuckTimeout.Seconds(), sessions)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("sweep failed", "err", err)
@@ -786,11 +874,14 @@ func (w *Worker) sweep(ctx context.Context) {
 		job         string
 		id, flow    string
 		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
+		dead        suspect // the worker whose session ended ("" when stuck)
+		firstLost   bool    // no earlier attempt of the task was LOST
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age); err != nil {
+		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age,
+			&c.dead.worker, &c.dead.key, &c.firstLost); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
 			return
@@ -801,6 +892,9 @@ func (w *Worker) sweep(ctx context.Context) {
 	if rows.Err() != nil {
 		return
 	}
+	now := time.Now()
+	seen := map[suspect]bool{}
+	pending := false
 	for _, c := range cs {
 		// This process's own running attempts are alive by definition (a
 		// starved heartbeat is not a lost worker); others sweep them if it
@@ -811,6 +905,20 @@ func (w *Worker) sweep(ctx context.Context) {
 		if rt != nil && rt.gen == c.f.Gen {
 			continue
 		}
+		dead := c.dead.worker != ""
+		if dead {
+			// Its lock must stay free (the same key) for orphanGrace: a live
+			// worker whose connection dropped takes a new one.
+			seen[c.dead] = true
+			since, ok := w.suspects[c.dead]
+			if !ok {
+				w.suspects[c.dead] = now
+			}
+			if !ok || now.Sub(since) < orphanGrace {
+				pending = true
+				continue
+			}
+		}
 		if c.job != "" && c.state != StateQueued && w.o.Jobs != nil {
 			// Its Ray job may well still run: adopt it rather than run it twice.
 			if w.free() > 0 {
@@ -818,18 +926,28 @@ func (w *Worker) sweep(ctx context.Context) {
 			}
 			continue
 		}
+		gone := fmt.Sprintf("no heartbeat for %v: the worker running it is gone", w.o.StuckTimeout)
+		if dead {
+			gone = fmt.Sprintf("the worker running it (%s) is gone: its database session ended", c.dead.worker)
+		}
 		var o outcome
 		switch c.state {
 		case StateQueued:
 			o = outcome{state: StateExpired, errType: "QueueTimeout", errMsg: "the task waited in the queue past its deadline"}
 		case StateCancelling:
+			cause := fmt.Sprintf("its worker stopped heartbeating for %v", w.o.StuckTimeout)
+			if dead {
+				cause = fmt.Sprintf("its worker (%s) is gone: its database session ended", c.dead.worker)
+			}
 			o = outcome{state: StateCancelled, errType: "Cancelled", errMsg: ErrCancelled.Error(),
-				cancellation: CancellationIndeterminate, cancelErr: fmt.Sprintf("its worker stopped heartbeating for %v", w.o.StuckTimeout)}
+				cancellation: CancellationIndeterminate, cancelErr: cause}
 		default:
-			msg := fmt.Sprintf("no heartbeat for %v: the worker running it is gone", w.o.StuckTimeout)
-			o = outcome{state: StateLost, errType: "Lost", errMsg: msg}
+			o = outcome{state: StateLost, errType: "Lost", errMsg: gone}
 			if c.f.Attempt < c.maxAttempts {
 				o.retry, o.backoffSeconds = true, backoffSeconds(w.o.RetryBackoff, c.f.Attempt+1)
+				if dead && c.firstLost {
+					o.backoffSeconds = 0 // its worker died: nothing to wait for
+				}
 			}
 		}
 		n, err := transition(ctx, w.pool, c.f, o)
@@ -844,6 +962,20 @@ func (w *Worker) sweep(ctx context.Context) {
 			if o.retry {
 				signal(w.wake)
 			}
+		}
+	}
+	if sessions {
+		for s := range w.suspects {
+			if !seen[s] {
+				delete(w.suspects, s) // its lock was taken again, or its tasks are recorded
+			}
+		}
+	}
+	if pending {
+		if w.recheckT == nil {
+			w.recheckT = time.AfterFunc(orphanGrace, func() { signal(w.recheck) })
+		} else {
+			w.recheckT.Reset(orphanGrace)
 		}
 	}
 }

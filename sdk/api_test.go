@@ -31,7 +31,7 @@ func TestAPISurface(t *testing.T) {
 		"const ReportingPolicyTerminalOnly", "const StrategyAuto", "const StrategyCompiledGraph",
 		"const StrategyDynamicTasks", "const StrategyLocal", "const StrategyStaticActors",
 		"const Version",
-		"func Bind", "func Chain3", "func Chain4", "func Chain5", "func Chain6", "func ChainOf",
+		"func AttemptFrom", "func Bind", "func Chain3", "func Chain4", "func Chain5", "func Chain6", "func ChainOf",
 		"func ForRay", "func Group", "func Group2", "func Group3", "func Map", "func MapSeq",
 		"func Materialize", "func NewRunIdentity", "func OnRunStart", "func Reduce",
 		"func RegisterBootstrap", "func RegisterErrorType", "func RegisterFlow", "func RegisterReducer",

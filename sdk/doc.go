@@ -121,7 +121,9 @@
 // generation, run id): the one given with [WithRunIdentity] (the durable
 // runtime passes each attempt's), else a fresh one from [NewRunIdentity];
 // [OnRunStart] tells the caller which, before any leaf runs. The engine
-// receives it with the run and every progress event carries it.
+// receives it with the run and every progress event carries it; a step
+// reads it from its context with [AttemptFrom] (which durable attempt
+// runs it).
 //
 // Progress is per run and the same on every engine, under the plan's
 // reporting policy ([WithReportingPolicy]; [Materialized.ReportingPolicy]):

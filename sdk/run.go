@@ -205,6 +205,7 @@ func run(ctx context.Context, root *flowgraph.Node, m *Materialized, in any, opt
 
 	ctx, endSpan := traceRun(ctx, m, id, cfg.engine)
 	defer func() { endSpan(err) }()
+	ctx = sdkrt.WithIdentity(ctx, id)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	prun, err := progress.Start(ctx, progress.RunConfig{

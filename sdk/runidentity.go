@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"context"
+
 	"github.com/rayflow/rayflow/gen/common"
 	"github.com/rayflow/rayflow/internal/sdkrt"
 )
@@ -26,4 +28,16 @@ func NewRunIdentity() RunIdentity {
 // with an error wrapping ErrInvalidRunIdentity.
 func WithRunIdentity(id RunIdentity) RunOption {
 	return func(c *runConfig) { c.identity = &id }
+}
+
+// AttemptFrom returns the identity of the run that a step's context
+// belongs to: its durable task execution, attempt number (1 for the first
+// attempt), execution generation and run id, as the durable runtime gave
+// them (WithRunIdentity), else the run's own (NewRunIdentity). ok is false
+// for a context outside a run. It holds in process and in the job driver
+// of the Ray Job runner; on Ray, in the leaves that report their progress
+// (a step outside a map, under the full reporting policy), the only ones
+// the engine sends the identity to.
+func AttemptFrom(ctx context.Context) (id RunIdentity, ok bool) {
+	return sdkrt.IdentityFrom(ctx)
 }

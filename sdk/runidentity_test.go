@@ -87,3 +87,65 @@ func TestRunIdentityBounds(t *testing.T) {
 		})
 	}
 }
+
+// attemptOf is a step that returns the run identity its context carries.
+func attemptOf(ctx context.Context, _ int) (sdk.RunIdentity, error) {
+	id, ok := sdk.AttemptFrom(ctx)
+	if !ok {
+		return id, errors.New("no run identity in the step's context")
+	}
+	return id, nil
+}
+
+func attemptItems(_ context.Context, n int) ([]int, error) { return make([]int, n), nil }
+
+// TestAttemptFrom: a step reads its run's identity (the durable attempt)
+// from its context, in a lone step, a chain and each item of a map,
+// sequential or not; outside a run there is none.
+func TestAttemptFrom(t *testing.T) {
+	given := sdk.RunIdentity{SchemaVersion: 1, TaskExecutionPK: 42, AttemptNumber: 3, ExecutionGeneration: 7,
+		RunID: "0a1b2c3d-0000-4000-8000-00000000000f"}
+	step := sdk.Step(attemptOf)
+	mapped := sdk.Then(sdk.Step(attemptItems), sdk.Map(sdk.Step(attemptOf)))
+	cases := []struct {
+		name string
+		run  func(ctx context.Context, opts ...sdk.RunOption) ([]sdk.RunIdentity, error)
+	}{
+		{"step", func(ctx context.Context, opts ...sdk.RunOption) ([]sdk.RunIdentity, error) {
+			id, err := sdk.Run(ctx, step, 0, opts...)
+			return []sdk.RunIdentity{id}, err
+		}},
+		{"map items", func(ctx context.Context, opts ...sdk.RunOption) ([]sdk.RunIdentity, error) {
+			return sdk.Run(ctx, mapped, 3, opts...)
+		}},
+		{"map items, sequential", func(ctx context.Context, opts ...sdk.RunOption) ([]sdk.RunIdentity, error) {
+			return sdk.Run(ctx, mapped, 3, append(opts, sdk.Sequential())...)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.run(context.Background(), sdk.WithRunIdentity(given))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range got {
+				if d := cmp.Diff(given, id); d != "" {
+					t.Fatalf("AttemptFrom in the step (-given +got):\n%s", d)
+				}
+			}
+			var started sdk.RunIdentity
+			got, err = c.run(context.Background(), sdk.OnRunStart(func(x sdk.RunIdentity) { started = x }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range got {
+				if d := cmp.Diff(started, id); d != "" || id.AttemptNumber != 1 {
+					t.Fatalf("AttemptFrom without WithRunIdentity (-run's own +got):\n%s", d)
+				}
+			}
+		})
+	}
+	if id, ok := sdk.AttemptFrom(context.Background()); ok {
+		t.Fatalf("AttemptFrom outside a run: %+v, true", id)
+	}
+}

@@ -295,6 +295,9 @@ func (h *leafInbound) sectionSizes() []int64 { return h.Sizes }
 // nil) and writes its reply.
 func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, prod *progress.Producer, bound, in []byte) error {
 	lctx, endSpan := leafSpan(ctx, req)
+	if req.Progress != nil {
+		lctx = sdkrt.WithIdentity(lctx, req.Progress.Identity) // sdk.AttemptFrom
+	}
 	preview := ""
 	if prod != nil {
 		preview = req.Progress.Preview

@@ -100,3 +100,19 @@ func NewRunID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// identityKey is the context key of a run's identity.
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying the identity of the run its steps
+// belong to (what sdk.AttemptFrom reads): sdk sets it for a run's engine,
+// a Ray leaf process for the leaf it runs.
+func WithIdentity(ctx context.Context, id common.RunIdentity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the run identity ctx carries (WithIdentity).
+func IdentityFrom(ctx context.Context) (common.RunIdentity, bool) {
+	id, ok := ctx.Value(identityKey{}).(common.RunIdentity)
+	return id, ok
+}

@@ -30,6 +30,7 @@ var recorded = []struct {
 	{4, "fenced_batches", "2906918caf2c4c0ded6c301fed550727ab8e0cecc5f29920e4122ced070c6487"},
 	{5, "cheaper_hex_checks", "d703abbe42f0de5463918aea0050ac91339aeb2a4820a13d5d920e60866a7fb3"},
 	{6, "task_list_indexes", "d2425d932aecb2d933542c48ec12ff8af1e8ca7eace509167d347e7607c68d06"},
+	{8, "worker_sessions", "1bbb2b777402e64730be8bebdfe4a43322992de706fabce03f54522306dabb6d"},
 }
 
 func TestMigrationsAsRecorded(t *testing.T) {
@@ -195,7 +196,7 @@ func TestMigrateSchemaAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_schema_migrations (version, name) VALUES ($1, 'future')`, len(st)+1); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_schema_migrations (version, name) VALUES ($1, 'future')`, st[len(st)-1].Version+1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Migrate(ctx, pool); !errors.Is(err, store.ErrSchemaAhead) {

@@ -174,10 +174,24 @@ type Claim struct {
 	Flows        []string
 	Fingerprints []string
 	Selections   []string
+	CheckOrphans bool
 }
 
-const claimSQL = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))
-UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
+const claimPins = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))`
+
+const claimSQL = claimPins + "\n" + claimUpdate
+
+// claimCheckSQL is claimSQL followed, when some running task's worker
+// session ended, by one marker row of id 0 (the orphan check of an idle
+// poll, in the same statement).
+var claimCheckSQL = claimPins + `, c(id, task_id, flow, attempt, max_attempts, gen, run_id, input, timeout, fp, pinned, priority, created, waited) AS (
+` + claimUpdate + `)
+SELECT * FROM c
+UNION ALL
+SELECT 0::bigint, '', '', 0, 0, 0::bigint, '', '', 0, '', 0, 0, now(), 0::float8
+WHERE EXISTS (SELECT 1 FROM rayflow_tasks t JOIN rayflow_workers w ON w.worker_id = t.claimed_by WHERE ` + orphanedWhere + `)`
+
+const claimUpdate = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
   workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
   finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL,
   workflow_plan_pinned_attempt = CASE WHEN t.workflow_plan_fingerprint IS NULL
@@ -200,23 +214,14 @@ RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, 
 // Rows (in no order): id, task_id, flow_name, attempt_number,
 // max_attempts, execution_generation, workflow_run_id, input_json,
 // timeout seconds, pinned fingerprint, pinned attempt, priority,
-// created_at, seconds waited.
+// created_at, seconds waited. With CheckOrphans (migration 0008) one more
+// row of id 0 says that some running task's worker session ended.
 func ClaimTasks(ctx context.Context, q Querier, c Claim) (pgx.Rows, error) {
-	return q.Query(ctx, claimSQL, c.Queue, c.N, c.Worker, c.Runner, c.RayAddress, c.Flows, c.Fingerprints, c.Selections)
-}
-
-// StuckTasks lists at most 500 tasks to sweep: running ones without a
-// heartbeat for stuckSeconds and queued ones past their deadline. Rows:
-// id, state, attempt_number, max_attempts, execution_generation,
-// workflow_run_id, ray_job_id, task_id, flow_name, seconds in the state.
-func StuckTasks(ctx context.Context, q Reader, stuckSeconds float64) (pgx.Rows, error) {
-	return q.Query(ctx, `SELECT id, state, attempt_number, max_attempts, execution_generation, workflow_run_id::text,
-  coalesce(ray_job_id, ''), task_id::text, flow_name,
-  extract(epoch FROM now() - CASE WHEN state = 'QUEUED' THEN enqueued_at ELSE coalesce(started_at, enqueued_at) END)::float8
-FROM rayflow_tasks
-WHERE (state IN ('RUNNING', 'CANCELLING') AND coalesce(last_heartbeat_at, started_at) < now() - make_interval(secs => $1))
-   OR (state = 'QUEUED' AND queue_deadline_at < now())
-LIMIT 500`, stuckSeconds)
+	sql := claimSQL
+	if c.CheckOrphans {
+		sql = claimCheckSQL
+	}
+	return q.Query(ctx, sql, c.Queue, c.N, c.Worker, c.Runner, c.RayAddress, c.Flows, c.Fingerprints, c.Selections)
 }
 
 // NewTask is a task to enqueue.

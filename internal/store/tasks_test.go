@@ -341,20 +341,22 @@ func TestStuckTasksAndNotify(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE rayflow_tasks SET last_heartbeat_at = now() - interval '1 hour' WHERE id = $1`, f.PK); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := store.StuckTasks(ctx, pool, 60)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pks []int64
-	for rows.Next() {
-		vals, err := rows.Values()
+	for _, sessions := range []bool{false, true} {
+		rows, err := store.SweepTasks(ctx, pool, 60, sessions)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pks = append(pks, vals[0].(int64))
-	}
-	if diff := cmp.Diff([]int64{f.PK}, pks); diff != "" || rows.Err() != nil {
-		t.Errorf("StuckTasks (-want +got):\n%s%v", diff, rows.Err())
+		var pks []int64
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pks = append(pks, vals[0].(int64))
+		}
+		if diff := cmp.Diff([]int64{f.PK}, pks); diff != "" || rows.Err() != nil {
+			t.Errorf("SweepTasks (sessions %v) (-want +got):\n%s%v", sessions, diff, rows.Err())
+		}
 	}
 }
 
