@@ -137,7 +137,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	for _, o := range opts {
 		o(&cfg)
 	}
-	prog := program.Compile(root)
+	prog := program.CompileFor(root, cfg.code.buildIdentity())
 	if err := validateProgram(prog); err != nil {
 		return nil, err
 	}
