@@ -103,7 +103,8 @@ func TestItemCodeIdentity(t *testing.T) {
 		}
 	}
 	// An unknown build stands for this process: stable within it.
-	if codes(Compile(versionedFlow(none)))["0.1"] != codes(Compile(versionedFlow(none)))["0.1"] {
+	first, second := codes(Compile(versionedFlow(none))), codes(Compile(versionedFlow(none)))
+	if first["0.1"] != second["0.1"] {
 		t.Error("Compile gives two identities to the same flow in one process")
 	}
 	// A map without resume has none.
