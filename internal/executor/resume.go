@@ -18,12 +18,8 @@ const inputDigestDomain = "rayflow.item-input.v1\x00"
 // domain-separated SHA-256 of the item's encoded input (the codec bytes
 // the backend sends).
 func InputDigest(encoded []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(inputDigestDomain))
-	h.Write(encoded)
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	var buf [256]byte
+	return sha256.Sum256(append(append(buf[:0], inputDigestDomain...), encoded...))
 }
 
 // MaxLedgerChunk bounds a resumable map's ledger chunk: the items one
