@@ -103,8 +103,8 @@ type completion[Out any] struct {
 	err   error
 	enc   []byte // a resumable map's encoded result (Resumer.Result), made on the worker
 	n     int    // items that end with this message (1, or what a unit that stopped left)
-	empty bool // no item result: a unit that stopped before its last items
-	last  bool // the unit is over: its worker is free
+	empty bool   // no item result: a unit that stopped before its last items
+	last  bool   // the unit is over: its worker is free
 }
 
 // Run runs a map: it reads items from seq while the window has room,
