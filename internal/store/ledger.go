@@ -37,23 +37,33 @@ const MaxLedgerResultBytes = 1 << 20
 // nothing was written.
 var ErrStaleRun = errors.New("store: the run no longer holds its task")
 
+// ErrLedgerResultTooLarge is returned by RecordItems for a result over
+// MaxLedgerResultBytes (nothing of the batch is sent).
+var ErrLedgerResultTooLarge = errors.New("store: ledger result over the limit")
+
 // recordItemsSQL inserts the entries of one batch ($5–$8, parallel arrays)
 // for run $1–$4, aborting (RF001) when the run's fence no longer matches;
-// an entry already there is kept as it is.
+// an entry already there is kept as it is. It returns the rows and result
+// bytes it added.
 const recordItemsSQL = `WITH f AS (
  SELECT rayflow_require(count(*), 'RF001', 'store: the run fence no longer matches') AS ok
-   FROM (SELECT 1 FROM rayflow_tasks WHERE ` + runFence + ` AND state = 'RUNNING' FOR SHARE) t)
+   FROM (SELECT 1 FROM rayflow_tasks WHERE ` + runFence + ` AND state = 'RUNNING' FOR SHARE) t),
+ins AS (
 INSERT INTO rayflow_item_ledger (task_pk, node_id, code_identity, input_digest, result, attempt_number, execution_generation)
 SELECT $1, u.node_id, u.code_identity, u.input_digest, u.result, $2, $3
   FROM f, unnest($5::text[], $6::bytea[], $7::bytea[], $8::bytea[]) AS u(node_id, code_identity, input_digest, result)
- ON CONFLICT DO NOTHING`
+ ON CONFLICT DO NOTHING
+ RETURNING octet_length(result) AS n)
+SELECT count(*), coalesce(sum(n), 0) FROM ins`
 
 // RecordItems writes entries for run r in one statement and returns how
-// many rows it added (an entry whose key is already there adds none). It
-// returns ErrStaleRun, writing nothing, when r no longer holds its task.
-func RecordItems(ctx context.Context, q Querier, r Run, entries []LedgerEntry) (int64, error) {
+// many rows and result bytes it added (an entry whose key is already
+// there adds none). It returns ErrStaleRun, writing nothing, when r no
+// longer holds its task, and ErrLedgerResultTooLarge, sending nothing,
+// for a result over MaxLedgerResultBytes.
+func RecordItems(ctx context.Context, q Querier, r Run, entries []LedgerEntry) (rows, bytes int64, err error) {
 	if len(entries) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	nodes := make([]string, len(entries))
 	codes := make([][]byte, len(entries))
@@ -62,18 +72,18 @@ func RecordItems(ctx context.Context, q Querier, r Run, entries []LedgerEntry) (
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Result) > MaxLedgerResultBytes {
-			return 0, fmt.Errorf("store: ledger result of %d bytes over %d", len(e.Result), MaxLedgerResultBytes)
+			return 0, 0, fmt.Errorf("%w: %d bytes, the limit is %d", ErrLedgerResultTooLarge, len(e.Result), MaxLedgerResultBytes)
 		}
 		nodes[i], codes[i], inputs[i], results[i] = e.NodeID, e.Code[:], e.Input[:], e.Result
 	}
-	tag, err := q.Exec(ctx, recordItemsSQL, r.args(nodes, codes, inputs, results)...)
+	err = q.QueryRow(ctx, recordItemsSQL, r.args(nodes, codes, inputs, results)...).Scan(&rows, &bytes)
 	if err != nil {
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "RF001" {
-			return 0, fmt.Errorf("%w (task %d, attempt %d, generation %d)", ErrStaleRun, r.TaskPK, r.Attempt, r.Gen)
+			return 0, 0, fmt.Errorf("%w (task %d, attempt %d, generation %d)", ErrStaleRun, r.TaskPK, r.Attempt, r.Gen)
 		}
-		return 0, fmt.Errorf("store: record ledger items: %w", err)
+		return 0, 0, fmt.Errorf("store: record ledger items: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return rows, bytes, nil
 }
 
 // lookupItemsSQL reads the results of task $1, node $2, code identity $3

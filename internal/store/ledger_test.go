@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
 )
 
@@ -35,18 +36,26 @@ func digests(es []store.LedgerEntry) [][32]byte {
 func TestLedgerRecordAndLookUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	r, _ := runningRun(t, pool, "ledger")
 	code := sha256.Sum256([]byte("code v1"))
 	first := ledgerEntries("0.1", code, 0, 100)
-	if n, err := store.RecordItems(ctx, pool, r, first); err != nil || n != 100 {
-		t.Fatalf("RecordItems = %d, %v; want 100 rows", n, err)
+	var firstBytes int64
+	for _, e := range first {
+		firstBytes += int64(len(e.Result))
+	}
+	if n, b, err := store.RecordItems(ctx, pool, r, first); err != nil || n != 100 || b != firstBytes {
+		t.Fatalf("RecordItems = %d rows, %d bytes, %v; want 100 rows, %d bytes", n, b, err, firstBytes)
 	}
 	// An entry already recorded keeps its first result.
 	again := ledgerEntries("0.1", code, 90, 20)
 	again[0].Result = []byte(`"changed"`)
-	if n, err := store.RecordItems(ctx, pool, r, again); err != nil || n != 10 {
-		t.Fatalf("RecordItems again = %d, %v; want 10 new rows", n, err)
+	var newBytes int64
+	for _, e := range again[10:] {
+		newBytes += int64(len(e.Result))
+	}
+	if n, b, err := store.RecordItems(ctx, pool, r, again); err != nil || n != 10 || b != newBytes {
+		t.Fatalf("RecordItems again = %d rows, %d bytes, %v; want 10 new rows, %d bytes", n, b, err, newBytes)
 	}
 	got, err := store.LookupItems(ctx, pool, r.TaskPK, "0.1", code, digests(ledgerEntries("0.1", code, 95, 30)))
 	if err != nil {
@@ -86,7 +95,7 @@ func TestLedgerRecordAndLookUp(t *testing.T) {
 func TestLedgerStaleRunWritesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	r, _ := runningRun(t, pool, "ledger")
 	code := sha256.Sum256([]byte("code"))
 	for name, stale := range map[string]store.Run{
@@ -94,7 +103,7 @@ func TestLedgerStaleRunWritesNothing(t *testing.T) {
 		"other generation": {TaskPK: r.TaskPK, Attempt: r.Attempt, Gen: r.Gen + 1, RunID: r.RunID},
 		"other run":        {TaskPK: r.TaskPK, Attempt: r.Attempt, Gen: r.Gen, RunID: "00000000-0000-4000-8000-000000000000"},
 	} {
-		n, err := store.RecordItems(ctx, pool, stale, ledgerEntries("0.1", code, 0, 5))
+		n, _, err := store.RecordItems(ctx, pool, stale, ledgerEntries("0.1", code, 0, 5))
 		if !errors.Is(err, store.ErrStaleRun) || n != 0 {
 			t.Errorf("%s: RecordItems = %d, %v; want ErrStaleRun", name, n, err)
 		}
@@ -103,7 +112,7 @@ func TestLedgerStaleRunWritesNothing(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE rayflow_tasks SET state = 'CANCELLING' WHERE id = $1`, r.TaskPK); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := store.RecordItems(ctx, pool, r, ledgerEntries("0.1", code, 0, 5)); !errors.Is(err, store.ErrStaleRun) || n != 0 {
+	if n, _, err := store.RecordItems(ctx, pool, r, ledgerEntries("0.1", code, 0, 5)); !errors.Is(err, store.ErrStaleRun) || n != 0 {
 		t.Errorf("cancelling: RecordItems = %d, %v; want ErrStaleRun", n, err)
 	}
 	if rows, _, err := store.LedgerUsage(ctx, pool, r.TaskPK); err != nil || rows != 0 {
@@ -114,17 +123,17 @@ func TestLedgerStaleRunWritesNothing(t *testing.T) {
 func TestLedgerResultCap(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	r, _ := runningRun(t, pool, "ledger")
 	code := sha256.Sum256([]byte("code"))
 	es := ledgerEntries("0.1", code, 0, 2)
 	es[0].Result = bytes.Repeat([]byte("x"), store.MaxLedgerResultBytes)
-	if n, err := store.RecordItems(ctx, pool, r, es[:1]); err != nil || n != 1 {
+	if n, _, err := store.RecordItems(ctx, pool, r, es[:1]); err != nil || n != 1 {
 		t.Fatalf("a result at the cap: RecordItems = %d, %v; want 1 row", n, err)
 	}
 	es[1].Result = bytes.Repeat([]byte("x"), store.MaxLedgerResultBytes+1)
-	if n, err := store.RecordItems(ctx, pool, r, es[1:]); err == nil || n != 0 {
-		t.Fatalf("a result one byte over the cap: RecordItems = %d, %v; want an error", n, err)
+	if n, _, err := store.RecordItems(ctx, pool, r, es[1:]); !errors.Is(err, store.ErrLedgerResultTooLarge) || n != 0 {
+		t.Fatalf("a result one byte over the cap: RecordItems = %d, %v; want ErrLedgerResultTooLarge", n, err)
 	}
 	// The column refuses it too, whatever a writer checks.
 	_, err := pool.Exec(ctx, `INSERT INTO rayflow_item_ledger (task_pk, node_id, code_identity, input_digest, result, attempt_number, execution_generation)
@@ -137,12 +146,12 @@ func TestLedgerResultCap(t *testing.T) {
 func TestLedgerCopyAndCascade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := migrated(t)
+	pool := pgtest.MigratedPool(t)
 	origin, _ := runningRun(t, pool, "ledger")
 	repair, _ := runningRun(t, pool, "ledger")
 	code := sha256.Sum256([]byte("code"))
 	es := ledgerEntries("0.1", code, 0, 50)
-	if _, err := store.RecordItems(ctx, pool, origin, es); err != nil {
+	if _, _, err := store.RecordItems(ctx, pool, origin, es); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := store.CopyItems(ctx, pool, origin.TaskPK, repair.TaskPK); err != nil || n != 50 {
