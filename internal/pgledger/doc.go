@@ -6,7 +6,9 @@
 // one statement that writes nothing when the attempt no longer holds its
 // task (a newer attempt or generation, or the task left RUNNING), and
 // then returns an error wrapping both itemledger.ErrFenceLost and
-// store.ErrStaleRun, which stops the run. Lookup is one statement per
+// store.ErrStaleRun, which stops the run. While the attempt's task is
+// CANCELLING, Record writes nothing and keeps nothing without an error:
+// the cancellation stops the run, as for a progress publication. Lookup is one statement per
 // call (the scheduler calls it once per admitted chunk) and needs no
 // fence: a later attempt or a repair task reads what earlier attempts
 // recorded.

@@ -114,6 +114,12 @@ func (l *Ledger) Record(ctx context.Context, s itemledger.Scope, items []itemled
 	l.bytes -= size - bytes
 	l.mu.Unlock()
 	if errors.Is(err, store.ErrStaleRun) {
+		// The attempt still holds a task being cancelled: nothing is
+		// written, and the cancellation (not the ledger) stops the run,
+		// as a progress publication does (progress/pgstore).
+		if state, _, serr := store.RunTaskState(ctx, l.q, l.run); serr == nil && state == "CANCELLING" {
+			return 0, nil
+		}
 		return 0, fmt.Errorf("%w: %w", itemledger.ErrFenceLost, err)
 	}
 	if err != nil {
