@@ -1,9 +1,9 @@
 package durable
 
 import (
-	"fmt"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
