@@ -257,7 +257,7 @@ RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON
 // last_heartbeat_at, run_after, timeout seconds, queue timeout seconds,
 // queue_deadline_at, claimed_by, cancellation_status,
 // cancellation_error, error_type, error_message, error_traceback, the
-// task id of the task a repair task repairs (” for other tasks).
+// task id of the task a repair task repairs (empty for other tasks).
 const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
  execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
  coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
