@@ -386,13 +386,13 @@ type graphData struct {
 	Legend                         []glyph
 	Attempts                       []attemptLink
 	// RepairOf is the task id of the task this one repairs, if any.
-	RepairOf        string
-	Window, Windows int
-	FirstLayer, LastLayer          int
-	Prev, Next                     string
-	Width, Height, Hidden          int
-	Boxes                          []box
-	Lines                          []line
+	RepairOf              string
+	Window, Windows       int
+	FirstLayer, LastLayer int
+	Prev, Next            string
+	Width, Height, Hidden int
+	Boxes                 []box
+	Lines                 []line
 	// View is the shown view (graph, failures, timeline), Views the links
 	// to each.
 	View  string
