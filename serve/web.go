@@ -385,14 +385,12 @@ type graphData struct {
 	NodeTotal                      int64
 	Legend                         []glyph
 	Attempts                       []attemptLink
-	// RepairOf is the task id of the task this one repairs, if any.
-	RepairOf              string
-	Window, Windows       int
-	FirstLayer, LastLayer int
-	Prev, Next            string
-	Width, Height, Hidden int
-	Boxes                 []box
-	Lines                 []line
+	Window, Windows                int
+	FirstLayer, LastLayer          int
+	Prev, Next                     string
+	Width, Height, Hidden          int
+	Boxes                          []box
+	Lines                          []line
 	// View is the shown view (graph, failures, timeline), Views the links
 	// to each.
 	View  string
@@ -407,6 +405,8 @@ type graphData struct {
 	FailedUnshown int64
 	// Timeline is the timeline view's window.
 	Timeline *timeline
+	// RepairOf is the task id of the task this one repairs, if any.
+	RepairOf string
 }
 
 const (
