@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
@@ -169,5 +170,78 @@ func TestLedgerCopyAndCascade(t *testing.T) {
 	}
 	if rows, _, err := store.LedgerUsage(ctx, pool, repair.TaskPK); err != nil || rows != 50 {
 		t.Errorf("the repair's ledger after its origin is deleted: %d rows, %v; want 50", rows, err)
+	}
+}
+
+// The item ledger follows the progress retention of its task's last run:
+// cleanup deletes it with that run's expired detail once the task has
+// ended, and keeps it while the task may still run again.
+func TestLedgerFollowsProgressRetention(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		task    string // the task's change after its attempt 1 ran
+		deleted bool
+	}{
+		{"succeeded", `UPDATE rayflow_tasks SET state = 'SUCCEEDED', finished_at = now() WHERE id = $1`, true},
+		{"failed", `UPDATE rayflow_tasks SET state = 'FAILED', finished_at = now() WHERE id = $1`, true},
+		{"cancelled", `UPDATE rayflow_tasks SET state = 'CANCELLED', finished_at = now() WHERE id = $1`, true},
+		{"lost", `UPDATE rayflow_tasks SET state = 'LOST', finished_at = now() WHERE id = $1`, true},
+		{"queued for attempt 2", `UPDATE rayflow_tasks SET state = 'QUEUED', attempt_number = 2, execution_generation = 1,
+ workflow_run_id = NULL, claimed_by = NULL, started_at = NULL WHERE id = $1`, false},
+		{"failed at attempt 2", `UPDATE rayflow_tasks SET state = 'FAILED', attempt_number = 2, execution_generation = 1, finished_at = now() WHERE id = $1`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := pgtest.MigratedPool(t)
+			r, _ := runningRun(t, pool, "ledger")
+			other, _ := runningRun(t, pool, "ledger")
+			code := sha256.Sum256([]byte("code"))
+			for _, run := range []store.Run{r, other} {
+				if _, _, err := store.RecordItems(ctx, pool, run, ledgerEntries("0.1", code, 0, 5)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := &pgx.Batch{}
+			store.QueueRunInsert(b, r, 1)
+			br := pool.SendBatch(ctx, b)
+			var runPK int64
+			var inserted bool
+			var one int64
+			if err := br.QueryRow().Scan(&runPK, &inserted, &one); err != nil {
+				t.Fatal(err)
+			}
+			br.Close()
+			if _, err := pool.Exec(ctx, c.task, r.TaskPK); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `UPDATE rayflow_progress_runs SET detail_expires_at = now() - interval '1 day' WHERE id = $1`, runPK); err != nil {
+				t.Fatal(err)
+			}
+			now, err := store.Now(ctx, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gone bool
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				var err error
+				gone, err = store.CleanupDelete(ctx, tx, store.CleanupExpiredRun, now, fmt.Sprint(runPK))
+				return err
+			})
+			if err != nil || !gone {
+				t.Fatalf("CleanupDelete of the expired run = %v, %v; want deleted", gone, err)
+			}
+			want := int64(5)
+			if c.deleted {
+				want = 0
+			}
+			if rows, _, err := store.LedgerUsage(ctx, pool, r.TaskPK); err != nil || rows != want {
+				t.Errorf("the task's ledger holds %d rows, %v; want %d", rows, err, want)
+			}
+			if rows, _, err := store.LedgerUsage(ctx, pool, other.TaskPK); err != nil || rows != 5 {
+				t.Errorf("another task's ledger holds %d rows, %v; want its 5", rows, err)
+			}
+		})
 	}
 }
