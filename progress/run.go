@@ -77,6 +77,7 @@ type MapCounters struct {
 	InFlight  int    // items holding a window slot
 	Exhausted bool   // the input has no more items
 	Failed    bool   // the map failed
+	Reused    int    // completed items whose recorded result was reused (a resumable map)
 }
 
 // Run is one run's progress: its identity, reporting policy and limits

@@ -49,6 +49,12 @@ const (
 	// CodeInvalidBatching: WithItemBatching on a map whose body is not a
 	// single step.
 	CodeInvalidBatching DefinitionCode = "INVALID_BATCHING"
+	// CodeInvalidResume is a resumable map's result cap outside 1 …
+	// MaxResumeResultBytes (ResumeResultCap).
+	CodeInvalidResume DefinitionCode = "INVALID_RESUME"
+	// CodeInvalidVersion is a declared code version (CodeVersion) that is not
+	// 1 … MaxCodeVersionBytes printable ASCII characters without spaces.
+	CodeInvalidVersion DefinitionCode = "INVALID_CODE_VERSION"
 	// CodeUnknownStrategy is a WithStrategy value that is no Strategy.
 	CodeUnknownStrategy DefinitionCode = "UNKNOWN_STRATEGY"
 	// CodeUnknownReportingPolicy is a WithReportingPolicy value that is no

@@ -74,6 +74,22 @@ func (c codeContext) buildRevision() (*string, error) {
 	return &s, nil
 }
 
+// buildIdentity is the build's code identity for a resumable map's item
+// code identity (program.CompileFor): the build revision and the image
+// digest, or "" when the revision is unknown or invalid (the plan
+// reports an invalid one).
+func (c codeContext) buildIdentity() string {
+	rev, err := c.buildRevision()
+	if err != nil || rev == nil {
+		return ""
+	}
+	img, err := c.imageDigest()
+	if err != nil || img == nil {
+		return *rev
+	}
+	return *rev + "\x00image:" + *img
+}
+
 // executableDigest returns the "sha256:<hex>" digest a plan's build
 // revision names when it is the leaves' executable digest, or "".
 func executableDigest(rev *string) string {

@@ -97,9 +97,93 @@ func mapNode[Out any](body *flowgraph.Node, items func(any) (flowgraph.Items, er
 	return &flowgraph.Node{
 		Kind:     flowgraph.KindMap,
 		Children: []*flowgraph.Node{body},
-		Map:      &flowgraph.Map{Items: items},
+		Map:      &flowgraph.Map{Items: items, Codec: itemCodec[Out]()},
 		Collect:  collectSlice[Out],
 	}
+}
+
+// itemCodec encodes a map's items and results with the value codec, as
+// they cross to and from a Ray leaf.
+func itemCodec[Out any]() *flowgraph.ItemCodec {
+	return &flowgraph.ItemCodec{
+		Input:  DefaultCodec.Marshal,
+		Result: DefaultCodec.Marshal,
+		Decode: func(b []byte) (any, error) {
+			var v Out
+			if err := DefaultCodec.Unmarshal(b, &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		},
+	}
+}
+
+// ResumeResultBytesDefault is a resumable map's per-item result cap
+// unless ResumeResultCap says otherwise; MaxResumeResultBytes is the
+// largest cap.
+const (
+	ResumeResultBytesDefault = 64 << 10
+	MaxResumeResultBytes     = plan.MaxLedgerResultBytes
+)
+
+// ResumeOption configures WithResume.
+type ResumeOption struct{ apply func(*flowgraph.Resume) }
+
+// ResumeResultCap sets the largest encoded item result a resumable map
+// keeps (1 … MaxResumeResultBytes bytes; ResumeResultBytesDefault
+// otherwise). An item whose result is bigger is not kept: it runs again on
+// the next attempt. Another value is an INVALID_RESUME definition error.
+func ResumeResultCap(bytes int) ResumeOption {
+	return ResumeOption{func(r *flowgraph.Resume) { r.MaxResultBytes = bytes }}
+}
+
+// WithResume makes a map (Map or MapSeq) resumable: when its run has an
+// item ledger (a durable task's attempt supplies one), each succeeded
+// item's encoded result is kept under the digest of its encoded input and
+// the map's item code identity, and a later attempt (a retry, or a repair
+// under a new build) runs only the items without a kept result. A reused
+// result flows on exactly as a computed one: in input order to Reduce and
+// WithResultBuffer, counted by MaxItems, the admission window and
+// progress (which also counts the reused items). A run without a ledger
+// (a plain Run) behaves as without WithResume.
+//
+// The item code identity covers every step the items depend on (the
+// steps before the map and the map's body), each by its Go symbol and its
+// declared Version, or, for a step without one, the build's code
+// identity: declare versions to keep the items across rebuilds; without
+// them a rebuild runs every item again. A changed version invalidates the
+// items of this map and of every resumable map after it.
+//
+// The result cap (ResumeResultCap) is part of the plan (bounds.
+// maximum_ledger_result_bytes of the map node, fingerprinted); a map
+// without WithResume does not carry it. On any other flow WithResume is a
+// NOT_A_MAP definition error.
+func (f Flow[In, Out]) WithResume(opts ...ResumeOption) Flow[In, Out] {
+	n := f.nodeOf().Clone()
+	if n.Kind != flowgraph.KindMap {
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithResume applies to sdk.Map and sdk.MapSeq only"}
+		return Flow[In, Out]{n}
+	}
+	r := flowgraph.Resume{MaxResultBytes: ResumeResultBytesDefault}
+	for _, o := range opts {
+		if o.apply != nil {
+			o.apply(&r)
+		}
+	}
+	if err := checkResume(&r); err != nil {
+		n.Err = err
+		return Flow[In, Out]{n}
+	}
+	n.Map.Resume = &r
+	return Flow[In, Out]{n}
+}
+
+// checkResume refuses a result cap outside 1 … MaxResumeResultBytes.
+func checkResume(r *flowgraph.Resume) error {
+	if r.MaxResultBytes < 1 || r.MaxResultBytes > MaxResumeResultBytes {
+		return &DefinitionError{Code: CodeInvalidResume, Msg: fmt.Sprintf("ResumeResultCap needs 1 to %d bytes, got %d", MaxResumeResultBytes, r.MaxResultBytes)}
+	}
+	return nil
 }
 
 // WithLimits bounds a map (Map or MapSeq); on any other flow it is a

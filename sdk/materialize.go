@@ -137,7 +137,7 @@ func materialize(root *flowgraph.Node, opts []MaterializeOption) (*Materialized,
 	for _, o := range opts {
 		o(&cfg)
 	}
-	prog := program.Compile(root)
+	prog := program.CompileFor(root, cfg.code.buildIdentity())
 	if err := validateProgram(prog); err != nil {
 		return nil, err
 	}
@@ -331,6 +331,10 @@ func (mz *materializer) callNode(s *flowgraph.Step, id string, deps []string) (*
 		BindingSchema: binding(s.Bound), Outputs: []string{"result"}, Bootstrap: s.Bootstrap,
 		Resources: res, Scheduling: sched, RayOptions: opts, Environment: env,
 		Inputs: inputsFrom(deps, "invocation:root")}
+	if s.Version != "" { // absent when undeclared: plans without versions are unchanged
+		v := s.Version
+		node.CodeVersion = &v
+	}
 	if s.Preview != nil {
 		node.OutputPreview = &plan.OutputPreview{Mode: "author_projection", Callable: plan.CallableRef{Ref: mz.callableRef(s.Preview.Callable)}, LimitsProfile: "v1"}
 	}
@@ -521,6 +525,10 @@ func (mz *materializer) mapNode(n *program.Node, deps []string) ([]string, error
 	if k := n.Limits.BatchSize; k > 1 { // absent when unbatched: plans without batching are unchanged
 		perTask := int64(k)
 		bounds.MaximumItemsPerTask = &perTask
+	}
+	if m.Resume != nil { // absent without resume: plans of other maps are unchanged
+		capBytes := int64(m.Resume.MaxResultBytes)
+		bounds.MaximumLedgerResultBytes = &capBytes
 	}
 	if bounds.MaximumItems == nil {
 		mz.unboundedMap = true

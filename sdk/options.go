@@ -2,12 +2,13 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
 
 // StepOption configures a step (Step, Bind): WithResources, WithRayOptions,
-// WithRuntimeEnv, WithBootstrap.
+// WithRuntimeEnv, WithBootstrap, CodeVersion.
 type StepOption struct{ apply func(*flowgraph.Node) }
 
 // Resources are per-leaf Ray resource requests (NumCPUs, NumGPUs, Memory
@@ -68,6 +69,37 @@ func withBootstrap(invoke func(context.Context, any) (any, error)) func(context.
 		}
 		return invoke(ctx, in)
 	}
+}
+
+// MaxCodeVersionBytes caps a declared code version (CodeVersion).
+const MaxCodeVersionBytes = 128
+
+// CodeVersion declares the step's code version: 1 … MaxCodeVersionBytes printable
+// ASCII characters without spaces (another value is an
+// INVALID_CODE_VERSION definition error). It is part of the plan
+// (code_version of the step's node, fingerprinted; absent when
+// undeclared). A resumable map (WithResume) keeps its items' results
+// across builds while the versions of the steps its items depend on are
+// unchanged: bump the version when the step's results change.
+func CodeVersion(v string) StepOption {
+	return StepOption{func(n *flowgraph.Node) {
+		n.Step.Version = v
+		if err := checkVersion(v); err != nil && n.Err == nil {
+			n.Err = err
+		}
+	}}
+}
+
+// checkVersion refuses a declared code version the plan cannot carry.
+func checkVersion(v string) error {
+	ok := len(v) >= 1 && len(v) <= MaxCodeVersionBytes
+	for i := 0; ok && i < len(v); i++ {
+		ok = v[i] >= '!' && v[i] <= '~'
+	}
+	if !ok {
+		return &DefinitionError{Code: CodeInvalidVersion, Msg: fmt.Sprintf("CodeVersion needs 1 to %d printable ASCII characters without spaces, got %q", MaxCodeVersionBytes, v)}
+	}
+	return nil
 }
 
 // WithOutputPreview projects a step's successful result into one small

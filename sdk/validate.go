@@ -263,6 +263,11 @@ func validateStep(s *flowgraph.Step, fail failFunc) error {
 			return fail(CodeUnknownRuntimeEnv, "runtime environment profile %q is not registered (sdk.RegisterRuntimeEnv)", s.RuntimeEnv)
 		}
 	}
+	if s.Version != "" {
+		if err := checkVersion(s.Version); err != nil {
+			return fail(CodeInvalidVersion, "%s", err.(*DefinitionError).Msg)
+		}
+	}
 	if s.Preview != nil && !s.Preview.Callable.Resolvable {
 		return fail(CodeInvalidIdentity, "the output preview projector %q must be a package-level function", s.Preview.Callable.Name)
 	}
@@ -283,6 +288,11 @@ func validateMap(m *flowgraph.Map, id string, inMap bool, fail failFunc) error {
 	}
 	if m.ItemsPerTask < 0 || m.ItemsPerTask > MaxItemsPerTask {
 		return fail(CodeInvalidLimits, "WithItemBatching needs 1 to %d items per task, got %d", MaxItemsPerTask, m.ItemsPerTask)
+	}
+	if m.Resume != nil {
+		if err := checkResume(m.Resume); err != nil {
+			return fail(CodeInvalidResume, "%s", err.(*DefinitionError).Msg)
+		}
 	}
 	if m.Buffer != nil && m.Fold != nil {
 		return fail(CodeFoldAndBuffer, "a map cannot have both a result buffer and a fold")

@@ -31,15 +31,16 @@ var (
 	re4  = regexp.MustCompile("^callable:(0|[1-9][0-9]*)$")
 	re5  = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result|result_buffer|result_fold|reducer))*$")
 	re6  = regexp.MustCompile("^(_generator_backpressure_num_objects|accelerator_type|enable_task_events|fallback_strategy|label_selector|max_retries|memory|num_cpus|num_gpus|num_returns|placement_group|placement_group_bundle_index|placement_group_capture_child_tasks|resources|retry_exceptions|scheduling_strategy)$")
-	re7  = regexp.MustCompile("^(node:0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result|invocation:root|invocation:arg:0)$")
-	re8  = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*\\.(result_buffer|result_fold)$")
-	re9  = regexp.MustCompile("\\.result_buffer$")
-	re10 = regexp.MustCompile("\\.result_fold$")
-	re11 = regexp.MustCompile("^[0-9a-f]{64}$")
-	re12 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result$")
-	re13 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:input$")
-	re14 = regexp.MustCompile("^[A-Za-z0-9_.:*\\[\\]-]{1,512}$")
-	re15 = regexp.MustCompile("^[a-z][a-z0-9_]{0,63}$")
+	re7  = regexp.MustCompile("^[!-~]{1,128}$")
+	re8  = regexp.MustCompile("^(node:0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result|invocation:root|invocation:arg:0)$")
+	re9  = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*\\.(result_buffer|result_fold)$")
+	re10 = regexp.MustCompile("\\.result_buffer$")
+	re11 = regexp.MustCompile("\\.result_fold$")
+	re12 = regexp.MustCompile("^[0-9a-f]{64}$")
+	re13 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:result$")
+	re14 = regexp.MustCompile("^0(\\.([0-9]+|g[0-9]+|collect|m\\*|result))*:input$")
+	re15 = regexp.MustCompile("^[A-Za-z0-9_.:*\\[\\]-]{1,512}$")
+	re16 = regexp.MustCompile("^[a-z][a-z0-9_]{0,63}$")
 )
 
 const (
@@ -78,6 +79,9 @@ const (
 	// MaxItemsPerTask caps a map's item batching (rayflow's extension of
 	// the map node): bounds.maximum_items_per_task.
 	MaxItemsPerTask = 1024
+	// MaxLedgerResultBytes caps a resumable map's per-item result cap
+	// (rayflow's extension of the map node): bounds.maximum_ledger_result_bytes.
+	MaxLedgerResultBytes = 1048576
 	// MaxActorCustomResources caps an actor's custom resources.
 	MaxActorCustomResources = 32
 	// MaxRuntimeFieldRunes caps each compiled-graph runtime identity field.
@@ -1845,8 +1849,13 @@ type CallNode struct {
 	RayOptions    map[string]json.RawMessage `json:"ray_options"`
 	Environment   EnvironmentRef             `json:"environment"`
 	OutputPreview *OutputPreview             `json:"output_preview,omitempty"`
-	Inputs        []string                   `json:"inputs"`
-	ActorLayout   rt.Null                    `json:"actor_layout"`
+	// code_version is rayflow's declared code version of the step (not in
+	// the reference; sdk.CodeVersion): a resumable map keeps its items' results
+	// across builds while the versions of the steps they depend on are
+	// unchanged. Absent when undeclared, so plans without it are unchanged.
+	CodeVersion *string  `json:"code_version,omitempty"`
+	Inputs      []string `json:"inputs"`
+	ActorLayout rt.Null  `json:"actor_layout"`
 }
 
 // DecodeJSONValue decodes a parsed value into x, checking every field
@@ -1952,22 +1961,32 @@ func (x *CallNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				v13.DecodeJSONValue((&m.Value), fp, e)
 				x.OutputPreview = &v13
 			}
+		case "code_version":
+			fp := p.Key("code_version")
+			{
+				var v14 string
+				if s15, ok := rt.String((&m.Value), fp, e); ok {
+					rt.Pattern(re7, s15, fp, e)
+					v14 = s15
+				}
+				x.CodeVersion = &v14
+			}
 		case "inputs":
 			seen[11] = true
 			fp := p.Key("inputs")
 			if rt.Array((&m.Value), fp, e) {
 				rt.MinItems(len((&m.Value).Elems), 1, fp, e)
 				rt.MaxItems(len((&m.Value).Elems), 1024, fp, e)
-				l14 := make([]string, len((&m.Value).Elems))
-				for i15 := range (&m.Value).Elems {
-					ip16 := fp.Index(i15)
-					if s17, ok := rt.String((&(&m.Value).Elems[i15]), ip16, e); ok {
-						rt.MaxRunes(s17, 2048, ip16, e)
-						rt.Pattern(re7, s17, ip16, e)
-						l14[i15] = s17
+				l16 := make([]string, len((&m.Value).Elems))
+				for i17 := range (&m.Value).Elems {
+					ip18 := fp.Index(i17)
+					if s19, ok := rt.String((&(&m.Value).Elems[i17]), ip18, e); ok {
+						rt.MaxRunes(s19, 2048, ip18, e)
+						rt.Pattern(re8, s19, ip18, e)
+						l16[i17] = s19
 					}
 				}
-				x.Inputs = l14
+				x.Inputs = l16
 			}
 		case "actor_layout":
 			seen[12] = true
@@ -2069,14 +2088,19 @@ func (x *CallNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if x.OutputPreview != nil {
 		x.OutputPreview.ValidateAt(p.Key("output_preview"), e)
 	}
+	if x.CodeVersion != nil {
+		if fp10 := p.Key("code_version"); true {
+			rt.Pattern(re7, (*x.CodeVersion), fp10, e)
+		}
+	}
 	{
-		lp10 := p.Key("inputs")
-		rt.MinItems(len(x.Inputs), 1, lp10, e)
-		rt.MaxItems(len(x.Inputs), 1024, lp10, e)
-		for i11 := range x.Inputs {
-			if fp12 := lp10.Index(i11); true {
-				rt.MaxRunes(x.Inputs[i11], 2048, fp12, e)
-				rt.Pattern(re7, x.Inputs[i11], fp12, e)
+		lp11 := p.Key("inputs")
+		rt.MinItems(len(x.Inputs), 1, lp11, e)
+		rt.MaxItems(len(x.Inputs), 1024, lp11, e)
+		for i12 := range x.Inputs {
+			if fp13 := lp11.Index(i12); true {
+				rt.MaxRunes(x.Inputs[i12], 2048, fp13, e)
+				rt.Pattern(re8, x.Inputs[i12], fp13, e)
 			}
 		}
 	}
@@ -2158,7 +2182,7 @@ func (x *OrderedCollectNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Erro
 					ip6 := fp.Index(i5)
 					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
 						rt.MaxRunes(s7, 2048, ip6, e)
-						rt.Pattern(re7, s7, ip6, e)
+						rt.Pattern(re8, s7, ip6, e)
 						l4[i5] = s7
 					}
 				}
@@ -2254,7 +2278,7 @@ func (x *OrderedCollectNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 		for i5 := range x.Inputs {
 			if fp6 := lp4.Index(i5); true {
 				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
-				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+				rt.Pattern(re8, x.Inputs[i5], fp6, e)
 			}
 		}
 	}
@@ -2305,6 +2329,12 @@ type MapBounds struct {
 	// batching (2 or more); absent means one item per task, so unbatched
 	// plans have a single form and their fingerprints are unchanged.
 	MaximumItemsPerTask *int64 `json:"maximum_items_per_task,omitempty"`
+	// maximum_ledger_result_bytes marks a resumable map (rayflow's
+	// extension, sdk's WithResume): each succeeded item's encoded result of
+	// at most this many bytes is kept for a later attempt, which reuses it
+	// instead of running the item again. Absent for a map without resume,
+	// so its plan and fingerprint are unchanged.
+	MaximumLedgerResultBytes *int64 `json:"maximum_ledger_result_bytes,omitempty"`
 }
 
 // DecodeJSONValue decodes a parsed value into x, checking every field
@@ -2407,6 +2437,21 @@ func (x *MapBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				}
 				x.MaximumItemsPerTask = &v10
 			}
+		case "maximum_ledger_result_bytes":
+			fp := p.Key("maximum_ledger_result_bytes")
+			{
+				var v12 int64
+				if n13, ok := rt.Int((&m.Value), fp, e); ok {
+					if n13 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n13 > 1048576 {
+						e.Add(fp, rt.CodeMax, "must be <= 1048576")
+					}
+					v12 = n13
+				}
+				x.MaximumLedgerResultBytes = &v12
+			}
 		default:
 			rt.Unknown(p, m.Key, e)
 		}
@@ -2483,6 +2528,16 @@ func (x *MapBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
 			}
 			if (*x.MaximumItemsPerTask) > 1024 {
 				e.Add(fp6, rt.CodeMax, "must be <= 1024")
+			}
+		}
+	}
+	if x.MaximumLedgerResultBytes != nil {
+		if fp7 := p.Key("maximum_ledger_result_bytes"); true {
+			if (*x.MaximumLedgerResultBytes) < 1 {
+				e.Add(fp7, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.MaximumLedgerResultBytes) > 1048576 {
+				e.Add(fp7, rt.CodeMax, "must be <= 1048576")
 			}
 		}
 	}
@@ -2563,7 +2618,7 @@ func (x *DynamicMapNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 					ip6 := fp.Index(i5)
 					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
 						rt.MaxRunes(s7, 2048, ip6, e)
-						rt.Pattern(re7, s7, ip6, e)
+						rt.Pattern(re8, s7, ip6, e)
 						l4[i5] = s7
 					}
 				}
@@ -2600,7 +2655,7 @@ func (x *DynamicMapNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 				var v12 string
 				if s13, ok := rt.String((&m.Value), fp, e); ok {
 					rt.MaxRunes(s13, 2048, fp, e)
-					rt.Pattern(re8, s13, fp, e)
+					rt.Pattern(re9, s13, fp, e)
 					v12 = s13
 				}
 				x.ActorLayout = &v12
@@ -2662,7 +2717,7 @@ func (x *DynamicMapNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 		for i5 := range x.Inputs {
 			if fp6 := lp4.Index(i5); true {
 				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
-				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+				rt.Pattern(re8, x.Inputs[i5], fp6, e)
 			}
 		}
 	}
@@ -2682,7 +2737,7 @@ func (x *DynamicMapNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if x.ActorLayout != nil {
 		if fp10 := p.Key("actor_layout"); true {
 			rt.MaxRunes((*x.ActorLayout), 2048, fp10, e)
-			rt.Pattern(re8, (*x.ActorLayout), fp10, e)
+			rt.Pattern(re9, (*x.ActorLayout), fp10, e)
 		}
 	}
 }
@@ -2763,7 +2818,7 @@ func (x *OrderedDynamicCollectNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *
 					ip6 := fp.Index(i5)
 					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
 						rt.MaxRunes(s7, 2048, ip6, e)
-						rt.Pattern(re7, s7, ip6, e)
+						rt.Pattern(re8, s7, ip6, e)
 						l4[i5] = s7
 					}
 				}
@@ -2859,7 +2914,7 @@ func (x *OrderedDynamicCollectNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 		for i5 := range x.Inputs {
 			if fp6 := lp4.Index(i5); true {
 				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
-				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+				rt.Pattern(re8, x.Inputs[i5], fp6, e)
 			}
 		}
 	}
@@ -2955,7 +3010,7 @@ func (x *OrderedActorFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *r
 					ip6 := fp.Index(i5)
 					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
 						rt.MaxRunes(s7, 2048, ip6, e)
-						rt.Pattern(re7, s7, ip6, e)
+						rt.Pattern(re8, s7, ip6, e)
 						l4[i5] = s7
 					}
 				}
@@ -2992,7 +3047,7 @@ func (x *OrderedActorFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, e *r
 			fp := p.Key("actor_layout")
 			if s12, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s12, 2048, fp, e)
-				rt.Pattern(re9, s12, fp, e)
+				rt.Pattern(re10, s12, fp, e)
 				x.ActorLayout = s12
 			}
 		default:
@@ -3055,7 +3110,7 @@ func (x *OrderedActorFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 		for i5 := range x.Inputs {
 			if fp6 := lp4.Index(i5); true {
 				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
-				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+				rt.Pattern(re8, x.Inputs[i5], fp6, e)
 			}
 		}
 	}
@@ -3075,7 +3130,7 @@ func (x *OrderedActorFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
 	if fp10 := p.Key("actor_layout"); true {
 		rt.MaxRunes(x.ActorLayout, 2048, fp10, e)
-		rt.Pattern(re9, x.ActorLayout, fp10, e)
+		rt.Pattern(re10, x.ActorLayout, fp10, e)
 	}
 }
 
@@ -3155,7 +3210,7 @@ func (x *OrderedActorFoldFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, 
 					ip6 := fp.Index(i5)
 					if s7, ok := rt.String((&(&m.Value).Elems[i5]), ip6, e); ok {
 						rt.MaxRunes(s7, 2048, ip6, e)
-						rt.Pattern(re7, s7, ip6, e)
+						rt.Pattern(re8, s7, ip6, e)
 						l4[i5] = s7
 					}
 				}
@@ -3192,7 +3247,7 @@ func (x *OrderedActorFoldFinalizeNode) DecodeJSONValue(v *rt.Value, p *rt.Path, 
 			fp := p.Key("actor_layout")
 			if s12, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s12, 2048, fp, e)
-				rt.Pattern(re10, s12, fp, e)
+				rt.Pattern(re11, s12, fp, e)
 				x.ActorLayout = s12
 			}
 		default:
@@ -3255,7 +3310,7 @@ func (x *OrderedActorFoldFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 		for i5 := range x.Inputs {
 			if fp6 := lp4.Index(i5); true {
 				rt.MaxRunes(x.Inputs[i5], 2048, fp6, e)
-				rt.Pattern(re7, x.Inputs[i5], fp6, e)
+				rt.Pattern(re8, x.Inputs[i5], fp6, e)
 			}
 		}
 	}
@@ -3275,7 +3330,7 @@ func (x *OrderedActorFoldFinalizeNode) ValidateAt(p *rt.Path, e *rt.Errors) {
 	x.Scheduling.ValidateAt(p.Key("scheduling"), e)
 	if fp10 := p.Key("actor_layout"); true {
 		rt.MaxRunes(x.ActorLayout, 2048, fp10, e)
-		rt.Pattern(re10, x.ActorLayout, fp10, e)
+		rt.Pattern(re11, x.ActorLayout, fp10, e)
 	}
 }
 
@@ -3463,7 +3518,7 @@ func (x *ModuleIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) 
 			{
 				var v8 string
 				if s9, ok := rt.String((&m.Value), fp, e); ok {
-					rt.Pattern(re11, s9, fp, e)
+					rt.Pattern(re12, s9, fp, e)
 					v8 = s9
 				}
 				x.SHA256 = &v8
@@ -3512,7 +3567,7 @@ func (x *ModuleIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
 	}
 	if x.SHA256 != nil {
 		if fp5 := p.Key("sha256"); true {
-			rt.Pattern(re11, (*x.SHA256), fp5, e)
+			rt.Pattern(re12, (*x.SHA256), fp5, e)
 		}
 	}
 }
@@ -3820,7 +3875,7 @@ func (x *Edge) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			fp := p.Key("source")
 			if s1, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s1, 2048, fp, e)
-				rt.Pattern(re12, s1, fp, e)
+				rt.Pattern(re13, s1, fp, e)
 				x.Source = s1
 			}
 		case "target":
@@ -3828,7 +3883,7 @@ func (x *Edge) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			fp := p.Key("target")
 			if s2, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s2, 2048, fp, e)
-				rt.Pattern(re13, s2, fp, e)
+				rt.Pattern(re14, s2, fp, e)
 				x.Target = s2
 			}
 		default:
@@ -3854,11 +3909,11 @@ func (x *Edge) Validate() error {
 func (x *Edge) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if fp1 := p.Key("source"); true {
 		rt.MaxRunes(x.Source, 2048, fp1, e)
-		rt.Pattern(re12, x.Source, fp1, e)
+		rt.Pattern(re13, x.Source, fp1, e)
 	}
 	if fp2 := p.Key("target"); true {
 		rt.MaxRunes(x.Target, 2048, fp2, e)
-		rt.Pattern(re13, x.Target, fp2, e)
+		rt.Pattern(re14, x.Target, fp2, e)
 	}
 }
 
@@ -5693,7 +5748,7 @@ func (x *ResultBufferActor) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Error
 			fp := p.Key("id")
 			if s1, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s1, 2048, fp, e)
-				rt.Pattern(re8, s1, fp, e)
+				rt.Pattern(re9, s1, fp, e)
 				x.ID = s1
 			}
 		case "kind":
@@ -5754,7 +5809,7 @@ func (x *ResultBufferActor) Validate() error {
 func (x *ResultBufferActor) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if fp1 := p.Key("id"); true {
 		rt.MaxRunes(x.ID, 2048, fp1, e)
-		rt.Pattern(re8, x.ID, fp1, e)
+		rt.Pattern(re9, x.ID, fp1, e)
 	}
 	if fp2 := p.Key("kind"); true {
 		if x.Kind != "ordered_map_result_buffer" {
@@ -5811,7 +5866,7 @@ func (x *ResultFoldActor) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors)
 			fp := p.Key("id")
 			if s1, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s1, 2048, fp, e)
-				rt.Pattern(re8, s1, fp, e)
+				rt.Pattern(re9, s1, fp, e)
 				x.ID = s1
 			}
 		case "kind":
@@ -5872,7 +5927,7 @@ func (x *ResultFoldActor) Validate() error {
 func (x *ResultFoldActor) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if fp1 := p.Key("id"); true {
 		rt.MaxRunes(x.ID, 2048, fp1, e)
-		rt.Pattern(re8, x.ID, fp1, e)
+		rt.Pattern(re9, x.ID, fp1, e)
 	}
 	if fp2 := p.Key("kind"); true {
 		if x.Kind != "ordered_map_result_fold" {
@@ -5936,7 +5991,7 @@ func (x *PlacementRelationship) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.E
 			fp := p.Key("target")
 			if s2, ok := rt.String((&m.Value), fp, e); ok {
 				rt.MaxRunes(s2, 2048, fp, e)
-				rt.Pattern(re8, s2, fp, e)
+				rt.Pattern(re9, s2, fp, e)
 				x.Target = s2
 			}
 		case "relationship":
@@ -5985,7 +6040,7 @@ func (x *PlacementRelationship) ValidateAt(p *rt.Path, e *rt.Errors) {
 	}
 	if fp2 := p.Key("target"); true {
 		rt.MaxRunes(x.Target, 2048, fp2, e)
-		rt.Pattern(re8, x.Target, fp2, e)
+		rt.Pattern(re9, x.Target, fp2, e)
 	}
 	if fp3 := p.Key("relationship"); true {
 		if x.Relationship != "owns_non_detached_actor" {
@@ -7455,7 +7510,7 @@ func (x *RuntimeEnvIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Erro
 				for i6 := range (&m.Value).Elems {
 					ip7 := fp.Index(i6)
 					if s8, ok := rt.String((&(&m.Value).Elems[i6]), ip7, e); ok {
-						rt.Pattern(re14, s8, ip7, e)
+						rt.Pattern(re15, s8, ip7, e)
 						l5[i6] = s8
 					}
 				}
@@ -7495,7 +7550,7 @@ func (x *RuntimeEnvIdentity) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Erro
 				for i13 := range (&m.Value).Elems {
 					ip14 := fp.Index(i13)
 					if s15, ok := rt.String((&(&m.Value).Elems[i13]), ip14, e); ok {
-						rt.Pattern(re14, s15, ip14, e)
+						rt.Pattern(re15, s15, ip14, e)
 						l12[i13] = s15
 					}
 				}
@@ -7601,7 +7656,7 @@ func (x *RuntimeEnvIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
 		rt.Unique(x.UnresolvedPaths, lp4, e)
 		for i5 := range x.UnresolvedPaths {
 			if fp6 := lp4.Index(i5); true {
-				rt.Pattern(re14, x.UnresolvedPaths[i5], fp6, e)
+				rt.Pattern(re15, x.UnresolvedPaths[i5], fp6, e)
 			}
 		}
 	}
@@ -7619,7 +7674,7 @@ func (x *RuntimeEnvIdentity) ValidateAt(p *rt.Path, e *rt.Errors) {
 		rt.Unique(x.RetryUnsafePaths, lp8, e)
 		for i9 := range x.RetryUnsafePaths {
 			if fp10 := lp8.Index(i9); true {
-				rt.Pattern(re14, x.RetryUnsafePaths[i9], fp10, e)
+				rt.Pattern(re15, x.RetryUnsafePaths[i9], fp10, e)
 			}
 		}
 	}
@@ -8034,7 +8089,7 @@ func (x *RetrySafety) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				for i3 := range (&m.Value).Elems {
 					ip4 := fp.Index(i3)
 					if s5, ok := rt.String((&(&m.Value).Elems[i3]), ip4, e); ok {
-						rt.Pattern(re14, s5, ip4, e)
+						rt.Pattern(re15, s5, ip4, e)
 						l2[i3] = s5
 					}
 				}
@@ -8096,7 +8151,7 @@ func (x *RetrySafety) ValidateAt(p *rt.Path, e *rt.Errors) {
 		rt.Unique(x.RetryUnsafePaths, lp1, e)
 		for i2 := range x.RetryUnsafePaths {
 			if fp3 := lp1.Index(i2); true {
-				rt.Pattern(re14, x.RetryUnsafePaths[i2], fp3, e)
+				rt.Pattern(re15, x.RetryUnsafePaths[i2], fp3, e)
 			}
 		}
 	}
@@ -9640,7 +9695,7 @@ func (x *Rejection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			seen[0] = true
 			fp := p.Key("strategy")
 			if s1, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re15, s1, fp, e)
+				rt.Pattern(re16, s1, fp, e)
 				x.Strategy = s1
 			}
 		case "code":
@@ -9694,7 +9749,7 @@ func (x *Rejection) Validate() error {
 // ValidateAt checks every constraint with paths below p; used by generated code.
 func (x *Rejection) ValidateAt(p *rt.Path, e *rt.Errors) {
 	if fp1 := p.Key("strategy"); true {
-		rt.Pattern(re15, x.Strategy, fp1, e)
+		rt.Pattern(re16, x.Strategy, fp1, e)
 	}
 	if fp2 := p.Key("code"); true {
 		if !x.Code.Valid() {
@@ -9773,14 +9828,14 @@ func (x *Selection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			seen[2] = true
 			fp := p.Key("requested_policy")
 			if s3, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re15, s3, fp, e)
+				rt.Pattern(re16, s3, fp, e)
 				x.RequestedPolicy = s3
 			}
 		case "selected_strategy":
 			seen[3] = true
 			fp := p.Key("selected_strategy")
 			if s4, ok := rt.String((&m.Value), fp, e); ok {
-				rt.Pattern(re15, s4, fp, e)
+				rt.Pattern(re16, s4, fp, e)
 				x.SelectedStrategy = s4
 			}
 		case "reporting_policy":
@@ -9802,7 +9857,7 @@ func (x *Selection) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				for i7 := range (&m.Value).Elems {
 					ip8 := fp.Index(i7)
 					if s9, ok := rt.String((&(&m.Value).Elems[i7]), ip8, e); ok {
-						rt.Pattern(re15, s9, ip8, e)
+						rt.Pattern(re16, s9, ip8, e)
 						l6[i7] = s9
 					}
 				}
@@ -9896,10 +9951,10 @@ func (x *Selection) ValidateAt(p *rt.Path, e *rt.Errors) {
 		}
 	}
 	if fp3 := p.Key("requested_policy"); true {
-		rt.Pattern(re15, x.RequestedPolicy, fp3, e)
+		rt.Pattern(re16, x.RequestedPolicy, fp3, e)
 	}
 	if fp4 := p.Key("selected_strategy"); true {
-		rt.Pattern(re15, x.SelectedStrategy, fp4, e)
+		rt.Pattern(re16, x.SelectedStrategy, fp4, e)
 	}
 	if fp5 := p.Key("reporting_policy"); true {
 		if !x.ReportingPolicy.Valid() {
@@ -9913,7 +9968,7 @@ func (x *Selection) ValidateAt(p *rt.Path, e *rt.Errors) {
 		rt.Unique(x.EligibleStrategies, lp6, e)
 		for i7 := range x.EligibleStrategies {
 			if fp8 := lp6.Index(i7); true {
-				rt.Pattern(re15, x.EligibleStrategies[i7], fp8, e)
+				rt.Pattern(re16, x.EligibleStrategies[i7], fp8, e)
 			}
 		}
 	}

@@ -2,11 +2,14 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
+	"github.com/rayflow/rayflow/internal/itemledger"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -41,6 +44,9 @@ type Limits struct {
 	// that incorporates them itself); otherwise the sink gets each item
 	// as it finishes.
 	InOrder bool
+	// Resume makes the map resumable when its backend is a Resumer (nil:
+	// not resumable, and Run does no ledger work at all).
+	Resume *Resume
 }
 
 // Backend runs a map's items. Its methods are called from several
@@ -161,6 +167,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 	if report == nil {
 		report = func(progress.MapCounters) {}
 	}
+	rs := newResume(lim, b, window)
 
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -226,8 +233,12 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		units++
 	}
 	counters := func() progress.MapCounters {
-		return progress.MapCounters{Node: id, Admitted: started, Completed: completed, InFlight: inFlight,
+		c := progress.MapCounters{Node: id, Admitted: started, Completed: completed, InFlight: inFlight,
 			Exhausted: exhausted && started == read}
+		if rs != nil {
+			c.Reused = rs.reused
+		}
+		return c
 	}
 	// add hands a finished item to the sink and returns the window slots
 	// it frees.
@@ -271,9 +282,25 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		}
 	}
 
+	readLimit := 0 // a resumable map reads ahead up to item MaxItems+1 (which fails it)
+	if lim.MaxItems > 0 {
+		readLimit = lim.MaxItems + 1
+	}
 	for {
+		reusedNow := false
 		for failure == nil && !exhausted && open < window {
-			v, ok, err := read1()
+			var (
+				v   In
+				ok  bool
+				err error
+				a   ahead[In]
+			)
+			if rs == nil {
+				v, ok, err = read1()
+			} else {
+				a, ok, err = rs.next(ctx, read1, readLimit)
+				v = a.v
+			}
 			if err != nil {
 				failure = err
 				break
@@ -286,8 +313,32 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 				failure = &flowgraph.MaxItemsError{Node: id, MaxItems: lim.MaxItems, Items: lim.MaxItems + 1}
 				break
 			}
+			if rs != nil && a.hit {
+				out, err := rs.r.Reuse(ctx, read, a.result)
+				if err == nil {
+					if len(forming) > 0 { // a unit's items are consecutive: the forming one starts short
+						start(unit[In]{base: read - len(forming), items: forming})
+						forming = nil
+					}
+					read++
+					open++
+					started++
+					rs.reused++
+					reusedNow = true
+					freed, err := add(read-1, out)
+					open -= freed
+					if err != nil {
+						failure = err
+					}
+					continue
+				}
+				slog.WarnContext(ctx, "rayflow: a recorded item result could not be reused; the item runs", "node", id, "index", read, "err", err)
+			}
 			read++
 			open++
+			if rs != nil {
+				rs.started(read-1, a)
+			}
 			if k == 1 {
 				start(unit[In]{base: read - 1, one: v})
 				continue
@@ -301,6 +352,9 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		if failure == nil && exhausted && len(forming) > 0 {
 			start(unit[In]{base: read - len(forming), items: forming}) // the last, short batch
 			forming = nil
+		}
+		if reusedNow {
+			report(counters())
 		}
 		if failure != nil || units == 0 {
 			break
@@ -327,6 +381,12 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			failure = fmt.Errorf("rayflow: map %s: the unit of item %d ended without its result", id, c.index)
 			break
 		}
+		if rs != nil {
+			if err := rs.finished(ctx, c.index, c.out); err != nil {
+				failure = err
+				break
+			}
+		}
 		freed, err := add(c.index, c.out)
 		open -= freed
 		if err != nil {
@@ -335,7 +395,13 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		}
 		report(counters())
 	}
+	if failure == nil && rs != nil {
+		failure = rs.flush(ctx) // the map's last results; an error: the fence was lost
+	}
 	if failure != nil {
+		if rs != nil && !errors.Is(failure, itemledger.ErrFenceLost) {
+			rs.flushAfter(parent) // what succeeded before the failure is kept
+		}
 		cancel(failure)
 		for i, v := range arrived {
 			b.Discard(i, v)
@@ -347,10 +413,18 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			// progress keeps the counters it reported last.
 			return zero, err
 		}
-		report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true})
+		final := progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true}
+		if rs != nil {
+			final.Reused = rs.reused
+		}
+		report(final)
 		return zero, failure
 	}
-	report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: true})
+	final := progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: true}
+	if rs != nil {
+		final.Reused = rs.reused
+	}
+	report(final)
 	return sink.Finish(ctx, started)
 }
 

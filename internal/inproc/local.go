@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/itemledger"
 	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/progress"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
@@ -316,6 +317,12 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 	defer mw.Close()
 	b := &mapBackend{r: r, mw: mw, body: n.Children[0], id: id,
 		item: frame{grace: lim.CancelTimeout, guarded: true, external: f.external}}
+	if m.Resume != nil && m.Codec != nil {
+		if l := itemledger.From(parent); l != nil {
+			lim.Resume = &executor.Resume{Ledger: l, Scope: itemledger.Scope{Node: id, Code: n.ItemCode}, MaxResultBytes: m.Resume.MaxResultBytes}
+			b.codec = m.Codec
+		}
+	}
 	if b.body.Kind == flowgraph.KindStep && !telemetry.Recording(parent) {
 		b.items = telemetry.MapItems(parent, id)
 		b.hide = reporterIn(parent)
@@ -370,6 +377,23 @@ type mapBackend struct {
 	// progress reporter (its run runs inside a leaf of another run) that
 	// each item's leaf must not see.
 	hide bool
+	// codec encodes the items and results of a resumable map run with an
+	// item ledger (executor.Resumer); nil otherwise.
+	codec *flowgraph.ItemCodec
+}
+
+// Input encodes an item's input as a Ray leaf would get it.
+func (b *mapBackend) Input(in any) ([]byte, error) { return b.codec.Input(in) }
+
+// Result encodes an item's result as a Ray leaf would return it.
+func (b *mapBackend) Result(_ context.Context, _ int, out any) ([]byte, error) {
+	return b.codec.Result(out)
+}
+
+// Reuse decodes a recorded result into a fresh value of the body's output
+// type, as a Ray leaf's result is decoded.
+func (b *mapBackend) Reuse(_ context.Context, _ int, result []byte) (any, error) {
+	return b.codec.Decode(result)
 }
 
 // reporterIn reports whether ctx carries a progress reporter that

@@ -80,6 +80,12 @@ type Node struct {
 	// Missing is true for a nil builder node (a definition error the
 	// validation reports); such a node has only its ID.
 	Missing bool
+	// ItemCode is a resumable map's item code identity (Map.Resume set;
+	// zero otherwise): the domain-separated SHA-256 of every step its
+	// items depend on (the steps before the map and the steps of its
+	// body), each by its callable's symbol and its declared version, or
+	// the build's code identity when it declares none (see CompileFor).
+	ItemCode [32]byte
 
 	seg string // the node's id segment under its parent (Segment)
 }
@@ -146,10 +152,25 @@ func appendSegment(b []byte, parent flowgraph.Kind, i int) []byte {
 // fails: what the graph gets wrong (a nil node, a recorded definition
 // error, bad limits) is kept for the validation to report with the
 // node's id.
-func Compile(root *flowgraph.Node) *Program {
+func Compile(root *flowgraph.Node) *Program { return CompileFor(root, "") }
+
+// CompileFor is Compile for a build whose code identity is build (sdk's
+// build revision: an environment or VCS revision, or the executable's
+// digest): it is the identity of every step without a declared version in
+// the item code identities of the resumable maps (Node.ItemCode). So a
+// rebuild keeps a map's items only when every step they depend on
+// declares an unchanged version. "" (unknown) stands for this process
+// alone: its items are never reused by another process.
+func CompileFor(root *flowgraph.Node, build string) *Program {
 	p := &Program{source: root, byID: map[string]*Node{}}
 	p.Root = p.compile(root, "", RootID, false, false)
 	p.HasMap = p.Root.HasMap
+	if p.HasMap {
+		if build == "" {
+			build = unknownBuild()
+		}
+		itemCodes(p.Root, nil, build)
+	}
 	return p
 }
 

@@ -115,6 +115,10 @@ type Step struct {
 	// Values passes the step's values through the value codec as a
 	// process boundary does; nil for a step built without one.
 	Values *StepValues
+	// Version is the step's declared code version (sdk.CodeVersion; "" when
+	// undeclared): a resumable map's item code identity uses it instead
+	// of the build's code identity.
+	Version string
 }
 
 // StepValues round-trip a step's values through the value codec: encode,
@@ -160,6 +164,32 @@ type Map struct {
 	// task runs up to this many items, one after another (RunBatch). 0 or
 	// 1 is one item per task. When it is above 1 the body is a single step.
 	ItemsPerTask int
+	// Resume is set on a resumable map (sdk's WithResume): its succeeded
+	// items' results are kept in the run's item ledger and reused by a
+	// later attempt.
+	Resume *Resume
+	// Codec encodes an item's input and result and decodes a result as
+	// the value codec does across a process boundary (the bytes a Ray
+	// leaf gets and returns); a resumable map's ledger keeps these bytes.
+	Codec *ItemCodec
+}
+
+// Resume configures a resumable map (sdk's WithResume).
+type Resume struct {
+	// MaxResultBytes is the largest encoded item result kept: a bigger
+	// one is not recorded and its item runs again next time.
+	MaxResultBytes int
+}
+
+// ItemCodec is a map's item codec (Map.Codec).
+type ItemCodec struct {
+	// Input encodes an item's input (a value of the map's item type).
+	Input func(any) ([]byte, error)
+	// Result encodes an item's result (a value of the body's output type).
+	Result func(any) ([]byte, error)
+	// Decode decodes an encoded result into a fresh value of the body's
+	// output type.
+	Decode func([]byte) (any, error)
 }
 
 // BatchSize is the most items one task of the map runs, given its
