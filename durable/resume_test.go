@@ -1,0 +1,216 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rayflow/rayflow/internal/testwait"
+	"github.com/rayflow/rayflow/sdk"
+)
+
+// The resumable map of the resume tests. Every execution of a leaf
+// appends one fixed-width line to <dir>/exec.log (at its start) and, when
+// it succeeds, to <dir>/ok.log, so that executions are counted across
+// processes (a killed worker's too) by file size.
+
+const countLine = 9 // "%08d\n"
+
+// ResumeIn asks for N items; with FailEvery > 0, item i fails when
+// i % FailEvery == 0 unless <dir>/fixed exists, once every other item of
+// the attempt has succeeded (so that they all are recorded first).
+type ResumeIn struct {
+	Dir       string `json:"dir"`
+	N         int    `json:"n"`
+	FailEvery int    `json:"fail_every,omitempty"`
+	SleepUS   int    `json:"sleep_us,omitempty"`
+}
+
+type ResumeItem struct {
+	In ResumeIn `json:"in"`
+	I  int      `json:"i"`
+}
+
+func ResumeItems(_ context.Context, in ResumeIn) ([]ResumeItem, error) {
+	out := make([]ResumeItem, in.N)
+	for i := range out {
+		out[i] = ResumeItem{In: in, I: i}
+	}
+	return out, nil
+}
+
+var errResumeItem = errors.New("resume test: a deterministic item failure")
+
+func appendCount(path string, i int) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%08d\n", i)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// lines counts the lines of a count file.
+func lines(path string) int {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return int(st.Size() / countLine)
+}
+
+func ResumeLeaf(ctx context.Context, it ResumeItem) (int, error) {
+	dir := it.In.Dir
+	if err := appendCount(filepath.Join(dir, "exec.log"), it.I); err != nil {
+		return 0, err
+	}
+	if it.In.SleepUS > 0 {
+		time.Sleep(time.Duration(it.In.SleepUS) * time.Microsecond)
+	}
+	if f := it.In.FailEvery; f > 0 && it.I%f == 0 {
+		if _, err := os.Stat(filepath.Join(dir, "fixed")); err != nil {
+			others := it.In.N - (it.In.N+f-1)/f
+			for lines(filepath.Join(dir, "ok.log")) < others {
+				select {
+				case <-ctx.Done():
+					return 0, context.Cause(ctx)
+				case <-time.After(2 * time.Millisecond):
+				}
+			}
+			return 0, fmt.Errorf("item %d: %w", it.I, errResumeItem)
+		}
+	}
+	if err := appendCount(filepath.Join(dir, "ok.log"), it.I); err != nil {
+		return 0, err
+	}
+	return it.I*7 + 1, nil
+}
+
+// ResumeSum is an order-sensitive checksum of the map's results.
+func ResumeSum(_ context.Context, xs []int) (int64, error) {
+	var s int64
+	for i, x := range xs {
+		s = (s*31 + int64(x)*int64(i+1)) % 1_000_000_007
+	}
+	return s, nil
+}
+
+// resumeWindow is the resumable map's admission window: above the
+// failing items of a FailEvery=100 run of 10,000 (each holds its slot
+// until the others are done).
+const resumeWindow = 128
+
+var ResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
+	sdk.Map(sdk.Step(ResumeLeaf)).WithLimits(sdk.Limits{MaxConcurrency: resumeWindow}).WithResume(), sdk.Step(ResumeSum))
+
+func init() { Register("test.resume", ResumeFlow) }
+
+// uninterrupted is the flow's result of an uninterrupted run of in
+// (without an item ledger: every item runs).
+func uninterrupted(t *testing.T, in ResumeIn) int64 {
+	t.Helper()
+	in.Dir, in.FailEvery = t.TempDir(), 0
+	want, err := sdk.Run(t.Context(), ResumeFlow, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+func resumeInput(t *testing.T, in ResumeIn) string {
+	t.Helper()
+	return fmt.Sprintf(`{"dir":%q,"n":%d,"fail_every":%d,"sleep_us":%d}`, in.Dir, in.N, in.FailEvery, in.SleepUS)
+}
+
+// kill -9 of the worker process at about half of a 10,000-item resumable
+// map: attempt 2 executes at most half of the items plus one window, and
+// the result is an uninterrupted run's.
+func TestResumeAfterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	e := newEnv(t)
+	const n = 10_000
+	in := ResumeIn{Dir: t.TempDir(), N: n, SleepUS: 200}
+	execLog := filepath.Join(in.Dir, "exec.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"=doomed-resume-worker")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{})
+	// Past half of the items plus a window (the items in flight and not
+	// yet recorded at the kill are then within the goal's window).
+	testwait.Until(t, 60*time.Second, "half of the items executed", func() bool { return lines(execLog) >= n/2+resumeWindow })
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	first := lines(execLog)
+	if first >= n {
+		t.Fatalf("attempt 1 executed all %d items before the kill", first)
+	}
+	o := fastOptions()
+	o.StuckTimeout = 2 * time.Second
+	e.startWorker(o)
+	task := e.wait(id, 120*time.Second)
+	second := lines(execLog) - first
+	want := uninterrupted(t, ResumeIn{N: n})
+	if task.State != StateSucceeded || task.Attempt != 2 || string(task.Result) != fmt.Sprint(want) {
+		t.Fatalf("task %s at attempt %d, result %s (%s); want SUCCEEDED at attempt 2 with %d", task.State, task.Attempt, task.Result, task.ErrorMessage, want)
+	}
+	t.Logf("attempt 1 executed %d items before kill -9, attempt 2 executed %d", first, second)
+	if limit := n/2 + resumeWindow; second > limit {
+		t.Errorf("attempt 2 executed %d items, over half of %d plus one window (%d)", second, n, limit)
+	}
+	if second+first < n {
+		t.Errorf("%d + %d executions cover fewer than the %d items", first, second, n)
+	}
+}
+
+// 1 % of the items fail on attempt 1 for a deterministic reason; after
+// the fix, a repair under the same build executes exactly those items.
+func TestRepairExecutesOnlyTheFailedItems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs PostgreSQL")
+	}
+	e := newEnv(t)
+	e.startWorker(fastOptions())
+	const n, every = 10_000, 100
+	in := ResumeIn{Dir: t.TempDir(), N: n, FailEvery: every}
+	execLog := filepath.Join(in.Dir, "exec.log")
+	origin := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
+	if task := e.wait(origin, 120*time.Second); task.State != StateFailed {
+		t.Fatalf("the origin is %s (%s), want FAILED", task.State, task.ErrorMessage)
+	}
+	if got := e.count(`SELECT count(*) FROM rayflow_item_ledger l JOIN rayflow_tasks t ON t.id = l.task_pk WHERE t.task_id = $1`, origin); got != n-n/every {
+		t.Fatalf("the origin recorded %d items, want the %d that succeeded", got, n-n/every)
+	}
+	// The fix.
+	if err := os.WriteFile(filepath.Join(in.Dir, "fixed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := lines(execLog)
+	repair, err := e.c.Repair(t.Context(), origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := e.wait(repair, 120*time.Second)
+	want := uninterrupted(t, ResumeIn{N: n})
+	if task.State != StateSucceeded || string(task.Result) != fmt.Sprint(want) {
+		t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", task.State, task.Result, task.ErrorMessage, want)
+	}
+	if got := lines(execLog) - before; got != n/every {
+		t.Errorf("the repair executed %d items, want exactly the %d that failed", got, n/every)
+	}
+}
