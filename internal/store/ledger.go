@@ -87,9 +87,13 @@ func RecordItems(ctx context.Context, q Querier, r Run, entries []LedgerEntry) (
 }
 
 // lookupItemsSQL reads the results of task $1, node $2, code identity $3
-// for the input digests $4.
-const lookupItemsSQL = `SELECT input_digest, result FROM rayflow_item_ledger
- WHERE task_pk = $1 AND node_id = $2 AND code_identity = $3 AND input_digest = ANY($4::bytea[])`
+// for the input digests $4: one primary-key probe per digest (the LATERAL
+// subquery with LIMIT is not flattened into a join), so a lookup costs
+// the same whatever the number of rows the task already has; a filter of
+// the task's rows by the digests would read all of them for every chunk.
+const lookupItemsSQL = `SELECT d.digest, x.result FROM unnest($4::bytea[]) AS d(digest)
+ CROSS JOIN LATERAL (SELECT l.result FROM rayflow_item_ledger l
+   WHERE l.task_pk = $1 AND l.node_id = $2 AND l.code_identity = $3 AND l.input_digest = d.digest LIMIT 1) x`
 
 // LookupItems returns the recorded results of task's node nodeID under
 // code identity code for the given input digests, by digest; a digest
