@@ -8,10 +8,12 @@
 // then returns an error wrapping both itemledger.ErrFenceLost and
 // store.ErrStaleRun, which stops the run. While the attempt's task is
 // CANCELLING, Record writes nothing and keeps nothing without an error:
-// the cancellation stops the run, as for a progress publication. Lookup is one statement per
-// call (the scheduler calls it once per admitted chunk) and needs no
-// fence: a later attempt or a repair task reads what earlier attempts
-// recorded.
+// the cancellation stops the run, as for a progress publication. Lookup
+// is one statement per call (the scheduler calls it once per admitted
+// chunk) and needs no fence: a later attempt or a repair task reads what
+// earlier attempts recorded. An attempt whose task had no row at its
+// first call (a task's first attempt, usually) sends no lookup at all.
+// The first call of an attempt reads the task's usage (one statement).
 //
 // Bounds: a result over store.MaxLedgerResultBytes (1 MiB) is never sent
 // (its item reruns next time), and a task's ledger holds at most

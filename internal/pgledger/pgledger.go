@@ -35,6 +35,7 @@ type Ledger struct {
 
 	mu          sync.Mutex
 	loaded      bool  // rows and bytes hold the task's usage
+	empty       bool  // the task had no row when the usage was read
 	rows, bytes int64 // the task's usage, including batches in flight
 	full        bool  // the cap was reached (logged once)
 }
@@ -60,8 +61,19 @@ func New(q store.Querier, run store.Run, lim Limits, log *slog.Logger) (*Ledger,
 }
 
 // Lookup returns the recorded results of those of inputs that have one,
-// in one statement.
+// in one statement; none when the task had no row at the attempt's first
+// call (an attempt that starts on an empty ledger, such as a task's
+// first, finds nothing an earlier attempt recorded and sends no lookup).
 func (l *Ledger) Lookup(ctx context.Context, s itemledger.Scope, inputs [][32]byte) (map[[32]byte][]byte, error) {
+	if len(inputs) == 0 {
+		return nil, nil
+	}
+	if err := l.load(ctx); err != nil {
+		return nil, err
+	}
+	if l.empty {
+		return nil, nil
+	}
 	return store.LookupItems(ctx, l.q, l.run.TaskPK, s.Node, s.Code, inputs)
 }
 
@@ -140,6 +152,6 @@ func (l *Ledger) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.rows, l.bytes, l.loaded = l.rows+rows, l.bytes+bytes, true
+	l.rows, l.bytes, l.loaded, l.empty = l.rows+rows, l.bytes+bytes, true, rows == 0
 	return nil
 }

@@ -92,12 +92,21 @@ func TestRecordAndLookUpOneStatementPerBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := items(0, 500, 10)
+	// On a task without rows, the first call reads the task's usage and
+	// a lookup finds nothing without asking.
+	for i, want := range []int64{1, 0} {
+		if got, err := l.Lookup(ctx, scope, inputs(batch)); err != nil || len(got) != 0 {
+			t.Fatalf("Lookup on an empty ledger = %d results, %v", len(got), err)
+		}
+		if n := q.n.Swap(0); n != want {
+			t.Errorf("Lookup %d on an empty ledger sent %d statements, want %d", i+1, n, want)
+		}
+	}
 	if kept, err := l.Record(ctx, scope, batch); err != nil || kept != 500 {
 		t.Fatalf("Record = %d, %v; want 500 kept", kept, err)
 	}
-	// The first Record reads the task's usage, then writes: 2 statements.
-	if n := q.n.Swap(0); n != 2 {
-		t.Errorf("the first Record sent %d statements, want 2 (usage, insert)", n)
+	if n := q.n.Swap(0); n != 1 {
+		t.Errorf("Record sent %d statements, want 1", n)
 	}
 	if kept, err := l.Record(ctx, scope, items(500, 500, 10)); err != nil || kept != 500 {
 		t.Fatalf("Record = %d, %v; want 500 kept", kept, err)
@@ -111,6 +120,12 @@ func TestRecordAndLookUpOneStatementPerBatch(t *testing.T) {
 	later, err := pgledger.New(q, store.Run{TaskPK: r.TaskPK, Attempt: 2, Gen: 1, RunID: r.RunID}, pgledger.Limits{}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := later.Lookup(ctx, scope, inputs(chunk)); err != nil {
+		t.Fatal(err)
+	}
+	if n := q.n.Swap(0); n != 2 {
+		t.Errorf("the first Lookup of a later attempt sent %d statements, want 2 (usage, lookup)", n)
 	}
 	got, err := later.Lookup(ctx, scope, inputs(chunk))
 	if err != nil {
@@ -171,7 +186,7 @@ func TestStaleAttemptWritesNothing(t *testing.T) {
 			if rows, _ := usage(t, pool, r); rows != 3 {
 				t.Errorf("after the stale Record the ledger holds %d rows, want the 3 recorded before", rows)
 			}
-			got, err := l.Lookup(ctx, scope, inputs(items(0, 8, 8)))
+			got, err := store.LookupItems(ctx, pool, r.TaskPK, scope.Node, scope.Code, inputs(items(0, 8, 8)))
 			if err != nil || len(got) != 3 {
 				t.Errorf("Lookup = %d results, %v; want the 3 recorded before", len(got), err)
 			}
@@ -264,7 +279,7 @@ func TestResultOverOneMiBNeverSent(t *testing.T) {
 	if n := q.n.Load(); n != 0 {
 		t.Errorf("a batch of only a result over 1 MiB sent %d statements, want none", n)
 	}
-	got, err := l.Lookup(ctx, scope, inputs(append(at, over...)))
+	got, err := store.LookupItems(ctx, pool, r.TaskPK, scope.Node, scope.Code, inputs(append(at, over...)))
 	if err != nil {
 		t.Fatal(err)
 	}
