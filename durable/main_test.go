@@ -205,10 +205,12 @@ func init() {
 	Register("test.hold", HoldFlow)
 }
 
-// Child-process worker mode (kill -9 test).
+// Child-process worker mode (kill -9 test); with childRayEnv (a Ray
+// address) the child runs its flows on Ray.
 const (
 	childDBEnv    = "RAYFLOW_DURABLE_TEST_CHILD_DB"
 	childReadyEnv = "RAYFLOW_DURABLE_TEST_CHILD_ID"
+	childRayEnv   = "RAYFLOW_DURABLE_TEST_CHILD_RAY"
 )
 
 func TestMain(m *testing.M) {
@@ -226,8 +228,18 @@ func childWorker(url string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	w, err := NewWorker(pool, WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
-		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond})
+	o := WorkerOptions{ID: os.Getenv(childReadyEnv), HeartbeatInterval: 200 * time.Millisecond,
+		StuckTimeout: time.Hour, PollInterval: 20 * time.Millisecond, PollMaxInterval: 200 * time.Millisecond}
+	if addr := os.Getenv(childRayEnv); addr != "" {
+		eng, err := rayengine.New(ctx, rayengine.Options{Address: addr, Stderr: os.Stderr})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer eng.Close()
+		o.Engine = eng
+	}
+	w, err := NewWorker(pool, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	rayengine "github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/testwait"
 	"github.com/rayflow/rayflow/sdk"
 )
@@ -130,6 +131,98 @@ func resumeInput(t *testing.T, in ResumeIn) string {
 	return fmt.Sprintf(`{"dir":%q,"n":%d,"fail_every":%d,"sleep_us":%d}`, in.Dir, in.N, in.FailEvery, in.SleepUS)
 }
 
+// resumeWorkerOptions are a resume test's worker options: its flows run
+// in the worker's process (rayAddr "") or on the Ray cluster at rayAddr.
+func resumeWorkerOptions(t *testing.T, rayAddr string) WorkerOptions {
+	t.Helper()
+	o := fastOptions()
+	if rayAddr != "" {
+		eng, err := rayengine.New(t.Context(), rayengine.Options{Address: rayAddr, Stderr: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = eng.Close() })
+		o.Engine = eng
+	}
+	return o
+}
+
+// killOutcome is what resumeAfterKill measured.
+type killOutcome struct {
+	first, second int // executions of attempt 1 (before the kill) and attempt 2
+	equal         bool
+	task          *Task
+	want          int64
+}
+
+// resumeAfterKill runs a 10,000-item resumable map in a worker process,
+// kills it (-9) once half of the items plus a window have executed (the
+// items in flight and not yet recorded at the kill are then within one
+// window of half) and lets another worker finish the task.
+func resumeAfterKill(t *testing.T, rayAddr string) killOutcome {
+	t.Helper()
+	e := newEnv(t)
+	const n = 10_000
+	in := ResumeIn{Dir: t.TempDir(), N: n, SleepUS: 200}
+	execLog := filepath.Join(in.Dir, "exec.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"=doomed-resume-worker", childRayEnv+"="+rayAddr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{})
+	testwait.Until(t, 120*time.Second, "half of the items executed", func() bool { return lines(execLog) >= n/2+resumeWindow })
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	first := lines(execLog)
+	o := resumeWorkerOptions(t, rayAddr)
+	o.StuckTimeout = 2 * time.Second
+	e.startWorker(o)
+	task := e.wait(id, 300*time.Second)
+	want := uninterrupted(t, ResumeIn{N: n})
+	return killOutcome{first: first, second: lines(execLog) - first, task: task, want: want,
+		equal: task.State == StateSucceeded && string(task.Result) == fmt.Sprint(want)}
+}
+
+// repairOutcome is what repairAfterFailures measured.
+type repairOutcome struct {
+	recorded, executed int // the origin's ledger rows, the repair's executions
+	failed             int // the items that failed in the origin
+	equal              bool
+	origin, task       *Task
+	want               int64
+}
+
+// repairAfterFailures runs a 10,000-item resumable map whose items
+// i % 100 == 0 fail (1 %), then fixes them and repairs the task.
+func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
+	t.Helper()
+	e := newEnv(t)
+	e.startWorker(resumeWorkerOptions(t, rayAddr))
+	const n, every = 10_000, 100
+	in := ResumeIn{Dir: t.TempDir(), N: n, FailEvery: every}
+	execLog := filepath.Join(in.Dir, "exec.log")
+	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
+	origin := e.wait(id, 300*time.Second)
+	recorded := e.count(`SELECT count(*) FROM rayflow_item_ledger l JOIN rayflow_tasks t ON t.id = l.task_pk WHERE t.task_id = $1`, id)
+	if err := os.WriteFile(filepath.Join(in.Dir, "fixed"), nil, 0o644); err != nil { // the fix
+		t.Fatal(err)
+	}
+	before := lines(execLog)
+	repair, err := e.c.Repair(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := e.wait(repair, 300*time.Second)
+	want := uninterrupted(t, ResumeIn{N: n})
+	return repairOutcome{recorded: recorded, executed: lines(execLog) - before, failed: n / every, origin: origin, task: task, want: want,
+		equal: task.State == StateSucceeded && string(task.Result) == fmt.Sprint(want)}
+}
+
 // kill -9 of the worker process at about half of a 10,000-item resumable
 // map: attempt 2 executes at most half of the items plus one window, and
 // the result is an uninterrupted run's.
@@ -137,44 +230,20 @@ func TestResumeAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	e := newEnv(t)
 	const n = 10_000
-	in := ResumeIn{Dir: t.TempDir(), N: n, SleepUS: 200}
-	execLog := filepath.Join(in.Dir, "exec.log")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childDBEnv+"="+e.url, childReadyEnv+"=doomed-resume-worker")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	o := resumeAfterKill(t, "")
+	if !o.equal || o.task.Attempt != 2 {
+		t.Fatalf("task %s at attempt %d, result %s (%s); want SUCCEEDED at attempt 2 with %d", o.task.State, o.task.Attempt, o.task.Result, o.task.ErrorMessage, o.want)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{})
-	// Past half of the items plus a window (the items in flight and not
-	// yet recorded at the kill are then within the goal's window).
-	testwait.Until(t, 60*time.Second, "half of the items executed", func() bool { return lines(execLog) >= n/2+resumeWindow })
-	if err := cmd.Process.Signal(os.Kill); err != nil {
-		t.Fatal(err)
+	t.Logf("attempt 1 executed %d items before kill -9, attempt 2 executed %d", o.first, o.second)
+	if o.first >= n {
+		t.Fatalf("attempt 1 executed all %d items before the kill", o.first)
 	}
-	_ = cmd.Wait()
-	first := lines(execLog)
-	if first >= n {
-		t.Fatalf("attempt 1 executed all %d items before the kill", first)
+	if limit := n/2 + resumeWindow; o.second > limit {
+		t.Errorf("attempt 2 executed %d items, over half of %d plus one window (%d)", o.second, n, limit)
 	}
-	o := fastOptions()
-	o.StuckTimeout = 2 * time.Second
-	e.startWorker(o)
-	task := e.wait(id, 120*time.Second)
-	second := lines(execLog) - first
-	want := uninterrupted(t, ResumeIn{N: n})
-	if task.State != StateSucceeded || task.Attempt != 2 || string(task.Result) != fmt.Sprint(want) {
-		t.Fatalf("task %s at attempt %d, result %s (%s); want SUCCEEDED at attempt 2 with %d", task.State, task.Attempt, task.Result, task.ErrorMessage, want)
-	}
-	t.Logf("attempt 1 executed %d items before kill -9, attempt 2 executed %d", first, second)
-	if limit := n/2 + resumeWindow; second > limit {
-		t.Errorf("attempt 2 executed %d items, over half of %d plus one window (%d)", second, n, limit)
-	}
-	if second+first < n {
-		t.Errorf("%d + %d executions cover fewer than the %d items", first, second, n)
+	if o.first+o.second < n {
+		t.Errorf("%d + %d executions cover fewer than the %d items", o.first, o.second, n)
 	}
 }
 
@@ -184,33 +253,14 @@ func TestRepairExecutesOnlyTheFailedItems(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	e := newEnv(t)
-	e.startWorker(fastOptions())
-	const n, every = 10_000, 100
-	in := ResumeIn{Dir: t.TempDir(), N: n, FailEvery: every}
-	execLog := filepath.Join(in.Dir, "exec.log")
-	origin := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
-	if task := e.wait(origin, 120*time.Second); task.State != StateFailed {
-		t.Fatalf("the origin is %s (%s), want FAILED", task.State, task.ErrorMessage)
+	o := repairAfterFailures(t, "")
+	if o.origin.State != StateFailed || o.recorded != 10_000-o.failed {
+		t.Fatalf("the origin is %s (%s) with %d recorded items; want FAILED with the %d that succeeded", o.origin.State, o.origin.ErrorMessage, o.recorded, 10_000-o.failed)
 	}
-	if got := e.count(`SELECT count(*) FROM rayflow_item_ledger l JOIN rayflow_tasks t ON t.id = l.task_pk WHERE t.task_id = $1`, origin); got != n-n/every {
-		t.Fatalf("the origin recorded %d items, want the %d that succeeded", got, n-n/every)
+	if !o.equal {
+		t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", o.task.State, o.task.Result, o.task.ErrorMessage, o.want)
 	}
-	// The fix.
-	if err := os.WriteFile(filepath.Join(in.Dir, "fixed"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	before := lines(execLog)
-	repair, err := e.c.Repair(t.Context(), origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := e.wait(repair, 120*time.Second)
-	want := uninterrupted(t, ResumeIn{N: n})
-	if task.State != StateSucceeded || string(task.Result) != fmt.Sprint(want) {
-		t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", task.State, task.Result, task.ErrorMessage, want)
-	}
-	if got := lines(execLog) - before; got != n/every {
-		t.Errorf("the repair executed %d items, want exactly the %d that failed", got, n/every)
+	if o.executed != o.failed {
+		t.Errorf("the repair executed %d items, want exactly the %d that failed", o.executed, o.failed)
 	}
 }
