@@ -389,11 +389,14 @@ func (c *collector) apply(ev event.Event, env envelope) Outcome {
 			return reject(k, event.ErrorReasonProtocolError, BucketProtocolError, fmt.Errorf("node %q is not a map", nodeID))
 		case f.MaxItems != nil && p.Submitted > *f.MaxItems:
 			return reject(k, event.ErrorReasonProtocolError, BucketProtocolError, errors.New("submitted exceeds max_items"))
-		case p.Submitted < f.SubmittedItems || p.Completed < f.CompletedItems || f.InputExhausted && !p.InputExhausted:
+		case p.Submitted < f.SubmittedItems || p.Completed < f.CompletedItems || f.InputExhausted && !p.InputExhausted ||
+			f.ReusedItems != nil && (p.Reused == nil || *p.Reused < *f.ReusedItems):
 			return reject(k, event.ErrorReasonProtocolError, BucketProtocolError, errors.New("map counters went backwards"))
+		case p.Reused != nil && *p.Reused > p.Completed:
+			return reject(k, event.ErrorReasonProtocolError, BucketProtocolError, errors.New("reused exceeds completed"))
 		}
 		n.Fanout = &detail.NodeFanout{MaxConcurrency: f.MaxConcurrency, MaxItems: f.MaxItems, SubmittedItems: p.Submitted,
-			CompletedItems: p.Completed, InFlightItems: p.Submitted - p.Completed, InputExhausted: p.InputExhausted}
+			CompletedItems: p.Completed, InFlightItems: p.Submitted - p.Completed, InputExhausted: p.InputExhausted, ReusedItems: p.Reused}
 		if n.State == detail.NodeStatePending && p.Submitted > 0 {
 			n.State = detail.NodeStateRunning
 			n.StartedAt = &ts

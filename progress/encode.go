@@ -355,11 +355,14 @@ func (e *Encoder) MapProgress(nodeID, label string, submitted, completed int64, 
 // mapProgressEvent is MapProgress returning the decoded event too, so that
 // the run can ingest its own event without decoding it again (one per
 // finished map item).
-func (e *Encoder) mapProgressEvent(nodeID, label string, submitted, completed int64, inputExhausted bool) ([]byte, event.Event, error) {
+func (e *Encoder) mapProgressEvent(nodeID, label string, submitted, completed, reused int64, inputExhausted bool) ([]byte, event.Event, error) {
 	if err := e.nodeID(nodeID); err != nil {
 		return nil, nil, err
 	}
 	p := event.MapProgressPayload{NodeID: nodeID, Submitted: submitted, Completed: completed, InputExhausted: inputExhausted}
+	if reused > 0 { // absent when none were reused: other maps' events are unchanged
+		p.Reused = &reused
+	}
 	var t bool
 	p.Label, t = e.label(label)
 	return e.build(KindMapProgress, &p, t)

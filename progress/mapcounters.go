@@ -33,6 +33,7 @@ type mapSlot struct {
 	// sees more completed items than admitted ones, nor an exhausted input
 	// with items still to be admitted.
 	admitted, completed atomic.Int64
+	reused              atomic.Int64 // completed items reused from a ledger (a resumable map)
 	exhausted           atomic.Bool
 	begun               atomic.Bool // the first counters were folded
 
@@ -42,8 +43,8 @@ type mapSlot struct {
 
 // mapState is one set of map counters as a map_progress event carries them.
 type mapState struct {
-	admitted, completed int64
-	exhausted           bool
+	admitted, completed, reused int64
+	exhausted                   bool
 }
 
 // storeMax raises v to x (it never lowers it).
@@ -60,6 +61,9 @@ func storeMax(v *atomic.Int64, x int64) {
 func (s *mapSlot) store(p MapCounters) {
 	storeMax(&s.admitted, int64(p.Admitted))
 	storeMax(&s.completed, int64(p.Completed))
+	if p.Reused > 0 {
+		storeMax(&s.reused, int64(p.Reused))
+	}
 	if p.Exhausted && !s.exhausted.Load() {
 		s.exhausted.Store(true)
 	}
@@ -69,7 +73,7 @@ func (s *mapSlot) store(p MapCounters) {
 func (s *mapSlot) load() mapState {
 	ex := s.exhausted.Load()
 	c := s.completed.Load()
-	return mapState{admitted: s.admitted.Load(), completed: c, exhausted: ex}
+	return mapState{admitted: s.admitted.Load(), completed: c, reused: min(s.reused.Load(), c), exhausted: ex}
 }
 
 // fold ingests the slot's latest counters as a map_progress event: always
@@ -86,7 +90,7 @@ func (r *Run) fold(s *mapSlot, final *MapCounters) {
 	}
 	s.begun.Store(true)
 	s.folded = st
-	if b, ev, err := r.enc.mapProgressEvent(s.node, s.label, st.admitted, st.completed, st.exhausted); err == nil {
+	if b, ev, err := r.enc.mapProgressEvent(s.node, s.label, st.admitted, st.completed, st.reused, st.exhausted); err == nil {
 		r.col.ingestOwn(b, ev)
 	}
 	switch {

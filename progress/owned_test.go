@@ -45,7 +45,7 @@ func TestBuiltEventIsTheDecodedEvent(t *testing.T) {
 		"submitted":               b(e.submittedEv("0.1", "l", "abc123")),
 		"started":                 b(e.startedEv("0.1", "l", detail.NodeExecution{})),
 		"started/exec":            b(e.startedEv("0.1", "l", detail.NodeExecution{RayTaskID: &task, AssignedResources: map[string]float64{"CPU": 1}})),
-		"map_progress":            b(e.mapProgressEvent("0.3", "map", 5, 2, true)),
+		"map_progress":            b(e.mapProgressEvent("0.3", "map", 5, 2, 0, true)),
 		"output_preview/pending":  b(e.outputPreviewEv("0.1", previewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewPending}))),
 		"output_preview/value":    b(e.outputPreviewEv("0.1", previewDetail(PreviewEnvelope{SchemaVersion: 1, Availability: PreviewAvailable, Value: map[string]any{"n": 1, "s": "x"}}))),
 		"completed":               b(e.completedEv("0.1", "l")),

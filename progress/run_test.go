@@ -267,7 +267,7 @@ func TestIngestOwnEqualsIngest(t *testing.T) {
 		reg, _ := enc.MapRegistered("0", "map", &mc, &mi)
 		c.Ingest(reg)
 		for n := int64(1); n <= 11; n++ { // the 11th is over max_items: rejected either way
-			wire, ev, err := enc.mapProgressEvent("0", "map", n, n-1, false)
+			wire, ev, err := enc.mapProgressEvent("0", "map", n, n-1, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}

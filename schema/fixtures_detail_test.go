@@ -88,6 +88,10 @@ func detailFixtures() []fixture {
 	out = append(out,
 		okF(F, "unbounded", set("/max_items", nil), set("/max_concurrency", nil)),
 		bad(F, "max_items_zero", "MIN /max_items", set("/max_items", 0)),
+		// rayflow's reused count of a resumable map: ≥ 1 when present.
+		okF(F, "reused_items_one", set("/reused_items", 1)),
+		bad(F, "reused_items_zero", "MIN /reused_items", set("/reused_items", 0)),
+		bad(F, "reused_items_null", "TYPE /reused_items", set("/reused_items", nil)),
 		bad(F, "rule_fanout_in_flight", "RULE_FANOUT_IN_FLIGHT /in_flight_items", set("/in_flight_items", 1)),
 		bad(F, "rule_fanout_within_max_items", "RULE_FANOUT_WITHIN_MAX_ITEMS /submitted_items", set("/max_items", 4)),
 	)

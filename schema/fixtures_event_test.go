@@ -50,6 +50,10 @@ func eventFixtures() []fixture {
 		// the rule is broken on the variant definition itself.
 		{Def: "EventApplicationProgress", Name: "rule_application_metrics_shape", Base: "base", Edits: []edit{set("/payload/metrics/rows", []any{1})}, Want: []string{"RULE_APPLICATION_METRICS_SHAPE /payload/metrics/rows"}},
 		bad("rule_map_completed_le_submitted", "map_progress", "RULE_MAP_COMPLETED_LE_SUBMITTED /payload/completed", set("/payload/completed", 6)),
+		// rayflow's reused count of a resumable map: ≥ 1 when present.
+		okF("map_reused_one", "map_progress", set("/payload/reused", 1)),
+		bad("map_reused_zero", "map_progress", "MIN /payload/reused", set("/payload/reused", 0)),
+		bad("map_reused_null", "map_progress", "TYPE /payload/reused", set("/payload/reused", nil)),
 		bad("map_max_items_zero", "map_registered", "MIN /payload/max_items", set("/payload/max_items", 0)),
 		bad("preview_rule_in_event", "output_preview", "RULE_AVAILABLE_HAS_NO_MARKER /payload/output_preview/value", set("/payload/output_preview/value", "[REDACTED]")),
 		okF("settled_failed", "node_settled", set("/payload/state", "FAILED"), set("/payload/error", "boom"), set("/payload/output_preview/availability", "UNAVAILABLE")),

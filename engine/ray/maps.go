@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/executor"
+	"github.com/rayflow/rayflow/internal/itemledger"
 	"github.com/rayflow/rayflow/internal/program"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 	"github.com/rayflow/rayflow/telemetry"
@@ -101,6 +102,11 @@ func (r *runner) mapNode(ctx context.Context, n *program.Node, id string, in val
 		lim.BatchSize = k
 	}
 	lim.Ordered = sk != nil && sk.kind == "fold" // the actor incorporates items in input order itself
+	if m.Resume != nil {
+		if l := itemledger.From(ctx); l != nil {
+			lim.Resume = &executor.Resume{Ledger: l, Scope: itemledger.Scope{Node: id, Code: n.ItemCode}, MaxResultBytes: m.Resume.MaxResultBytes}
+		}
+	}
 	v, err := executor.Run(ctx, lim, seq, b, b, r.report)
 	if err != nil && ctx.Err() != nil {
 		return value{}, context.Cause(ctx)
@@ -226,6 +232,25 @@ func (b *mapBackend) leave(isc *scope) {
 		_ = b.r.e.rt.Cancel(context.Background(), hs)
 		b.r.e.rt.Release(hs)
 	}
+}
+
+// Input is an item's encoded input: the bytes its leaf gets.
+func (b *mapBackend) Input(in []byte) ([]byte, error) { return in, nil }
+
+// Result fetches item index's encoded result from the object store (a
+// resumable map records it).
+func (b *mapBackend) Result(ctx context.Context, index int, it item) ([]byte, error) {
+	return b.r.fetch(ctx, it.h, program.ItemID(b.id, index))
+}
+
+// Reuse puts item index's recorded result in the object store, where the
+// map's results collector or actor takes it as a leaf's result.
+func (b *mapBackend) Reuse(ctx context.Context, _ int, result []byte) (item, error) {
+	h, err := b.r.e.rt.Put(ctx, result)
+	if err != nil {
+		return item{}, err
+	}
+	return item{h: h}, nil
 }
 
 // Discard takes back a result the failed map does not collect.

@@ -681,6 +681,10 @@ type NodeFanout struct {
 	CompletedItems int64  `json:"completed_items"`
 	InFlightItems  int64  `json:"in_flight_items"`
 	InputExhausted bool   `json:"input_exhausted"`
+	// reused_items counts the completed items of a resumable map whose
+	// recorded result was reused instead of run (rayflow's extension);
+	// absent when none were, so stored details of other maps are unchanged.
+	ReusedItems *int64 `json:"reused_items,omitempty"`
 }
 
 // DecodeJSONValue decodes a parsed value into x, checking every field
@@ -772,6 +776,21 @@ func (x *NodeFanout) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 			if n8, ok := rt.Bool((&m.Value), fp, e); ok {
 				x.InputExhausted = n8
 			}
+		case "reused_items":
+			fp := p.Key("reused_items")
+			{
+				var v9 int64
+				if n10, ok := rt.Int((&m.Value), fp, e); ok {
+					if n10 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n10 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v9 = n10
+				}
+				x.ReusedItems = &v9
+			}
 		default:
 			rt.Unknown(p, m.Key, e)
 		}
@@ -851,6 +870,16 @@ func (x *NodeFanout) ValidateAt(p *rt.Path, e *rt.Errors) {
 		}
 		if x.InFlightItems > 9223372036854775807 {
 			e.Add(fp5, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if x.ReusedItems != nil {
+		if fp6 := p.Key("reused_items"); true {
+			if (*x.ReusedItems) < 1 {
+				e.Add(fp6, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.ReusedItems) > 9223372036854775807 {
+				e.Add(fp6, rt.CodeMax, "must be <= 9223372036854775807")
+			}
 		}
 	}
 	if e.Len() == n0 {

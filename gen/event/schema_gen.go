@@ -1446,6 +1446,10 @@ type MapProgressPayload struct {
 	Label          string `json:"label"`
 	NodeID         string `json:"node_id"`
 	Submitted      int64  `json:"submitted"`
+	// reused counts the completed items of a resumable map whose recorded
+	// result was reused instead of run (rayflow's extension); absent when
+	// none were, so the events of other maps are unchanged.
+	Reused *int64 `json:"reused,omitempty"`
 }
 
 // DecodeJSONValue decodes a parsed value into x, checking every field
@@ -1504,6 +1508,21 @@ func (x *MapProgressPayload) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Erro
 				}
 				x.Submitted = n5
 			}
+		case "reused":
+			fp := p.Key("reused")
+			{
+				var v6 int64
+				if n7, ok := rt.Int((&m.Value), fp, e); ok {
+					if n7 < 1 {
+						e.Add(fp, rt.CodeMin, "must be >= 1")
+					}
+					if n7 > 9223372036854775807 {
+						e.Add(fp, rt.CodeMax, "must be <= 9223372036854775807")
+					}
+					v6 = n7
+				}
+				x.Reused = &v6
+			}
 		default:
 			rt.Unknown(p, m.Key, e)
 		}
@@ -1559,6 +1578,16 @@ func (x *MapProgressPayload) ValidateAt(p *rt.Path, e *rt.Errors) {
 		}
 		if x.Submitted > 9223372036854775807 {
 			e.Add(fp4, rt.CodeMax, "must be <= 9223372036854775807")
+		}
+	}
+	if x.Reused != nil {
+		if fp5 := p.Key("reused"); true {
+			if (*x.Reused) < 1 {
+				e.Add(fp5, rt.CodeMin, "must be >= 1")
+			}
+			if (*x.Reused) > 9223372036854775807 {
+				e.Add(fp5, rt.CodeMax, "must be <= 9223372036854775807")
+			}
 		}
 	}
 	if e.Len() == n0 {

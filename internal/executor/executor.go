@@ -101,9 +101,10 @@ type completion[Out any] struct {
 	index int
 	out   Out
 	err   error
-	n     int  // items that end with this message (1, or what a unit that stopped left)
-	empty bool // no item result: a unit that stopped before its last items
-	last  bool // the unit is over: its worker is free
+	enc   []byte // a resumable map's encoded result (Resumer.Result), made on the worker
+	n     int    // items that end with this message (1, or what a unit that stopped left)
+	empty bool   // no item result: a unit that stopped before its last items
+	last  bool   // the unit is over: its worker is free
 }
 
 // Run runs a map: it reads items from seq while the window has room,
@@ -181,7 +182,11 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		for u := range work {
 			if u.items == nil {
 				out, err := protectItem(ctx, b, u.base, u.one)
-				done <- completion[Out]{index: u.base, out: out, err: err, n: 1, last: true}
+				var enc []byte
+				if rs != nil && err == nil {
+					enc = rs.encode(ctx, u.base, out)
+				}
+				done <- completion[Out]{index: u.base, out: out, err: err, enc: enc, n: 1, last: true}
 				continue
 			}
 			n, sent := len(u.items), 0
@@ -191,7 +196,11 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 						return // out of order or repeated: not an item of this unit
 					}
 					sent++
-					done <- completion[Out]{index: u.base + j, out: out, err: err, n: 1, last: sent == n}
+					var enc []byte
+					if rs != nil && err == nil {
+						enc = rs.encode(ctx, u.base+j, out)
+					}
+					done <- completion[Out]{index: u.base + j, out: out, err: err, enc: enc, n: 1, last: sent == n}
 				})
 			})
 			if sent < n {
@@ -382,7 +391,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			break
 		}
 		if rs != nil {
-			if err := rs.finished(ctx, c.index, c.out); err != nil {
+			if err := rs.finished(ctx, c.index, c.enc); err != nil {
 				failure = err
 				break
 			}
@@ -396,7 +405,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		report(counters())
 	}
 	if failure == nil && rs != nil {
-		failure = rs.flush(ctx) // the map's last results; an error: the fence was lost
+		failure = rs.flushLast(ctx) // the map's last results; an error: the fence was lost
 	}
 	if failure != nil {
 		if rs != nil && !errors.Is(failure, itemledger.ErrFenceLost) {

@@ -18,12 +18,8 @@ const inputDigestDomain = "rayflow.item-input.v1\x00"
 // domain-separated SHA-256 of the item's encoded input (the codec bytes
 // the backend sends).
 func InputDigest(encoded []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(inputDigestDomain))
-	h.Write(encoded)
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	var buf [256]byte
+	return sha256.Sum256(append(append(buf[:0], inputDigestDomain...), encoded...))
 }
 
 // MaxLedgerChunk bounds a resumable map's ledger chunk: the items one
@@ -86,6 +82,12 @@ type resumeState[In, Out any] struct {
 	digests map[int][32]byte // started items' digests, by index
 	pending []itemledger.Item
 	reused  int
+
+	// One Record at a time runs in the background while the map goes on:
+	// recording is the ledger's (a database statement's) latency, which
+	// the items need not wait for. recorded gets its outcome.
+	recording bool
+	recorded  chan error
 }
 
 // newResume returns the map's resume state, or nil when the map is not
@@ -98,7 +100,8 @@ func newResume[In, Out any](lim Limits, b Backend[In, Out], window int) *resumeS
 	if !ok {
 		return nil
 	}
-	return &resumeState[In, Out]{cfg: lim.Resume, r: r, chunk: min(window, MaxLedgerChunk), digests: map[int][32]byte{}}
+	return &resumeState[In, Out]{cfg: lim.Resume, r: r, chunk: min(window, MaxLedgerChunk), digests: map[int][32]byte{},
+		recorded: make(chan error, 1)}
 }
 
 // next returns the next item: from the queue, or after reading and
@@ -163,56 +166,105 @@ func (s *resumeState[In, Out]) started(index int, a ahead[In]) {
 	}
 }
 
-// finished keeps item index's result for the next Record (unless it is
-// over the cap) and records a full chunk. It returns an error only when
-// the attempt lost its fence.
-func (s *resumeState[In, Out]) finished(ctx context.Context, index int, out Out) error {
-	d, ok := s.digests[index]
-	if !ok {
-		return nil
-	}
-	delete(s.digests, index)
+// encode returns item index's encoded result for the ledger, or nil when
+// it cannot be kept (it reruns next time). Workers call it, in parallel.
+func (s *resumeState[In, Out]) encode(ctx context.Context, index int, out Out) []byte {
 	b, err := s.r.Result(ctx, index, out)
 	if err != nil {
 		slog.WarnContext(ctx, "rayflow: an item's result could not be encoded for the item ledger; it reruns next time", "node", s.cfg.Scope.Node, "index", index, "err", err)
 		return nil
 	}
-	if s.cfg.MaxResultBytes > 0 && len(b) > s.cfg.MaxResultBytes {
-		return nil // over the map's cap: not kept, the item reruns next time
+	if b == nil {
+		b = []byte{}
 	}
-	s.pending = append(s.pending, itemledger.Item{Input: d, Result: b})
+	return b
+}
+
+// finished keeps item index's encoded result for the next Record (unless
+// there is none or it is over the cap) and records a full chunk. It
+// returns an error only when the attempt lost its fence.
+func (s *resumeState[In, Out]) finished(ctx context.Context, index int, enc []byte) error {
+	if err := s.poll(); err != nil {
+		return err
+	}
+	d, ok := s.digests[index]
+	if !ok {
+		return nil
+	}
+	delete(s.digests, index)
+	if enc == nil || s.cfg.MaxResultBytes > 0 && len(enc) > s.cfg.MaxResultBytes {
+		return nil // not encodable, or over the map's cap: not kept, the item reruns next time
+	}
+	s.pending = append(s.pending, itemledger.Item{Input: d, Result: enc})
 	if len(s.pending) < s.chunk {
 		return nil
 	}
 	return s.flush(ctx)
 }
 
-// flush records the pending results in one Record. It returns an error
-// only when the attempt lost its fence; other errors lose the entries.
+// flush starts recording the pending results in one Record, in the
+// background, once the previous Record has returned. It returns an error
+// only when the attempt lost its fence (reported by a Record).
 func (s *resumeState[In, Out]) flush(ctx context.Context) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
 	if len(s.pending) == 0 {
 		return nil
 	}
 	items := s.pending
 	s.pending = nil
-	_, err := s.cfg.Ledger.Record(ctx, s.cfg.Scope, items)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, itemledger.ErrFenceLost) {
-		return err
-	}
-	slog.WarnContext(ctx, "rayflow: item ledger record failed; the items rerun next time", "node", s.cfg.Scope.Node, "items", len(items), "err", err)
+	s.recording = true
+	// Not the map's context: a Record under way when the map fails still
+	// keeps what succeeded (bounded by finalFlushTimeout).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	go func() {
+		defer cancel()
+		_, err := s.cfg.Ledger.Record(rctx, s.cfg.Scope, items)
+		if err != nil && !errors.Is(err, itemledger.ErrFenceLost) {
+			slog.WarnContext(rctx, "rayflow: item ledger record failed; the items rerun next time", "node", s.cfg.Scope.Node, "items", len(items), "err", err)
+			err = nil
+		}
+		s.recorded <- err
+	}()
 	return nil
 }
 
-// flushAfter records what a failed or cancelled map finished, with a
-// context that is not cancelled (bounded by finalFlushTimeout).
-func (s *resumeState[In, Out]) flushAfter(parent context.Context) {
-	if len(s.pending) == 0 {
-		return
+// wait waits for the Record under way, if any, and returns its error
+// (only a lost fence).
+func (s *resumeState[In, Out]) wait() error {
+	if !s.recording {
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), finalFlushTimeout)
-	defer cancel()
-	_ = s.flush(ctx) // the map fails anyway
+	s.recording = false
+	return <-s.recorded
+}
+
+// poll takes the outcome of a Record that has returned, without waiting.
+func (s *resumeState[In, Out]) poll() error {
+	if !s.recording {
+		return nil
+	}
+	select {
+	case err := <-s.recorded:
+		s.recording = false
+		return err
+	default:
+		return nil
+	}
+}
+
+// flushLast records the map's last results and waits for every Record.
+func (s *resumeState[In, Out]) flushLast(ctx context.Context) error {
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	return s.wait()
+}
+
+// flushAfter records what a failed or cancelled map finished and waits
+// for it (its errors do not matter: the map fails anyway).
+func (s *resumeState[In, Out]) flushAfter(parent context.Context) {
+	_ = s.flushLast(parent)
+	_ = s.wait()
 }

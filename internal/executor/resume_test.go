@@ -292,7 +292,9 @@ func TestResumeEdges(t *testing.T) {
 		if !errors.Is(err, itemledger.ErrFenceLost) {
 			t.Fatalf("err = %v, want ErrFenceLost", err)
 		}
-		if got := b.runs.Load(); got > 16 {
+		// The first Record (after 8 items) reports the lost fence while
+		// the map goes on: a few windows of items run, not the 100.
+		if got := b.runs.Load(); got > 4*8 {
 			t.Fatalf("%d items ran after the fence was lost at the first chunk (window 8)", got)
 		}
 	})

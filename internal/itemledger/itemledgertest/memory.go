@@ -12,16 +12,12 @@ import (
 	"github.com/rayflow/rayflow/internal/itemledger"
 )
 
-type key struct {
-	scope itemledger.Scope
-	input [32]byte
-}
-
 // Memory is an in-memory itemledger.Ledger, safe for concurrent use. Its
 // zero value is an empty ledger.
 type Memory struct {
 	mu      sync.Mutex
-	entries map[key][]byte
+	entries map[itemledger.Scope]map[[32]byte][]byte
+	n       int
 	lookups int
 	records int
 	asked   int
@@ -35,9 +31,10 @@ func (m *Memory) Lookup(_ context.Context, s itemledger.Scope, inputs [][32]byte
 	m.lookups++
 	m.asked += len(inputs)
 	out := map[[32]byte][]byte{}
+	kept := m.entries[s]
 	for _, in := range inputs {
-		if r, ok := m.entries[key{s, in}]; ok {
-			out[in] = append([]byte(nil), r...)
+		if r, ok := kept[in]; ok {
+			out[in] = r // never written again: a result is kept once
 		}
 	}
 	return out, nil
@@ -54,17 +51,22 @@ func (m *Memory) Record(_ context.Context, s itemledger.Scope, items []itemledge
 		return 0, fmt.Errorf("itemledgertest: node %s: %w", s.Node, itemledger.ErrFenceLost)
 	}
 	if m.entries == nil {
-		m.entries = map[key][]byte{}
+		m.entries = map[itemledger.Scope]map[[32]byte][]byte{}
+	}
+	scope := m.entries[s]
+	if scope == nil {
+		scope = make(map[[32]byte][]byte, len(items))
+		m.entries[s] = scope
 	}
 	kept := 0
 	for _, it := range items {
-		k := key{s, it.Input}
-		if _, ok := m.entries[k]; ok {
+		if _, ok := scope[it.Input]; ok {
 			continue
 		}
-		m.entries[k] = append([]byte(nil), it.Result...)
+		scope[it.Input] = append([]byte(nil), it.Result...)
 		kept++
 	}
+	m.n += kept
 	return kept, nil
 }
 
@@ -87,7 +89,7 @@ func (m *Memory) Calls() (lookups, records int) {
 func (m *Memory) Entries() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.entries)
+	return m.n
 }
 
 // ResetCalls zeroes the call counts (between two runs of a test).
