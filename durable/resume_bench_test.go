@@ -48,6 +48,9 @@ func TestBenchResume(t *testing.T) {
 			row("kill -9 of the worker at ~50 %: items attempt 2 executes", r.name,
 				fmt.Sprintf("%d (attempt 1: %d before the kill)", k.second, k.first),
 				fmt.Sprintf("≤ %d (50 %% + one window)", n/2+resumeWindow), k.second <= n/2+resumeWindow)
+			again := k.first + k.second - n
+			row("kill -9 of the worker at ~50 %: attempt 1's executions run again", r.name, fmt.Sprint(again),
+				fmt.Sprintf("≤ %d (one window in flight, a chunk waiting, a chunk being recorded)", 3*resumeWindow), again <= 3*resumeWindow)
 			row("kill -9 of the worker at ~50 %: final result", r.name, fmt.Sprintf("%s at attempt %d, %s", k.task.State, k.task.Attempt, k.task.Result),
 				fmt.Sprintf("an uninterrupted run's (%d)", k.want), k.equal)
 			p := repairAfterFailures(t, r.addr)
