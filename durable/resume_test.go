@@ -22,14 +22,15 @@ import (
 
 const countLine = 9 // "%08d\n"
 
-// ResumeIn asks for N items; with FailEvery > 0, item i fails when
-// i % FailEvery == 0 unless <dir>/fixed exists, once every other item of
-// the attempt has succeeded (so that they all are recorded first).
+// ResumeIn asks for N items; the last FailLast of them fail unless
+// <dir>/fixed exists, once every other item of the attempt has succeeded
+// (so that they all are recorded first). They are the last admitted, so
+// the others never wait for a slot (a window's or a Ray CPU's) they hold.
 type ResumeIn struct {
-	Dir       string `json:"dir"`
-	N         int    `json:"n"`
-	FailEvery int    `json:"fail_every,omitempty"`
-	SleepUS   int    `json:"sleep_us,omitempty"`
+	Dir      string `json:"dir"`
+	N        int    `json:"n"`
+	FailLast int    `json:"fail_last,omitempty"`
+	SleepUS  int    `json:"sleep_us,omitempty"`
 }
 
 type ResumeItem struct {
@@ -76,9 +77,8 @@ func ResumeLeaf(ctx context.Context, it ResumeItem) (int, error) {
 	if it.In.SleepUS > 0 {
 		time.Sleep(time.Duration(it.In.SleepUS) * time.Microsecond)
 	}
-	if f := it.In.FailEvery; f > 0 && it.I%f == 0 {
+	if others := it.In.N - it.In.FailLast; it.I >= others {
 		if _, err := os.Stat(filepath.Join(dir, "fixed")); err != nil {
-			others := it.In.N - (it.In.N+f-1)/f
 			for lines(filepath.Join(dir, "ok.log")) < others {
 				select {
 				case <-ctx.Done():
@@ -104,9 +104,7 @@ func ResumeSum(_ context.Context, xs []int) (int64, error) {
 	return s, nil
 }
 
-// resumeWindow is the resumable map's admission window: above the
-// failing items of a FailEvery=100 run of 10,000 (each holds its slot
-// until the others are done).
+// resumeWindow is the resumable map's admission window.
 const resumeWindow = 128
 
 var ResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
@@ -118,7 +116,7 @@ func init() { Register("test.resume", ResumeFlow) }
 // (without an item ledger: every item runs).
 func uninterrupted(t *testing.T, in ResumeIn) int64 {
 	t.Helper()
-	in.Dir, in.FailEvery = t.TempDir(), 0
+	in.Dir, in.FailLast = t.TempDir(), 0
 	want, err := sdk.Run(t.Context(), ResumeFlow, in)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +126,7 @@ func uninterrupted(t *testing.T, in ResumeIn) int64 {
 
 func resumeInput(t *testing.T, in ResumeIn) string {
 	t.Helper()
-	return fmt.Sprintf(`{"dir":%q,"n":%d,"fail_every":%d,"sleep_us":%d}`, in.Dir, in.N, in.FailEvery, in.SleepUS)
+	return fmt.Sprintf(`{"dir":%q,"n":%d,"fail_last":%d,"sleep_us":%d}`, in.Dir, in.N, in.FailLast, in.SleepUS)
 }
 
 // resumeWorkerOptions are a resume test's worker options: its flows run
@@ -197,14 +195,14 @@ type repairOutcome struct {
 	want               int64
 }
 
-// repairAfterFailures runs a 10,000-item resumable map whose items
-// i % 100 == 0 fail (1 %), then fixes them and repairs the task.
+// repairAfterFailures runs a 10,000-item resumable map whose last 100
+// items fail (1 %), then fixes them and repairs the task.
 func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
 	t.Helper()
 	e := newEnv(t)
 	e.startWorker(resumeWorkerOptions(t, rayAddr))
-	const n, every = 10_000, 100
-	in := ResumeIn{Dir: t.TempDir(), N: n, FailEvery: every}
+	const n, failing = 10_000, 100
+	in := ResumeIn{Dir: t.TempDir(), N: n, FailLast: failing}
 	execLog := filepath.Join(in.Dir, "exec.log")
 	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
 	origin := e.wait(id, 300*time.Second)
@@ -219,7 +217,7 @@ func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
 	}
 	task := e.wait(repair, 300*time.Second)
 	want := uninterrupted(t, ResumeIn{N: n})
-	return repairOutcome{recorded: recorded, executed: lines(execLog) - before, failed: n / every, origin: origin, task: task, want: want,
+	return repairOutcome{recorded: recorded, executed: lines(execLog) - before, failed: failing, origin: origin, task: task, want: want,
 		equal: task.State == StateSucceeded && string(task.Result) == fmt.Sprint(want)}
 }
 
