@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync/atomic"
 	"testing"
 
@@ -84,8 +85,8 @@ func TestResumableMapInProcess(t *testing.T) {
 		t.Fatalf("first attempt: %v, want the item's failure", err)
 	}
 	kept := mem.Entries()
-	if kept < 700-16 || kept > 700+16 {
-		t.Fatalf("the failed attempt kept %d results, want about the 700 items before item 700 (give or take a window)", kept)
+	if kept < 700-16 || kept >= 1000 {
+		t.Fatalf("the failed attempt kept %d results, want at least the items before item 700 less a window, never the failing one", kept)
 	}
 	out, runs, err := runResume(t, mem, resumeFlow("1"), -1)
 	if err != nil || out != want {
@@ -130,4 +131,56 @@ func TestResumableMapInProcess(t *testing.T) {
 			t.Fatalf("%v, %d items", err, runs)
 		}
 	})
+}
+
+// resumeSeq yields 0 … n-1 lazily.
+func resumeSeq(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// The edges of a resumable map in process, with every item reused: a
+// sequence of exactly MaxItems items passes, one more fails with
+// *sdk.MaxItemsError (the window's edges with reused items are checked by
+// internal/executor's TestResumeScheduler).
+func TestResumableMapEdgesInProcess(t *testing.T) {
+	const maxItems, window = 100, 4
+	flow := sdk.MapSeq(sdk.Step(ResumeSquare, sdk.CodeVersion("1"))).
+		WithLimits(sdk.Limits{MaxConcurrency: window, MaxItems: maxItems}).WithResume()
+	mem := &itemledgertest.Memory{}
+	ctx := itemledger.WithLedger(context.Background(), mem)
+	resumeFailAt.Store(-1)
+	if _, err := sdk.Run(ctx, flow, resumeSeq(maxItems)); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		n       int
+		wantErr bool
+		runs    int64
+	}{
+		{"exactly MaxItems, all reused", maxItems, false, 0},
+		{"MaxItems+1, all reused before it", maxItems + 1, true, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resumeRuns.Store(0)
+			out, err := sdk.Run(ctx, flow, resumeSeq(c.n))
+			var mi *sdk.MaxItemsError
+			if c.wantErr != errors.As(err, &mi) || c.wantErr && mi.MaxItems != maxItems {
+				t.Fatalf("err = %v, want a MaxItemsError: %v", err, c.wantErr)
+			}
+			if !c.wantErr && len(out) != c.n {
+				t.Fatalf("%d results, want %d", len(out), c.n)
+			}
+			if got := resumeRuns.Load(); got != c.runs {
+				t.Fatalf("%d items ran, want %d", got, c.runs)
+			}
+		})
+	}
 }

@@ -33,6 +33,16 @@
 //     counters stay as last reported). The report is a counter update:
 //     progress.Run.Map turns the counters into events at most once per
 //     flush interval, besides the map's first and final reports.
+//   - a resumable map (Limits.Resume, a backend that is a Resumer): the
+//     input is read a window chunk ahead (at most MaxLedgerChunk items),
+//     each chunk's input digests are looked up in the item ledger at once,
+//     a reused item's recorded result goes to the sink exactly as a
+//     computed one (no backend call) and the others run; finished items'
+//     results are encoded on the workers and recorded once per chunk in the
+//     background (and at the map's end, or after its failure). A lost
+//     fence (itemledger.ErrFenceLost) stops the map; other ledger errors
+//     are logged and the items rerun. Without Limits.Resume Run does no
+//     ledger work at all.
 //
 // A Backend only runs items: Item runs one, Batch runs a unit of items
 // one after another, Discard takes back a result the map no longer wants
