@@ -229,26 +229,34 @@ func TestResumeAfterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	const n = 10_000
-	o := resumeAfterKill(t, "")
-	if !o.equal || o.task.Attempt != 2 {
-		t.Fatalf("task %s at attempt %d, result %s (%s); want SUCCEEDED at attempt 2 with %d", o.task.State, o.task.Attempt, o.task.Result, o.task.ErrorMessage, o.want)
-	}
-	t.Logf("attempt 1 executed %d items before kill -9, attempt 2 executed %d (half plus one window: %d)", o.first, o.second, n/2+resumeWindow)
-	if o.first >= n {
-		t.Fatalf("attempt 1 executed all %d items before the kill", o.first)
-	}
-	if o.first+o.second < n {
-		t.Errorf("%d + %d executions cover fewer than the %d items", o.first, o.second, n)
-	}
-	// What attempt 2 runs again of attempt 1's executions: the items in
-	// flight at the kill (at most a window), the finished ones waiting for
-	// their chunk's Record (fewer than a chunk) and the chunk being
-	// recorded (the scheduler records one chunk at a time in the
-	// background; a chunk is min(window, 1024) items).
-	chunk := min(resumeWindow, 1024)
-	if again, limit := o.first+o.second-n, resumeWindow+2*chunk; again > limit {
-		t.Errorf("attempt 2 ran %d of attempt 1's %d executions again, over a window and two chunks (%d)", again, o.first, limit)
+	for _, runner := range []string{"local", "ray"} {
+		t.Run(runner, func(t *testing.T) {
+			addr := ""
+			if runner == "ray" {
+				addr = rayAddress(t)
+			}
+			const n = 10_000
+			o := resumeAfterKill(t, addr)
+			if !o.equal || o.task.Attempt != 2 {
+				t.Fatalf("task %s at attempt %d, result %s (%s); want SUCCEEDED at attempt 2 with %d", o.task.State, o.task.Attempt, o.task.Result, o.task.ErrorMessage, o.want)
+			}
+			t.Logf("attempt 1 executed %d items before kill -9, attempt 2 executed %d (half plus one window: %d)", o.first, o.second, n/2+resumeWindow)
+			if o.first >= n {
+				t.Fatalf("attempt 1 executed all %d items before the kill", o.first)
+			}
+			if o.first+o.second < n {
+				t.Errorf("%d + %d executions cover fewer than the %d items", o.first, o.second, n)
+			}
+			// What attempt 2 runs again of attempt 1's executions: the items
+			// in flight at the kill (at most a window), the finished ones
+			// waiting for their chunk's Record (fewer than a chunk) and the
+			// chunk being recorded (the scheduler records one chunk at a time
+			// in the background; a chunk is min(window, 1024) items).
+			chunk := min(resumeWindow, 1024)
+			if again, limit := o.first+o.second-n, resumeWindow+2*chunk; again > limit {
+				t.Errorf("attempt 2 ran %d of attempt 1's %d executions again, over a window and two chunks (%d)", again, o.first, limit)
+			}
+		})
 	}
 }
 
@@ -258,14 +266,22 @@ func TestRepairExecutesOnlyTheFailedItems(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}
-	o := repairAfterFailures(t, "")
-	if o.origin.State != StateFailed || o.recorded != 10_000-o.failed {
-		t.Fatalf("the origin is %s (%s) with %d recorded items; want FAILED with the %d that succeeded", o.origin.State, o.origin.ErrorMessage, o.recorded, 10_000-o.failed)
-	}
-	if !o.equal {
-		t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", o.task.State, o.task.Result, o.task.ErrorMessage, o.want)
-	}
-	if o.executed != o.failed {
-		t.Errorf("the repair executed %d items, want exactly the %d that failed", o.executed, o.failed)
+	for _, runner := range []string{"local", "ray"} {
+		t.Run(runner, func(t *testing.T) {
+			addr := ""
+			if runner == "ray" {
+				addr = rayAddress(t)
+			}
+			o := repairAfterFailures(t, addr)
+			if o.origin.State != StateFailed || o.recorded != 10_000-o.failed {
+				t.Fatalf("the origin is %s (%s) with %d recorded items; want FAILED with the %d that succeeded", o.origin.State, o.origin.ErrorMessage, o.recorded, 10_000-o.failed)
+			}
+			if !o.equal {
+				t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", o.task.State, o.task.Result, o.task.ErrorMessage, o.want)
+			}
+			if o.executed != o.failed {
+				t.Errorf("the repair executed %d items, want exactly the %d that failed", o.executed, o.failed)
+			}
+		})
 	}
 }
