@@ -44,7 +44,7 @@ TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
 .PHONY: help build demo demo-durable demo-serve demo-stop demo-down test test-checks test-short
 .PHONY: fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
 .PHONY: ray-venv ray-up ray-down pg-up pg-down chromium test-browser
-.PHONY: bench-ray bench-ray-actors bench-durable bench-progress bench-read screenshot
+.PHONY: bench-ray bench-ray-actors bench-durable bench-resume bench-progress bench-read screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 18
@@ -155,6 +155,9 @@ bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full v
 
 bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, crash recovery after kill -9, no-op saturation
 	@RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/bench-pg.sh durable
+
+bench-resume: ## resumable maps, each goal beside its measurement: kill -9 at 50 % of 10,000 items, a repair after 1 % failures, ledger overhead and statements per chunk; local, and Ray with RAYFLOW_RAY_ADDRESS
+	@RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/bench-pg.sh resume
 
 bench-progress: ## progress storage (the reference's table shape, docs/operations.md#benchmarks): chains of 1k–100k nodes, sparse update, preparation heap at 250k/2M
 	@RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/bench-pg.sh progress

@@ -216,7 +216,7 @@ func scanTask(row pgx.Row) (*Task, error) {
 		&t.Generation, &t.RunID, &t.PlanFingerprint, &t.PinnedAttempt, &input, &result, &t.Runner, &t.RayAddress, &t.RayJobID,
 		&t.CreatedAt, &t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.RunAfter, &t.TimeoutSeconds,
 		&t.QueueTimeout, &t.QueueDeadline, &t.ClaimedBy, &t.CancellationStatus, &t.CancellationError,
-		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback)
+		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback, &t.RepairOf)
 	if err != nil {
 		return nil, err
 	}
@@ -395,6 +395,66 @@ func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome
 		return "", fmt.Errorf("durable: retry %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// Repair creates a new task that repairs the FAILED, CANCELLED or LOST
+// task id and returns its task id: the same flow, input, queue,
+// priority, attempts and timeouts, QUEUED and runnable at once, naming
+// id as its origin (Task.RepairOf). In the same transaction it starts
+// with a copy of the origin's item ledger, so its resumable maps run
+// only the items without a result whose key still matches. Its plan is
+// materialized by the worker that claims it, under that worker's build
+// (it is not pinned to the origin's plan): a fixed step runs again where
+// its code identity changed (docs/durable.md#resume-and-repair). A task
+// in another state is refused with a *NotRepairableError
+// (ErrNotRepairable), an unknown one with ErrNotFound; nothing is written.
+func (c *Client) Repair(ctx context.Context, id string) (string, error) {
+	if !validUUID(id) {
+		return "", fmt.Errorf("%w: %q is not a task id", ErrNotFound, id)
+	}
+	var newID string
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var pk int64
+		var state State
+		var t store.NewTask
+		err := store.LockTaskForRepair(ctx, tx, id).Scan(&pk, &state, &t.Flow, &t.Queue, &t.Priority, &t.MaxAttempts,
+			&t.InputJSON, &t.TimeoutSeconds, &t.QueueTimeoutSeconds)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case err != nil:
+			return err
+		}
+		switch state {
+		case StateFailed, StateCancelled, StateLost:
+		default:
+			return &NotRepairableError{TaskID: id, State: state}
+		}
+		t.RepairOf = &pk
+		for range maxIDAttempts {
+			t.TaskID = sdkrt.NewRunID()
+			repairPK, err := store.InsertTask(ctx, tx, t)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // task id collision: regenerate
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := store.CopyItems(ctx, tx, pk, repairPK); err != nil {
+				return err
+			}
+			newID = t.TaskID
+			return store.Notify(ctx, tx, "q:"+t.Queue)
+		}
+		return errors.New("task id collided repeatedly")
+	})
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotRepairable):
+		return "", err
+	case err != nil:
+		return "", fmt.Errorf("durable: repair %s: %w", id, err)
+	}
+	return newID, nil
 }
 
 // Cancel cancels a task: a QUEUED one becomes CANCELLED at once (its

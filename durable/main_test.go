@@ -220,13 +220,15 @@ func init() {
 	Register("test.hold", HoldFlow)
 }
 
-// Child-process worker mode (kill -9 test). With childDefaultsEnv the
-// child worker runs with the default options (only its id set).
+// Child-process worker mode (kill -9 tests). With childDefaultsEnv the
+// child worker runs with the default options (only its id set); with
+// childRayEnv (a Ray address) it runs its flows on Ray.
 const (
 	childDBEnv       = "RAYFLOW_DURABLE_TEST_CHILD_DB"
 	childReadyEnv    = "RAYFLOW_DURABLE_TEST_CHILD_ID"
 	childDefaultsEnv = "RAYFLOW_DURABLE_TEST_CHILD_DEFAULTS"
 	childQueueEnv    = "RAYFLOW_DURABLE_TEST_CHILD_QUEUE"
+	childRayEnv      = "RAYFLOW_DURABLE_TEST_CHILD_RAY"
 )
 
 func TestMain(m *testing.M) {
@@ -250,6 +252,15 @@ func childWorker(url string) int {
 		o = WorkerOptions{ID: o.ID}
 	}
 	o.Queue = os.Getenv(childQueueEnv)
+	if addr := os.Getenv(childRayEnv); addr != "" {
+		eng, err := rayengine.New(ctx, rayengine.Options{Address: addr, Stderr: os.Stderr})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer eng.Close()
+		o.Engine = eng
+	}
 	w, err := NewWorker(pool, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,6 +3,7 @@ package durable
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -105,7 +106,24 @@ var (
 	ErrInvalidOption = errors.New("durable: invalid option")
 	ErrNotFound      = errors.New("durable: no such task")
 	ErrBadCursor     = errors.New("durable: invalid list cursor")
+	// ErrNotRepairable is returned by Repair for a task that is not
+	// FAILED, CANCELLED or LOST (a *NotRepairableError says its state).
+	ErrNotRepairable = errors.New("durable: only a FAILED, CANCELLED or LOST task can be repaired")
 )
+
+// NotRepairableError is Repair's refusal of a task in another state; it
+// matches ErrNotRepairable.
+type NotRepairableError struct {
+	TaskID string
+	State  State
+}
+
+func (e *NotRepairableError) Error() string {
+	return fmt.Sprintf("%v: task %s is %s", ErrNotRepairable, e.TaskID, e.State)
+}
+
+// Is reports target == ErrNotRepairable.
+func (e *NotRepairableError) Is(target error) bool { return target == ErrNotRepairable }
 
 // Errors recorded by workers (their text is the task's error message).
 var (
@@ -151,6 +169,8 @@ type Task struct {
 	ErrorMessage       string          `json:"error_message,omitempty"`
 	ErrorTraceback     string          `json:"error_traceback,omitempty"`
 	Attempts           []Attempt       `json:"attempts,omitempty"`
+	// RepairOf is the task id of the task this one repairs (Client.Repair).
+	RepairOf string `json:"repair_of,omitempty"`
 }
 
 // Attempt is one archived terminal attempt (rayflow_task_attempts).

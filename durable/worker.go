@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/itemledger"
+	"github.com/rayflow/rayflow/internal/pgledger"
 	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress/pgstore"
@@ -622,7 +624,7 @@ func (w *Worker) execute(runCtx context.Context, cancel context.CancelCauseFunc,
 	case r.err == nil:
 		s := string(r.out)
 		o = outcome{state: StateSucceeded, result: &s}
-	case errors.Is(cause, errFenceLost) || errors.Is(r.err, errFenceLost):
+	case errors.Is(cause, errFenceLost) || errors.Is(r.err, errFenceLost) || errors.Is(r.err, itemledger.ErrFenceLost):
 		log.Info("attempt superseded; nothing to record")
 		observed(nil)
 		return
@@ -838,6 +840,10 @@ func (w *Worker) runTask(ctx context.Context, f store.Fence, c claimed, sinkOut 
 	if w.o.Engine != nil {
 		opts = append(opts, sdk.WithEngine(w.o.Engine))
 	}
+	ctx, err = w.withLedger(ctx, c)
+	if err != nil {
+		return nil, &permanent{err}
+	}
 	out, err := e.run(ctx, c.input, c.attempt, opts)
 	if err != nil {
 		if errors.Is(err, ErrInvalidInput) {
@@ -849,6 +855,19 @@ func (w *Worker) runTask(ctx context.Context, f store.Fence, c claimed, sinkOut 
 		return nil, &permanent{fmt.Errorf("%w: %d bytes, the limit is %d (nothing was stored)", ErrResultTooLarge, len(out), MaxResultBytes)}
 	}
 	return out, nil
+}
+
+// withLedger returns ctx carrying the item ledger of attempt c
+// (internal/pgledger, bound to its fence): resumable maps of the run
+// record their succeeded items there and reuse those of earlier attempts
+// (and, for a repair task, of its origin).
+func (w *Worker) withLedger(ctx context.Context, c claimed) (context.Context, error) {
+	l, err := pgledger.New(w.pool, store.Run{TaskPK: c.pk, Attempt: int64(c.attempt), Gen: c.gen, RunID: c.runID},
+		pgledger.Limits{}, w.log.With("task", c.id, "attempt", c.attempt))
+	if err != nil {
+		return ctx, err
+	}
+	return itemledger.WithLedger(ctx, l), nil
 }
 
 // sweep marks stuck running tasks LOST (retrying them as usual), stuck

@@ -4,11 +4,12 @@
 #   scripts/bench-pg.sh durable    durable queue: claim latency, idle queries, throughput, saturation
 #   scripts/bench-pg.sh progress   progress storage: chains of 1k-100k nodes, sparse update, heap
 #   scripts/bench-pg.sh read       progress reads with the record cache on, then off
+#   scripts/bench-pg.sh resume     resumable maps: kill -9 at 50 %, repair, ledger overhead (Ray rows with RAYFLOW_RAY_ADDRESS)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 GO=${GO:-go}
 PG_STATE=${PG_STATE:-.pg-local}
-what=${1:?usage: bench-pg.sh durable|progress|read}
+what=${1:?usage: bench-pg.sh durable|progress|read|resume}
 
 url=${RAYFLOW_TEST_DATABASE_URL:-}
 if [ -z "$url" ]; then
@@ -34,8 +35,13 @@ read)
 	echo '--- cold: every read decodes and validates every record (RAYFLOW_BENCH_READ_COLD=1)'
 	RAYFLOW_BENCH_READ_COLD=1 "$GO" test -count=1 -run '^$' -bench '^BenchmarkReads$' -benchtime 200x -timeout 30m ./serve/reader/ | grep -E '^(\||ok|FAIL|---)'
 	;;
+resume)
+	echo "bench-resume: $url; ray ${RAYFLOW_RAY_ADDRESS:-not set (local rows only)}; $(uptime)"
+	RAYFLOW_BENCH_RESUME=1 "$GO" test -count=1 -run '^TestBenchResume$' -v -timeout 30m ./durable/ |
+		grep -E '^(\||---|ok|FAIL)'
+	;;
 *)
-	echo "usage: bench-pg.sh durable|progress|read" >&2
+	echo "usage: bench-pg.sh durable|progress|read|resume" >&2
 	exit 2
 	;;
 esac

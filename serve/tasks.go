@@ -61,6 +61,9 @@ type TaskStatus struct {
 	ErrorOmission       *string         `json:"error_omission_reason,omitempty"`
 	Attempts            []AttemptStatus `json:"attempts,omitempty"`
 	InputMaxBytes       int             `json:"input_max_bytes"`
+	// RepairOf is the task id of the task this one repairs
+	// (durable.Client.Repair); only in a task's own status.
+	RepairOf string `json:"repair_of,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -90,6 +93,7 @@ func status(t *durable.Task, full bool) TaskStatus {
 	if !full {
 		return st
 	}
+	st.RepairOf = t.RepairOf
 	st.Input, st.InputOmission = bounded(t.Input)
 	if len(t.Result) > 0 {
 		st.Result, st.ResultOmission = bounded(t.Result)

@@ -405,6 +405,8 @@ type graphData struct {
 	FailedUnshown int64
 	// Timeline is the timeline view's window.
 	Timeline *timeline
+	// RepairOf is the task id of the task this one repairs, if any.
+	RepairOf string
 }
 
 const (
@@ -446,23 +448,24 @@ func layerHref(taskID string, attempt int64, layer, pg int) string {
 }
 
 // attemptsOf is the attempt switcher (attempts 1..current of the task,
-// the last MaxStatusAttempts) and the task's state ("" when unknown).
-func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) ([]attemptLink, durable.State) {
+// the last MaxStatusAttempts), the task's state ("" when unknown) and the
+// task id of the task it repairs ("" for none).
+func (s *Server) attemptsOf(r *http.Request, principal, taskID string, shown int64) ([]attemptLink, durable.State, string) {
 	if _, err := s.reads.Authorize(r.Context(), s.pool, principal, taskID, reader.ActionReadTask); err != nil {
-		return nil, ""
+		return nil, "", ""
 	}
 	t, err := s.client.Get(r.Context(), taskID)
 	if err != nil {
-		return nil, ""
+		return nil, "", ""
 	}
 	var out []attemptLink
 	for n := int64(max(1, t.Attempt-MaxStatusAttempts)); n <= int64(t.Attempt); n++ {
 		out = append(out, attemptLink{N: n, Href: graphHref(taskID, n, 0), Current: n == shown})
 	}
 	if shown < int64(t.Attempt) {
-		return out, durable.StateFailed // an archived attempt is over
+		return out, durable.StateFailed, t.RepairOf // an archived attempt is over
 	}
-	return out, t.State
+	return out, t.State, t.RepairOf
 }
 
 func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal string) {
@@ -500,7 +503,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request, principal str
 		d.Legend = append(d.Legend, newGlyph(string(st), 2, 8))
 	}
 	var taskState durable.State
-	d.Attempts, taskState = s.attemptsOf(r, principal, taskID, d.Attempt)
+	d.Attempts, taskState, d.RepairOf = s.attemptsOf(r, principal, taskID, d.Attempt)
 	d.RunState = "NOT_REPORTED"
 	if sum.Summary != nil {
 		d.RunState = string(sum.Summary.State)

@@ -30,14 +30,24 @@ var ErrUnknownCleanupClass = errors.New("store: unknown cleanup class")
 const notActive = `NOT EXISTS (SELECT 1 FROM rayflow_tasks t WHERE t.id = r.task_pk AND t.state IN ('RUNNING', 'CANCELLING')
  AND t.attempt_number = r.attempt_number AND t.execution_generation = r.execution_generation AND t.workflow_run_id = r.run_id)`
 
+// expiredRunLedgerSQL deletes, with the expired run $1, the item ledger
+// of its task when the run is the task's last attempt and the task has
+// ended: the ledger follows the progress retention of the task's last
+// run (a task still to be retried or repaired later keeps it until then).
+const expiredRunLedgerSQL = `DELETE FROM rayflow_item_ledger l USING rayflow_progress_runs r, rayflow_tasks t
+ WHERE r.id = $1::bigint AND t.id = r.task_pk AND l.task_pk = t.id AND t.attempt_number = r.attempt_number
+   AND t.state IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'LOST', 'EXPIRED')`
+
 // Per class: the candidate query ($1 now, $2 limit; never-failed first),
-// the recheck under lock ($1 now, $2 id), the delete ($1 id) and where a
+// the recheck under lock ($1 now, $2 id), what is deleted with the
+// candidate ($1 id; empty: nothing), the delete ($1 id) and where a
 // failure is recorded ($1 id, $2 text; empty: nowhere).
-var cleanupSQL = map[string]struct{ candidates, recheck, del, fail string }{
+var cleanupSQL = map[string]struct{ candidates, recheck, with, del, fail string }{
 	CleanupExpiredRun: {
 		candidates: `SELECT r.id::text FROM rayflow_progress_runs r WHERE r.detail_expires_at <= $1 AND ` + notActive + `
  ORDER BY r.cleanup_error IS NOT NULL, r.detail_expires_at, r.id LIMIT $2`,
 		recheck: `SELECT r.id FROM rayflow_progress_runs r WHERE r.id = $2::bigint AND r.detail_expires_at <= $1 AND ` + notActive + ` FOR UPDATE OF r`,
+		with:    expiredRunLedgerSQL,
 		del:     `DELETE FROM rayflow_progress_runs WHERE id = $1::bigint`,
 		fail:    `UPDATE rayflow_progress_runs SET cleanup_error = $2 WHERE id = $1::bigint`,
 	},
@@ -70,7 +80,7 @@ var cleanupSQL = map[string]struct{ candidates, recheck, del, fail string }{
 	},
 }
 
-func cleanupClass(class string) (struct{ candidates, recheck, del, fail string }, error) {
+func cleanupClass(class string) (struct{ candidates, recheck, with, del, fail string }, error) {
 	q, ok := cleanupSQL[class]
 	if !ok {
 		return q, fmt.Errorf("%w: %q", ErrUnknownCleanupClass, class)
@@ -100,7 +110,8 @@ func CleanupCandidates(ctx context.Context, q Reader, class string, now time.Tim
 }
 
 // CleanupDelete rechecks candidate id of class under lock in tx and
-// deletes it; false when it is no longer eligible.
+// deletes it (an expired run with its task's item ledger when the run is
+// the ended task's last attempt); false when it is no longer eligible.
 func CleanupDelete(ctx context.Context, tx pgx.Tx, class string, now time.Time, id string) (bool, error) {
 	c, err := cleanupClass(class)
 	if err != nil {
@@ -111,6 +122,11 @@ func CleanupDelete(ctx context.Context, tx pgx.Tx, class string, now time.Time, 
 		return false, nil
 	} else if err != nil {
 		return false, err
+	}
+	if c.with != "" {
+		if _, err := tx.Exec(ctx, c.with, id); err != nil {
+			return false, err
+		}
 	}
 	tag, err := tx.Exec(ctx, c.del, id)
 	return err == nil && tag.RowsAffected() == 1, err

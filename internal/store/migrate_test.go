@@ -30,6 +30,7 @@ var recorded = []struct {
 	{4, "fenced_batches", "2906918caf2c4c0ded6c301fed550727ab8e0cecc5f29920e4122ced070c6487"},
 	{5, "cheaper_hex_checks", "d703abbe42f0de5463918aea0050ac91339aeb2a4820a13d5d920e60866a7fb3"},
 	{6, "task_list_indexes", "d2425d932aecb2d933542c48ec12ff8af1e8ca7eace509167d347e7607c68d06"},
+	{7, "item_ledger", "c389c1e9e808f779c23c8d8604a0d5e6aeebf08b4d9bbed972806be1e4d0331e"},
 	{8, "worker_sessions", "1bbb2b777402e64730be8bebdfe4a43322992de706fabce03f54522306dabb6d"},
 }
 

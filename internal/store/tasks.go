@@ -235,6 +235,7 @@ type NewTask struct {
 	TimeoutSeconds      *int64
 	QueueTimeoutSeconds *int64
 	RunAfter            *time.Time // nil: now
+	RepairOf            *int64     // the primary key of the task a repair task repairs
 }
 
 // InsertTask inserts t and returns its primary key (pgx.ErrNoRows when
@@ -243,13 +244,13 @@ func InsertTask(ctx context.Context, q Querier, t NewTask) (int64, error) {
 	var pk int64
 	err := q.QueryRow(ctx, `
 INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
-    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at)
+    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at, repair_of)
 SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
-    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END
+    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END, $10::bigint
 FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
 ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
 RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
-		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter).Scan(&pk)
+		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter, t.RepairOf).Scan(&pk)
 	return pk, err
 }
 
@@ -260,13 +261,15 @@ RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON
 // ray_job_id, created_at, enqueued_at, started_at, finished_at,
 // last_heartbeat_at, run_after, timeout seconds, queue timeout seconds,
 // queue_deadline_at, claimed_by, cancellation_status,
-// cancellation_error, error_type, error_message, error_traceback.
+// cancellation_error, error_type, error_message, error_traceback, the
+// task id of the task a repair task repairs (empty for other tasks).
 const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
  execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
  coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
  created_at, enqueued_at, started_at, finished_at, last_heartbeat_at, run_after, coalesce(timeout_seconds, 0),
  coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
- coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, '')`
+ coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, ''),
+ coalesce((SELECT o.task_id::text FROM rayflow_tasks o WHERE o.id = rayflow_tasks.repair_of), '')`
 
 // TaskByID reads the task record (the columns of taskColumns) of task id.
 func TaskByID(ctx context.Context, q RowReader, taskID string) pgx.Row {
@@ -298,6 +301,15 @@ FROM rayflow_task_attempts WHERE task_pk = $1 ORDER BY attempt_number`, pk)
 func LockTaskForRetry(ctx context.Context, q Querier, taskID string) pgx.Row {
 	return q.QueryRow(ctx, `SELECT id, state, attempt_number, execution_generation, coalesce(workflow_run_id::text, ''), queue_name
 FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, taskID)
+}
+
+// LockTaskForRepair reads task taskID for a repair, locking it against
+// a concurrent retry. Row: id, state, flow_name, queue_name, priority,
+// max_attempts, input_json, timeout_seconds, queue_timeout_seconds
+// (NULL when unset).
+func LockTaskForRepair(ctx context.Context, q Querier, taskID string) pgx.Row {
+	return q.QueryRow(ctx, `SELECT id, state, flow_name, queue_name, priority, max_attempts, input_json, timeout_seconds, queue_timeout_seconds
+FROM rayflow_tasks WHERE task_id = $1 FOR SHARE`, taskID)
 }
 
 // RequeueTask makes the ended attempt (pk, state, attempt, gen) of a

@@ -92,15 +92,28 @@ func TestInsertTaskAndRead(t *testing.T) {
 	var gotPK int64
 	var gotID, flow, queue, state string
 	var priority int
+	var repairOf string
 	var dest = []any{&gotPK, &gotID, &flow, &queue, &priority, &state}
 	for range 26 {
 		dest = append(dest, new(any))
 	}
+	dest = append(dest, &repairOf)
 	if err := store.TaskByID(ctx, pool, id).Scan(dest...); err != nil {
 		t.Fatal(err)
 	}
-	if gotPK != pk || gotID != id || flow != "flow" || queue != "q" || priority != 5 || state != "QUEUED" {
-		t.Errorf("TaskByID = %d %s %s %s %d %s", gotPK, gotID, flow, queue, priority, state)
+	if gotPK != pk || gotID != id || flow != "flow" || queue != "q" || priority != 5 || state != "QUEUED" || repairOf != "" {
+		t.Errorf("TaskByID = %d %s %s %s %d %s repair of %q", gotPK, gotID, flow, queue, priority, state, repairOf)
+	}
+	// A repair task's record names the task it repairs.
+	repairID := newTaskID(t, pool)
+	if _, err := store.InsertTask(ctx, pool, store.NewTask{TaskID: repairID, Flow: "flow", Queue: "q", MaxAttempts: 3, InputJSON: `{}`, RepairOf: &pk}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.TaskByID(ctx, pool, repairID).Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+	if repairOf != id {
+		t.Errorf("the repair task's record: repair of %q, want %s", repairOf, id)
 	}
 	rows, err := store.ListTasks(ctx, pool, pk+1, "QUEUED", "q", 10)
 	if err != nil {

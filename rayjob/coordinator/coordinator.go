@@ -18,9 +18,12 @@ import (
 
 	"github.com/rayflow/rayflow/engine/ray"
 	"github.com/rayflow/rayflow/internal/errwire"
+	"github.com/rayflow/rayflow/internal/itemledger"
+	"github.com/rayflow/rayflow/internal/pgledger"
 	"github.com/rayflow/rayflow/internal/rayenv"
 	"github.com/rayflow/rayflow/internal/sdkhost"
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/progress/pgstore"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/telemetry"
@@ -147,8 +150,9 @@ type Config struct {
 	// Reporting is the plan's reporting policy; default
 	// $RAYFLOW_RAYJOB_REPORTING, else the sdk's default (full).
 	Reporting sdk.ReportingPolicy
-	// DatabaseURL is where an Identity's progress is published; default
-	// $RAYFLOW_DATABASE_URL. Empty: nothing is published.
+	// DatabaseURL is where an Identity's progress is published and its
+	// item ledger kept; default $RAYFLOW_DATABASE_URL. Empty: nothing is
+	// published, and no item is recorded or reused.
 	DatabaseURL string
 	// NoProgress publishes nothing, whatever DatabaseURL says; default
 	// $RAYFLOW_RAYJOB_NO_PROGRESS = "1".
@@ -276,6 +280,11 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 			// Not deferred: the job publishes its final summary itself;
 			// the worker's terminal transition archives it.
 			opts = append(opts, sdk.WithProgress(sink))
+			if ctx, err = withLedger(ctx, pool, *c.Identity); err != nil {
+				_ = e.Close()
+				fail(res, "setup", err)
+				return ExitSetup
+			}
 			fmt.Fprintf(stderr, "rayflow coordinator: publishing progress (%s) of run %s\n", m.ReportingPolicy(), c.Identity.RunID)
 		} else if !c.NoProgress {
 			fmt.Fprintf(stderr, "rayflow coordinator: run %s: no %s, progress is not stored\n", c.Identity.RunID, DatabaseURLEnv)
@@ -304,6 +313,19 @@ func serve(ctx context.Context, c Config, res *Result, stderr io.Writer) int {
 	}
 	res.OK, res.Output = true, er.Bytes
 	return ExitOK
+}
+
+// withLedger returns ctx carrying the item ledger of the durable attempt
+// id (internal/pgledger, bound to its fence), as the worker gives its
+// in-process attempts: resumable maps of the run record their succeeded
+// items there and reuse those of earlier attempts of the task.
+func withLedger(ctx context.Context, pool *pgxpool.Pool, id sdk.RunIdentity) (context.Context, error) {
+	l, err := pgledger.New(pool, store.Run{TaskPK: id.TaskExecutionPK, Attempt: id.AttemptNumber, Gen: id.ExecutionGeneration, RunID: id.RunID},
+		pgledger.Limits{}, nil)
+	if err != nil {
+		return ctx, err
+	}
+	return itemledger.WithLedger(ctx, l), nil
 }
 
 // openPool opens a small pool on url. Its errors never carry the URL

@@ -103,6 +103,28 @@ func TestDurableCommands(t *testing.T) {
 	if code, _, _ := runCLI(t, "", "tasks", "wait", "00000000-0000-4000-8000-000000000000"); code != exitError {
 		t.Fatalf("wait for a missing task: %d", code)
 	}
+	// Repair: a SUCCEEDED or missing task is refused; the cancelled sleep
+	// gets a new task naming it.
+	for _, c := range []struct{ id, want string }{
+		{id, "only a FAILED, CANCELLED or LOST task can be repaired: task " + id + " is SUCCEEDED"},
+		{"00000000-0000-4000-8000-000000000000", "no such task"},
+	} {
+		if code, out, errOut := runCLI(t, "", "tasks", "repair", c.id); code != exitError || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("repair %s: %d %q %q; want exit %d and %q", c.id, code, out, errOut, exitError, c.want)
+		}
+	}
+	code, out, errOut = runCLI(t, "", "tasks", "repair", sid)
+	rid := strings.TrimSpace(out)
+	if code != exitOK || !durable.ValidTaskID(rid) || rid == sid {
+		t.Fatalf("repair: %d %q %q", code, out, errOut)
+	}
+	runCLI(t, "", "tasks", "cancel", rid)
+	if code, out, _ := runCLI(t, "", "tasks", "show", rid); code != exitOK || !strings.Contains(out, "repair of:") || !strings.Contains(out, sid) {
+		t.Fatalf("show of the repair task: %d %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "show", rid, "--json"); code != exitOK || json.Unmarshal([]byte(out), &task) != nil || task.RepairOf != sid {
+		t.Fatalf("show --json of the repair task: %d %q", code, out)
+	}
 }
 
 func waitFor(t *testing.T, id string, state durable.State) {

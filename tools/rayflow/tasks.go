@@ -16,10 +16,10 @@ import (
 )
 
 func init() {
-	register("tasks", "enqueue, list, show, wait for, cancel and retry durable tasks (PostgreSQL)", cmdTasks)
+	register("tasks", "enqueue, list, show, wait for, cancel, retry and repair durable tasks (PostgreSQL)", cmdTasks)
 }
 
-const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
+const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] [ARG]
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
                                          prints the task id
@@ -30,6 +30,8 @@ const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
   wait ID [--timeout D]                  exit 0 and the result JSON on SUCCEEDED, 1 otherwise
   cancel ID                              prints the outcome (ACCEPTED, ALREADY_REQUESTED, ...)
   retry ID                               prints the outcome (ACCEPTED, NOT_RETRYABLE, ...)
+  repair ID                              a new task for a FAILED, CANCELLED or LOST one, under this
+                                         build, reusing its recorded map items; prints its id
 
 The connection comes from --database-url or RAYFLOW_DATABASE_URL.`
 
@@ -67,7 +69,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 		return exitUsage
 	}
 	verb, rest := words[0], words[1:]
-	want := map[string]int{"enqueue": 1, "list": 0, "show": 1, "wait": 1, "cancel": 1, "retry": 1}
+	want := map[string]int{"enqueue": 1, "list": 0, "show": 1, "wait": 1, "cancel": 1, "retry": 1, "repair": 1}
 	n, ok := want[verb]
 	if !ok || len(rest) != n {
 		fs.Usage()
@@ -101,6 +103,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 		return tasksShow(ctx, e, c, rest[0], *asJSON)
 	case "wait":
 		return tasksWait(ctx, e, c, rest[0], *timeout)
+	case "repair":
+		return tasksRepair(ctx, e, c, rest[0])
 	case "cancel":
 		out, err := c.Cancel(ctx, rest[0], exp)
 		return outcome(e, string(out), err, out == durable.CancelAccepted || out == durable.CancelAlreadyRequested)
@@ -194,6 +198,19 @@ func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input str
 	return exitOK
 }
 
+// tasksRepair creates the repair task of id and prints its id; a task
+// that cannot be repaired (its state) or does not exist is refused with
+// exit status 1 and the reason on stderr.
+func tasksRepair(ctx context.Context, e env, c *durable.Client, id string) int {
+	repair, err := c.Repair(ctx, id)
+	if err != nil {
+		errorLine(e, "tasks repair: %v", err)
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, repair)
+	return exitOK
+}
+
 func tasksList(ctx context.Context, e env, c *durable.Client, o durable.ListOptions) int {
 	p, err := c.List(ctx, o)
 	if err != nil {
@@ -230,6 +247,9 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	line := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 	line("task", t.ID)
+	if t.RepairOf != "" {
+		line("repair of", t.RepairOf)
+	}
 	line("flow", t.Flow)
 	line("state", t.State)
 	line("queue / priority", fmt.Sprintf("%s / %d", t.Queue, t.Priority))

@@ -1,0 +1,4 @@
+package store
+
+// LookupItemsSQL is the lookup statement, for its plan test.
+const LookupItemsSQL = lookupItemsSQL
