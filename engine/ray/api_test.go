@@ -23,7 +23,7 @@ func TestAPISurface(t *testing.T) {
 	want := []string{
 		"func New", "func ServeLeafIfRequested",
 		"type BridgeError", "type Engine", "type LeafError", "type Options", "type SetupError", "type TaskError",
-		"var ErrBridgeClosed", "var ErrBuildMismatch", "var ErrClosed", "var ErrClusterLost",
+		"var ErrBridgeClosed", "var ErrBuildMismatch", "var ErrClosed", "var ErrClusterLost", "var ErrNodeLost",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("engine/ray's exported identifiers (-want +got):\n%s", d)
