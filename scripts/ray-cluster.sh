@@ -63,7 +63,7 @@ EOF
 start() {
 	local node=$1
 	shift
-	local dir
+	local dir id
 	dir=$(mktemp -d /tmp/rfc-"$node"-XXXX)
 	echo "$dir" >"$RAY_CLUSTER_STATE/$node.dir"
 	read -r nm om al ag me re < <(free_ports 6)
@@ -76,10 +76,11 @@ start() {
 		>"$RAY_CLUSTER_STATE/$node.log" 2>&1 </dev/null &
 	echo $! >"$RAY_CLUSTER_STATE/$node.pgid"
 	for _ in $(seq 360); do
-		if grep -q 'Ray runtime started' "$RAY_CLUSTER_STATE/$node.log"; then
-			# The node's Ray node ID, as its raylet logged it (the tests name the lost node by it).
-			sed -n 's/.*Setting node ID node_id=\([0-9a-f]*\).*/\1/p' "$dir"/session_latest/logs/raylet.out |
-				head -1 >"$RAY_CLUSTER_STATE/$node.node_id"
+		# Up, and its raylet has logged its Ray node ID (the tests name a lost node by it).
+		id=$(cat "$dir"/session_*/logs/raylet.out 2>/dev/null |
+			sed -n 's/.*Setting node ID node_id=\([0-9a-f]*\).*/\1/p' | head -1 || true)
+		if [ -n "$id" ] && grep -q 'Ray runtime started' "$RAY_CLUSTER_STATE/$node.log"; then
+			echo "$id" >"$RAY_CLUSTER_STATE/$node.node_id"
 			return 0
 		fi
 		node_alive "$node" || break
