@@ -58,9 +58,21 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
-# start NODE ARGS... starts one node's `ray start --block` in a session of its own and
-# waits until it is up.
+# On a loaded machine a raylet can take longer than Ray's 30 s to register with the GCS.
+export RAY_raylet_start_wait_time_s=${RAY_raylet_start_wait_time_s:-120}
+
+# start NODE ARGS... starts one node (twice at most: a raylet can still time out
+# registering) and waits until it is up.
 start() {
+	if try_start "$@"; then return 0; fi
+	echo "ray-cluster: node $1 did not start; once more"
+	stop "$1" KILL >/dev/null
+	try_start "$@"
+}
+
+# try_start NODE ARGS... starts one node's `ray start --block` in a session of its own
+# and waits until it is up.
+try_start() {
 	local node=$1
 	shift
 	local dir id
@@ -86,7 +98,7 @@ start() {
 		node_alive "$node" || break
 		sleep 0.5
 	done
-	echo "ray-cluster-up: node $node did not start:"
+	echo "ray-cluster: node $node did not start:"
 	cat "$RAY_CLUSTER_STATE/$node.log"
 	return 1
 }
