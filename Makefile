@@ -136,10 +136,10 @@ ray-cluster-up: ray-venv ## start a private multi-node Ray cluster: a head (no C
 ray-cluster-down: ## stop the multi-node cluster that ray-cluster-up started (only its process groups)
 	@$(SCRIPT_ENV) scripts/ray-cluster.sh down
 
-test-multinode: ## the engine/ray multi-node tests (items spread over nodes, large results across nodes, a node killed mid-map) on the cluster of ray-cluster-up
+test-multinode: ## the multi-node tests on the cluster of ray-cluster-up: items spread over nodes, large results across nodes, a node killed mid-map (engine/ray), the durable runner surviving it (durable, on RAYFLOW_TEST_DATABASE_URL)
 	@$(SCRIPT_ENV) scripts/ray-cluster.sh alive || { echo "test-multinode: start the cluster first: make ray-cluster-up"; exit 1; }
 	RAYFLOW_RAY_ADDRESS=$$(cat $(RAY_CLUSTER_STATE)/address) RAYFLOW_RAY_CLUSTER=$(RAY_CLUSTER_STATE) \
-		$(GO) test -race -count=1 -run '^TestMultiNode' -v ./engine/ray/
+		$(GO) test -race -count=1 -p 1 -run '^TestMultiNode' -v ./engine/ray/ ./durable/
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
 	scripts/pg.sh up $(PG_STATE)
