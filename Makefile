@@ -21,6 +21,11 @@ RAY_DASHBOARD_PORT ?= 8265
 ENV_RAY_ADDRESS := $(if $(filter environment,$(origin RAYFLOW_RAY_ADDRESS)),$(RAYFLOW_RAY_ADDRESS))
 export RAYFLOW_RAY_ADDRESS ?= $(shell cat $(RAY_STATE)/address 2>/dev/null)
 
+# A private multi-node Ray cluster (scripts/ray-cluster.sh): a head and two worker
+# nodes, each its own raylet, on free ports, recorded in $(RAY_CLUSTER_STATE); the
+# engine/ray multi-node tests use it through RAYFLOW_RAY_CLUSTER.
+RAY_CLUSTER_STATE := .ray-cluster
+
 # PostgreSQL: a private cluster in $(PG_STATE) (scripts/pg.sh; its URL in $(PG_STATE)/url).
 # Tests read it from RAYFLOW_TEST_DATABASE_URL (without it, or under -short, the
 # PostgreSQL tests skip); the CLI from RAYFLOW_DATABASE_URL.
@@ -36,14 +41,14 @@ DEMO_ADDR  ?= 127.0.0.1:8080
 # The Makefile's settings, as the scripts read them.
 SCRIPT_ENV = MAKE='$(MAKE)' GO='$(GO)' PYTHON='$(PYTHON)' RAYFLOW='$(RAYFLOW)' RAY_VERSION=$(RAY_VERSION) \
 	RAY_VENV=$(RAY_VENV) RAY_PY=$(RAY_PY) RAY_STATE=$(RAY_STATE) RAY_PORT=$(RAY_PORT) \
-	RAY_DASHBOARD_PORT=$(RAY_DASHBOARD_PORT) PG_STATE=$(PG_STATE) DEMO_STATE=$(DEMO_STATE) DEMO_ADDR=$(DEMO_ADDR)
+	RAY_DASHBOARD_PORT=$(RAY_DASHBOARD_PORT) RAY_CLUSTER_STATE=$(RAY_CLUSTER_STATE) PG_STATE=$(PG_STATE) DEMO_STATE=$(DEMO_STATE) DEMO_ADDR=$(DEMO_ADDR)
 
 # What `make test` checks once its services run (a list of targets).
 TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
 
 .PHONY: help build demo demo-durable demo-serve demo-stop demo-down test test-checks test-short
 .PHONY: fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
-.PHONY: ray-venv ray-up ray-down pg-up pg-down chromium test-browser
+.PHONY: ray-venv ray-up ray-down ray-cluster-up ray-cluster-down test-multinode pg-up pg-down chromium test-browser
 .PHONY: bench-ray bench-ray-actors bench-durable bench-resume bench-progress bench-read screenshot
 
 help: ## list targets
@@ -124,6 +129,17 @@ ray-up: ray-venv ## start a local Ray head (2 CPUs, 512 MiB object store) record
 
 ray-down: ## stop the Ray head that ray-up started (only that one)
 	@$(SCRIPT_ENV) scripts/ray.sh down
+
+ray-cluster-up: ray-venv ## start a private multi-node Ray cluster: a head (no CPUs) and worker nodes w1, w2 (1 CPU, resource rf_w1/rf_w2, 100 MB object store each), recorded in .ray-cluster/; prints its address
+	@$(SCRIPT_ENV) scripts/ray-cluster.sh up
+
+ray-cluster-down: ## stop the multi-node cluster that ray-cluster-up started (only its process groups)
+	@$(SCRIPT_ENV) scripts/ray-cluster.sh down
+
+test-multinode: ## the multi-node tests on the cluster of ray-cluster-up: items spread over nodes, large results across nodes, a node killed mid-map (engine/ray), the durable runner surviving it (durable, on RAYFLOW_TEST_DATABASE_URL)
+	@$(SCRIPT_ENV) scripts/ray-cluster.sh alive || { echo "test-multinode: start the cluster first: make ray-cluster-up"; exit 1; }
+	RAYFLOW_RAY_ADDRESS=$$(cat $(RAY_CLUSTER_STATE)/address) RAYFLOW_RAY_CLUSTER=$(RAY_CLUSTER_STATE) \
+		$(GO) test -race -count=1 -p 1 -run '^TestMultiNode' -v ./engine/ray/ ./durable/
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
 	scripts/pg.sh up $(PG_STATE)

@@ -23,7 +23,7 @@ func TestAPISurface(t *testing.T) {
 	want := []string{
 		"func New", "func ServeLeafIfRequested",
 		"type BridgeError", "type Engine", "type LeafError", "type Options", "type SetupError", "type TaskError",
-		"var ErrBridgeClosed", "var ErrBuildMismatch", "var ErrClosed", "var ErrClusterLost",
+		"var ErrBridgeClosed", "var ErrBuildMismatch", "var ErrClosed", "var ErrClusterLost", "var ErrNodeLost",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("engine/ray's exported identifiers (-want +got):\n%s", d)
@@ -40,17 +40,20 @@ func TestErrorKinds(t *testing.T) {
 		msg      string
 		kind     string
 		mismatch bool
+		lost     string // the lost node (kind node_died)
 	}{
 		{"leaf start", errorInfo{Kind: "leaf_start", Node: "0.1", Reason: "start", Message: "no leaf"},
-			"rayflow: ray: node 0.1: leaf process: no leaf", "leaf_start", false},
+			"rayflow: ray: node 0.1: leaf process: no leaf", "leaf_start", false, ""},
 		{"build mismatch", errorInfo{Kind: "leaf_start", Node: "0.1", Reason: "digest_mismatch", Want: "a", Got: "b", Message: "digest b, want a"},
-			"rayflow: ray: node 0.1: leaf process: digest b, want a", "leaf_start", true},
+			"rayflow: ray: node 0.1: leaf process: digest b, want a", "leaf_start", true, ""},
 		{"actor limit", errorInfo{Kind: "actor_limit", Type: "item", Bytes: 17, Limit: 16, Message: "item 3 is 17 bytes"},
-			"rayflow: map 0: item 3 is 17 bytes", "actor_limit", false},
+			"rayflow: map 0: item 3 is 17 bytes", "actor_limit", false, ""},
 		{"submit", errorInfo{Kind: "submit", Type: "ValueError", Message: "precision"},
-			"rayflow: node 0: Ray refused the submission: ValueError: precision", "submit", false},
+			"rayflow: node 0: Ray refused the submission: ValueError: precision", "submit", false, ""},
 		{"worker crash", errorInfo{Kind: "worker_crashed", Message: "gone"},
-			"rayflow: ray task 0: worker_crashed: gone", "worker_crashed", false},
+			"rayflow: ray task 0: worker_crashed: gone", "worker_crashed", false, ""},
+		{"node died", errorInfo{Kind: "node_died", RayNode: "9d84", Message: "node ID: 9d84 is dead"},
+			"rayflow: ray task 0: node_died: lost Ray node 9d84: node ID: 9d84 is dead", "node_died", false, "9d84"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,6 +70,9 @@ func TestErrorKinds(t *testing.T) {
 			}
 			if errors.Is(err, ErrBridgeClosed) {
 				t.Fatal("a node's failure reads as a closed bridge")
+			}
+			if te.LostNode != c.lost || errors.Is(err, ErrNodeLost) != (c.lost != "") {
+				t.Fatalf("lost node %q (errors.Is(ErrNodeLost) %v), want %q", te.LostNode, errors.Is(err, ErrNodeLost), c.lost)
 			}
 		})
 	}

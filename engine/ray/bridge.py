@@ -9,6 +9,7 @@ engine/ray/PROTOCOL.md; keep that file in step with any change here.
 import ctypes
 import json
 import os
+import re
 import struct
 import sys
 import threading
@@ -1388,6 +1389,9 @@ class Bridge:
         return out, secs
 
 
+_NODE_ID = re.compile(r"node ID: ([0-9a-f]+)")
+
+
 def error_info(e):
     """Maps a Ray exception to (info, encoded value)."""
     cause = e
@@ -1406,7 +1410,12 @@ def error_info(e):
     if ray is not None:
         if isinstance(cause, ray.exceptions.TaskCancelledError):
             return {"kind": "cancelled", "message": str(cause)}, b""
-        if isinstance(cause, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)):
+        if isinstance(cause, ray.exceptions.NodeDiedError):
+            # The node the task ran on is gone (its raylet died): Ray names it only
+            # in the message.
+            m = _NODE_ID.search(str(cause))
+            return {"kind": "node_died", "ray_node": m.group(1) if m else "", "message": str(cause)}, b""
+        if isinstance(cause, ray.exceptions.WorkerCrashedError):
             return {"kind": "worker_crashed", "message": str(cause)}, b""
         if isinstance(cause, ray.exceptions.OwnerDiedError):
             return {"kind": "owner_died", "message": str(cause)}, b""

@@ -92,7 +92,9 @@
 // actor whose options Ray itself refuses (the SDK checks what it can at
 // definition time) fails the run at once ("submit", carrying Ray's
 // reason); a crashed worker, a cancelled task or a lost object is Ray's
-// own kind ("worker_crashed", "cancelled", "object_lost", ...).
+// own kind ("worker_crashed", "cancelled", "object_lost", ...); a task
+// whose node died (its raylet gone) with no retry left is "node_died",
+// naming the lost Ray node (LostNode, ErrNodeLost).
 //
 // Results: Engine.Run returns the final value still encoded (the codec's
 // bytes, fetched once); sdk.Run decodes it into the flow's output type.

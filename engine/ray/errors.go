@@ -24,6 +24,10 @@ var (
 	// ErrClosed is returned by Run on a closed engine and matched by the
 	// error of a run that Close ended.
 	ErrClosed = errors.New("rayflow: ray: the engine is closed")
+	// ErrNodeLost is matched by a *TaskError of kind "node_died": the
+	// Ray node the task ran on died (its raylet is gone) and Ray did not
+	// retry the task elsewhere.
+	ErrNodeLost = errors.New("rayflow: ray: a node of the cluster was lost")
 )
 
 // BridgeError reports that the bridge process ended or broke the
@@ -95,6 +99,7 @@ const (
 	kindLeafStart  = "leaf_start"
 	kindSubmit     = "submit"
 	kindActorLimit = "actor_limit"
+	kindNodeDied   = "node_died"
 )
 
 // TaskError is a Ray-level failure of a node (not its step's own error,
@@ -103,6 +108,10 @@ const (
 //   - Ray's task failures: "cancelled", "worker_crashed", "owner_died",
 //     "object_lost", "timeout", "actor_protocol", "ray" (another Ray
 //     exception, Type its Python type);
+//   - "node_died": the Ray node the task ran on died (its raylet is gone:
+//     a lost machine) and the task had no retry left; LostNode is that
+//     node's Ray node ID (hex, empty when Ray did not name it).
+//     errors.Is(err, ErrNodeLost) holds;
 //   - "submit": Ray refused to create the node's task or actor (its
 //     .options() or .remote() raised, typically on an option value only
 //     Ray checks: a custom resource's precision, an accelerator's
@@ -131,6 +140,8 @@ type TaskError struct {
 	// "actor_limit".
 	Actor        string
 	Bytes, Limit int64
+	// LostNode: kind "node_died".
+	LostNode string
 }
 
 func (e *TaskError) Error() string {
@@ -141,14 +152,22 @@ func (e *TaskError) Error() string {
 		return fmt.Sprintf("rayflow: node %s: Ray refused the submission: %s: %s", e.Node, e.Type, e.Message)
 	case kindActorLimit:
 		return fmt.Sprintf("rayflow: map %s: %s", e.Node, e.Message)
+	case kindNodeDied:
+		return fmt.Sprintf("rayflow: ray task %s: node_died: lost Ray node %s: %s", e.Node, e.LostNode, e.Message)
 	}
 	return fmt.Sprintf("rayflow: ray task %s: %s: %s", e.Node, e.Kind, e.Message)
 }
 
 // Is makes errors.Is(err, ErrBuildMismatch) true for a leaf binary of
-// another build.
+// another build, and errors.Is(err, ErrNodeLost) for a lost node.
 func (e *TaskError) Is(target error) bool {
-	return target == ErrBuildMismatch && e.Kind == kindLeafStart && e.Reason == "digest_mismatch"
+	switch target {
+	case ErrBuildMismatch:
+		return e.Kind == kindLeafStart && e.Reason == "digest_mismatch"
+	case ErrNodeLost:
+		return e.Kind == kindNodeDied
+	}
+	return false
 }
 
 // errorInfo is how the bridge reports a failure.
@@ -166,11 +185,12 @@ type errorInfo struct {
 	// ("output") and its type; value is then the codec's error chain.
 	Refused     string `json:"refused,omitempty"`
 	RefusedType string `json:"refused_type,omitempty"`
-	Reason      string `json:"reason"` // leaf_start
-	Want        string `json:"want"`   // leaf_start
-	Got         string `json:"got"`    // leaf_start
-	Bytes       int64  `json:"bytes"`  // actor_limit: the prospective size
-	Limit       int64  `json:"limit"`  // actor_limit: the limit
+	Reason      string `json:"reason"`             // leaf_start
+	Want        string `json:"want"`               // leaf_start
+	Got         string `json:"got"`                // leaf_start
+	Bytes       int64  `json:"bytes"`              // actor_limit: the prospective size
+	Limit       int64  `json:"limit"`              // actor_limit: the limit
+	RayNode     string `json:"ray_node,omitempty"` // node_died: the lost node's Ray node ID
 }
 
 // toError maps a failure to the error the local engine would return; node
@@ -203,6 +223,8 @@ func (i *errorInfo) toError(codec sdk.Codec, node string, value []byte) error {
 		return &TaskError{Node: node, Kind: i.Kind, Type: i.Type, Bytes: i.Bytes, Limit: i.Limit, Message: i.Message}
 	case kindSubmit:
 		return &TaskError{Node: node, Kind: i.Kind, Type: i.Type, Message: i.Message}
+	case kindNodeDied:
+		return &TaskError{Node: node, Kind: i.Kind, LostNode: i.RayNode, Message: i.Message}
 	}
 	if i.Kind == "bridge" {
 		return &BridgeError{Err: fmt.Errorf("%s: %s", i.Type, i.Message)}
