@@ -105,6 +105,9 @@ var (
 	ErrInvalidOption = errors.New("durable: invalid option")
 	ErrNotFound      = errors.New("durable: no such task")
 	ErrBadCursor     = errors.New("durable: invalid list cursor")
+	// ErrUnserved refuses a flow that live workers publish, but none on
+	// the task's queue (EnqueueOptions.AllowUnserved enqueues it anyway).
+	ErrUnserved = errors.New("durable: no live worker serves the flow on this queue")
 )
 
 // Errors recorded by workers (their text is the task's error message).

@@ -208,6 +208,9 @@ type Worker struct {
 	// (rayflow_workers exists): its idle polls and sweeps then also look
 	// for running tasks whose worker's session ended.
 	sessions atomic.Bool
+	// published is the registry version of the flows last published (−1:
+	// none yet).
+	published atomic.Int64
 	// suspects are the workers (id and lock key) whose lock a sweep found
 	// free, with when it first did; recheck wakes the loop to sweep again
 	// once they have been free for orphanGrace. Both belong to Run's loop.
@@ -274,9 +277,11 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
+	w := &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
 		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1), group: grouper{arrived: make(chan struct{}, 1)},
-		suspects: map[suspect]time.Time{}, recheck: make(chan struct{}, 1)}, nil
+		suspects: map[suspect]time.Time{}, recheck: make(chan struct{}, 1)}
+	w.published.Store(-1)
+	return w, nil
 }
 
 // ID is the worker's claimed_by name.
@@ -487,9 +492,25 @@ func (w *Worker) takeSession(ctx context.Context, conn *pgx.Conn) int64 {
 			return 0
 		}
 		w.sessions.Store(true)
+		w.publish(ctx, conn)
 		return key
 	}
 	return 0
+}
+
+// publish records the flows this worker serves (rayflow_worker_flows,
+// deleted with its worker row): each registered flow's input schema,
+// plan fingerprint and build revision, on its queue. It runs when the
+// worker records its session (at start and after a reconnection) and from
+// the sweep when the registry changed since.
+func (w *Worker) publish(ctx context.Context, db DB) {
+	ray := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.Runs(sdk.StrategyDynamicTasks)
+	pubs, version := w.o.Registry.publications(ray)
+	if err := store.PublishFlows(ctx, db, w.o.ID, w.o.Queue, pubs); err != nil {
+		w.log.Warn("publishing the worker's flows (run rayflow migrate to publish them)", "err", err)
+		return
+	}
+	w.published.Store(version)
 }
 
 func (w *Worker) notified(payload string) {
@@ -860,6 +881,9 @@ func (w *Worker) runTask(ctx context.Context, f store.Fence, c claimed, sinkOut 
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
 	sessions := w.sessions.Load()
+	if sessions && w.published.Load() != w.o.Registry.currentVersion() {
+		w.publish(ctx, w.pool)
+	}
 	rows, err := store.SweepTasks(ctx, w.pool, w.o.StuckTimeout.Seconds(), sessions)
 	if err != nil {
 		if ctx.Err() == nil {
