@@ -22,7 +22,8 @@ func init() {
 const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry [flags] [ARG]
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
-                                         prints the task id
+          [--allow-unserved]             prints the task id; FLOW is built in or published
+                                         by a live worker (rayflow flows list)
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
@@ -51,6 +52,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	queue := fs.String("queue", "", `enqueue: queue (default "default"); list: only this queue`)
 	timeout := fs.Duration("timeout", 0, "enqueue: per-attempt run timeout (whole seconds; 0 none); wait: how long to wait (0 forever)")
 	maxAttempts := fs.Int("max-attempts", durable.DefaultMaxAttempts, "enqueue: attempts including the first (1-100)")
+	allowUnserved := fs.Bool("allow-unserved", false, "enqueue: a flow this binary does not have even when no live worker serves it on the queue")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -94,7 +96,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	exp := durable.Expect{Attempt: *expAttempt, Generation: *expGen, RunID: *expRun}
 	switch verb {
 	case "enqueue":
-		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts})
+		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
+			AllowUnserved: *allowUnserved})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -183,7 +186,8 @@ func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input str
 	if err != nil {
 		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 		switch {
-		case errors.Is(err, durable.ErrUnknownFlow), errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge):
+		case errors.Is(err, durable.ErrUnknownFlow), errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge),
+			errors.Is(err, durable.ErrUnserved):
 			return exitRejected
 		case errors.Is(err, durable.ErrInvalidOption):
 			return exitUsage
