@@ -480,7 +480,21 @@ type Expect struct {
 
 // Retry moves a FAILED, LOST, CANCELLED or EXPIRED task back to QUEUED as
 // a new attempt (attempt + 1, generation + 1, no run id), runnable at once.
+// The task keeps its plan pin: only a worker that reproduces the pinned
+// plan claims it (RetryRebuild drops the pin).
 func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
+	return c.retry(ctx, id, exp, false)
+}
+
+// RetryRebuild is Retry that also re-pins the task to the current build:
+// it drops the task's plan pin, so that any worker serving the flow claims
+// the new attempt and pins its own plan (`rayflow tasks retry --rebuild`).
+// Steps already done under the old plan are not reused.
+func (c *Client) RetryRebuild(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
+	return c.retry(ctx, id, exp, true)
+}
+
+func (c *Client) retry(ctx context.Context, id string, exp Expect, rebuild bool) (RetryOutcome, error) {
 	if !validUUID(id) {
 		return RetryNotFound, nil
 	}
@@ -514,7 +528,7 @@ func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome
 			out = RetryNotRetryable
 			return nil
 		}
-		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen)
+		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen, rebuild)
 		if err != nil {
 			return err
 		}

@@ -898,13 +898,14 @@ func (w *Worker) sweep(ctx context.Context) {
 		job         string
 		id, flow    string
 		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
+		pinned      string  // the task's pinned plan fingerprint ("" for none)
 		dead        suspect // the worker whose session ended ("" when stuck)
 		firstLost   bool    // no earlier attempt of the task was LOST
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age,
+		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age, &c.pinned,
 			&c.dead.worker, &c.dead.key, &c.firstLost); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
@@ -958,6 +959,17 @@ func (w *Worker) sweep(ctx context.Context) {
 		switch c.state {
 		case StateQueued:
 			o = outcome{state: StateExpired, errType: "QueueTimeout", errMsg: "the task waited in the queue past its deadline"}
+			if own := ""; c.pinned != "" {
+				own = w.ownFingerprint(ctx, c.flow)
+				if own == c.pinned {
+					break // this build could run it: the queue was too busy
+				}
+				// A retry no live worker could reproduce (build-aware
+				// claiming): it fails naming both plans.
+				o = outcome{state: StateFailed, errType: "durable.ErrPlanChanged", errMsg: fmt.Sprintf(
+					"%v: no worker reproducing the pinned plan %s claimed the retry before its queue deadline; this build's plan of %s is %s (rayflow tasks retry --rebuild re-pins it)",
+					ErrPlanChanged, c.pinned, c.flow, orNone(own))}
+			}
 		case StateCancelling:
 			cause := fmt.Sprintf("its worker stopped heartbeating for %v", w.o.StuckTimeout)
 			if dead {
@@ -1002,6 +1014,24 @@ func (w *Worker) sweep(ctx context.Context) {
 			w.recheckT.Reset(orphanGrace)
 		}
 	}
+}
+
+// ownFingerprint is this worker's plan fingerprint of flow ("" when it
+// does not serve the flow).
+func (w *Worker) ownFingerprint(ctx context.Context, flow string) string {
+	for _, p := range w.planPins(ctx) {
+		if p.flow == flow {
+			return p.fingerprint
+		}
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none (the flow is not registered here)"
+	}
+	return s
 }
 
 // contractTypes are the sdk's typed errors of its contract rules: a map
