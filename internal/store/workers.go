@@ -92,8 +92,8 @@ LIMIT 500)`
 // 500 more; the rows of workers gone without a running task are deleted).
 // Rows: id, state, attempt_number, max_attempts, execution_generation,
 // workflow_run_id, ray_job_id, task_id, flow_name, seconds in the state,
-// the pinned plan fingerprint (” for none), and for a task whose worker's session ended its worker, the worker's
-// lock key and whether no earlier attempt of the task was LOST ("", 0,
+// the pinned plan fingerprint ("" for none), and for a task whose
+// worker's session ended its worker, the worker's lock key and whether no earlier attempt of the task was LOST ("", 0,
 // false for the others).
 func SweepTasks(ctx context.Context, q Querier, stuckSeconds float64, sessions bool) (pgx.Rows, error) {
 	if sessions {
