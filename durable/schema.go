@@ -29,27 +29,27 @@ import (
 // (rayflow_worker_flows); a client validates the input of a flow it has
 // not registered against it (validateInput).
 
-// Schema is a node of an input schema.
-type Schema struct {
-	Type                 SchemaType         `json:"type,omitempty"`
-	Format               string             `json:"format,omitempty"`
-	Minimum              *json.Number       `json:"minimum,omitempty"`
-	Maximum              *json.Number       `json:"maximum,omitempty"`
-	Properties           map[string]*Schema `json:"properties,omitempty"`
-	Required             []string           `json:"required,omitempty"`
-	AdditionalProperties *Schema            `json:"additionalProperties,omitempty"`
-	Items                *Schema            `json:"items,omitempty"`
+// jsonSchema is a node of an input schema.
+type jsonSchema struct {
+	Type                 schemaType             `json:"type,omitempty"`
+	Format               string                 `json:"format,omitempty"`
+	Minimum              *json.Number           `json:"minimum,omitempty"`
+	Maximum              *json.Number           `json:"maximum,omitempty"`
+	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
+	Required             []string               `json:"required,omitempty"`
+	AdditionalProperties *jsonSchema            `json:"additionalProperties,omitempty"`
+	Items                *jsonSchema            `json:"items,omitempty"`
 	// Closed marks an object with no properties but its own (it is
 	// written as "additionalProperties": false).
 	Closed bool `json:"-"`
 }
 
-// SchemaType is a schema's "type": one JSON type, or several (a nullable
+// schemaType is a schema's "type": one JSON type, or several (a nullable
 // value is its type and "null"). Empty accepts any value.
-type SchemaType []string
+type schemaType []string
 
 // MarshalJSON writes one type as a string, several as an array.
-func (t SchemaType) MarshalJSON() ([]byte, error) {
+func (t schemaType) MarshalJSON() ([]byte, error) {
 	if len(t) == 1 {
 		return json.Marshal(t[0])
 	}
@@ -57,10 +57,10 @@ func (t SchemaType) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a string or an array of strings.
-func (t *SchemaType) UnmarshalJSON(b []byte) error {
+func (t *schemaType) UnmarshalJSON(b []byte) error {
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
-		*t = SchemaType{one}
+		*t = schemaType{one}
 		return nil
 	}
 	var many []string
@@ -73,8 +73,8 @@ func (t *SchemaType) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the schema, a closed object with
 // "additionalProperties": false.
-func (s *Schema) MarshalJSON() ([]byte, error) {
-	type plain Schema
+func (s *jsonSchema) MarshalJSON() ([]byte, error) {
+	type plain jsonSchema
 	if !s.Closed {
 		return json.Marshal((*plain)(s))
 	}
@@ -85,8 +85,8 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a schema ("additionalProperties": false as Closed).
-func (s *Schema) UnmarshalJSON(b []byte) error {
-	type plain Schema
+func (s *jsonSchema) UnmarshalJSON(b []byte) error {
+	type plain jsonSchema
 	var aux struct {
 		*plain
 		AdditionalProperties json.RawMessage `json:"additionalProperties"`
@@ -100,7 +100,7 @@ func (s *Schema) UnmarshalJSON(b []byte) error {
 	case string(a) == "false":
 		s.Closed = true
 	default:
-		s.AdditionalProperties = new(Schema)
+		s.AdditionalProperties = new(jsonSchema)
 		return json.Unmarshal(a, s.AdditionalProperties)
 	}
 	return nil
@@ -131,57 +131,57 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-func schemaOf(t reflect.Type, seen map[reflect.Type]bool) *Schema {
+func schemaOf(t reflect.Type, seen map[reflect.Type]bool) *jsonSchema {
 	if t == timeType {
-		return &Schema{Type: SchemaType{"string"}, Format: "date-time"}
+		return &jsonSchema{Type: schemaType{"string"}, Format: "date-time"}
 	}
 	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface {
 		if reflect.PointerTo(t).Implements(jsonUnmarshalerType) {
-			return &Schema{}
+			return &jsonSchema{}
 		}
 		if reflect.PointerTo(t).Implements(textUnmarshalerType) {
-			return &Schema{Type: SchemaType{"string"}}
+			return &jsonSchema{Type: schemaType{"string"}}
 		}
 	}
 	if seen[t] {
-		return &Schema{} // a recursive type: not described further
+		return &jsonSchema{} // a recursive type: not described further
 	}
 	seen[t] = true
 	defer delete(seen, t)
 	switch t.Kind() {
 	case reflect.Bool:
-		return &Schema{Type: SchemaType{"boolean"}}
+		return &jsonSchema{Type: schemaType{"boolean"}}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := t.Bits()
-		return &Schema{Type: SchemaType{"integer"}, Minimum: number(-(int64(1) << (bits - 1))), Maximum: number(int64(1)<<(bits-1) - 1)}
+		return &jsonSchema{Type: schemaType{"integer"}, Minimum: number(-(int64(1) << (bits - 1))), Maximum: number(int64(1)<<(bits-1) - 1)}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		max := json.Number(strconv.FormatUint(uint64(1)<<(t.Bits()-1)-1+uint64(1)<<(t.Bits()-1), 10))
-		return &Schema{Type: SchemaType{"integer"}, Minimum: number(0), Maximum: &max}
+		return &jsonSchema{Type: schemaType{"integer"}, Minimum: number(0), Maximum: &max}
 	case reflect.Float32, reflect.Float64:
-		return &Schema{Type: SchemaType{"number"}}
+		return &jsonSchema{Type: schemaType{"number"}}
 	case reflect.String:
-		return &Schema{Type: SchemaType{"string"}}
+		return &jsonSchema{Type: schemaType{"string"}}
 	case reflect.Pointer:
 		return nullable(schemaOf(t.Elem(), seen))
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 && !reflect.PointerTo(t.Elem()).Implements(textUnmarshalerType) {
-			return &Schema{Type: SchemaType{"string", "null"}}
+			return &jsonSchema{Type: schemaType{"string", "null"}}
 		}
-		return &Schema{Type: SchemaType{"array", "null"}, Items: schemaOf(t.Elem(), seen)}
+		return &jsonSchema{Type: schemaType{"array", "null"}, Items: schemaOf(t.Elem(), seen)}
 	case reflect.Array:
-		return &Schema{Type: SchemaType{"array"}, Items: schemaOf(t.Elem(), seen)}
+		return &jsonSchema{Type: schemaType{"array"}, Items: schemaOf(t.Elem(), seen)}
 	case reflect.Map:
-		return &Schema{Type: SchemaType{"object", "null"}, AdditionalProperties: schemaOf(t.Elem(), seen)}
+		return &jsonSchema{Type: schemaType{"object", "null"}, AdditionalProperties: schemaOf(t.Elem(), seen)}
 	case reflect.Struct:
-		s := &Schema{Type: SchemaType{"object"}, Properties: map[string]*Schema{}, Closed: true}
+		s := &jsonSchema{Type: schemaType{"object"}, Properties: map[string]*jsonSchema{}, Closed: true}
 		structFields(t, seen, s)
 		return s
 	}
-	return &Schema{} // interface: any value
+	return &jsonSchema{} // interface: any value
 }
 
 // structFields adds t's fields to s as encoding/json names them.
-func structFields(t reflect.Type, seen map[reflect.Type]bool, s *Schema) {
+func structFields(t reflect.Type, seen map[reflect.Type]bool, s *jsonSchema) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -208,7 +208,7 @@ func structFields(t reflect.Type, seen map[reflect.Type]bool, s *Schema) {
 		}
 		fs := schemaOf(ft, seen)
 		if slices.Contains(strings.Split(opts, ","), "string") {
-			fs = &Schema{Type: SchemaType{"string"}}
+			fs = &jsonSchema{Type: schemaType{"string"}}
 		}
 		if _, dup := s.Properties[name]; dup {
 			continue // the outer field wins
@@ -224,7 +224,7 @@ func structFields(t reflect.Type, seen map[reflect.Type]bool, s *Schema) {
 	}
 }
 
-func nullable(s *Schema) *Schema {
+func nullable(s *jsonSchema) *jsonSchema {
 	if len(s.Type) == 0 || slices.Contains(s.Type, "null") {
 		return s
 	}
@@ -261,7 +261,7 @@ func (e *InputFieldError) Unwrap() error { return ErrInvalidInput }
 // validateInput checks raw (valid JSON) against schema (a published input
 // schema) for flow.
 func validateInput(flow string, schema []byte, raw []byte) error {
-	var s Schema
+	var s jsonSchema
 	if err := json.Unmarshal(schema, &s); err != nil {
 		return fmt.Errorf("durable: the published input schema of %s: %w", flow, err)
 	}
@@ -306,7 +306,7 @@ func isInteger(n json.Number) bool { return !strings.ContainsAny(string(n), ".eE
 
 // check returns the path and reason of v's first violation of s ("" when
 // none).
-func check(s *Schema, v any, path string) (string, string) {
+func check(s *jsonSchema, v any, path string) (string, string) {
 	if len(s.Type) > 0 {
 		got := jsonType(v)
 		ok := slices.Contains(s.Type, got) || got == "integer" && slices.Contains(s.Type, "number")
