@@ -111,3 +111,42 @@ func TestRollingDeployRetryServedByOldBuild(t *testing.T) {
 		t.Fatalf("after RetryRebuild: %s at %d pinned %s at %d (%s)", task.State, task.Attempt, task.PlanFingerprint, task.PinnedAttempt, task.ErrorMessage)
 	}
 }
+
+// A retry whose pinned build is live on its queue, but busy, is not
+// failed for its plan at its queue deadline: it is EXPIRED as any task
+// that waited too long, even when a worker of another build (on another
+// queue) sweeps it.
+func TestBusyPinnedBuildExpiresTheRetry(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	queue := ownKey(t, "busy")
+	oldReg, newReg := NewRegistry(), NewRegistry()
+	RegisterIn(oldReg, "app.deploy", FailOnceFlow)
+	RegisterIn(oldReg, "app.block", SleepFlow)
+	RegisterIn(newReg, "app.deploy", sdk.Step(FailOnceNewBuild))
+	o := fastOptions()
+	o.ID, o.Queue, o.Registry, o.Concurrency = "old-busy", queue, oldReg, 2
+	o.NoRetryBackoff, o.RetryBackoff, o.SweepInterval = false, time.Second, time.Hour // it does not sweep again
+	runWorker(t, e.pool, o)
+	c := NewClient(e.pool, oldReg)
+	id, err := c.EnqueueJSON(ctx, "app.deploy", []byte(`"`+ownKey(t, "busy-retry")+`"`), EnqueueOptions{Queue: queue, QueueTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, 20*time.Second, "attempt 2 queued", func() bool {
+		task, err := c.Get(ctx, id)
+		return err == nil && task.Attempt == 2 && task.State == StateQueued
+	})
+	for range 2 { // both slots busy past the retry's deadline
+		if _, err := c.EnqueueJSON(ctx, "app.block", []byte(`10000`), EnqueueOptions{Queue: queue, Priority: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := fastOptions()
+	n.ID, n.Queue, n.Registry = "new-elsewhere", queue+"-new", newReg
+	runWorker(t, e.pool, n)
+	task := e.wait(id, 30*time.Second)
+	if task.State != StateExpired || task.ErrorType != "QueueTimeout" {
+		t.Fatalf("the busy build's retry: %s %s %q", task.State, task.ErrorType, task.ErrorMessage)
+	}
+}

@@ -899,13 +899,14 @@ func (w *Worker) sweep(ctx context.Context) {
 		id, flow    string
 		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
 		pinned      string  // the task's pinned plan fingerprint ("" for none)
+		queue       string
 		dead        suspect // the worker whose session ended ("" when stuck)
 		firstLost   bool    // no earlier attempt of the task was LOST
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age, &c.pinned,
+		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age, &c.pinned, &c.queue,
 			&c.dead.worker, &c.dead.key, &c.firstLost); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
@@ -961,8 +962,8 @@ func (w *Worker) sweep(ctx context.Context) {
 			o = outcome{state: StateExpired, errType: "QueueTimeout", errMsg: "the task waited in the queue past its deadline"}
 			if own := ""; c.pinned != "" {
 				own = w.ownFingerprint(ctx, c.flow)
-				if own == c.pinned {
-					break // this build could run it: the queue was too busy
+				if own == c.pinned || w.servedBuild(ctx, c.flow, c.queue, c.pinned) {
+					break // a live worker could run it: the queue was too busy
 				}
 				// A retry no live worker could reproduce (build-aware
 				// claiming): it fails naming both plans.
@@ -1025,6 +1026,21 @@ func (w *Worker) ownFingerprint(ctx context.Context, flow string) string {
 		}
 	}
 	return ""
+}
+
+// servedBuild reports whether a live worker publishes flow on queue with
+// the plan fingerprint fp.
+func (w *Worker) servedBuild(ctx context.Context, flow, queue, fp string) bool {
+	flows, err := NewClient(w.pool, w.o.Registry).Flows(ctx, flow)
+	if err != nil {
+		return false
+	}
+	for _, f := range flows {
+		if f.Queue == queue && f.Fingerprint == fp {
+			return true
+		}
+	}
+	return false
 }
 
 func orNone(s string) string {

@@ -60,7 +60,7 @@ func UnregisterWorker(ctx context.Context, q Querier, worker string, key int64) 
 const sweepColumns = `t.id, t.state, t.attempt_number, t.max_attempts, t.execution_generation, t.workflow_run_id::text,
   coalesce(t.ray_job_id, ''), t.task_id::text, t.flow_name,
   extract(epoch FROM now() - CASE WHEN t.state = 'QUEUED' THEN t.enqueued_at ELSE coalesce(t.started_at, t.enqueued_at) END)::float8,
-  coalesce(t.workflow_plan_fingerprint, '')`
+  coalesce(t.workflow_plan_fingerprint, ''), t.queue_name`
 
 const stuckWhere = `(` + runningTask + ` AND coalesce(t.last_heartbeat_at, t.started_at) < now() - make_interval(secs => $1))
    OR (t.state = 'QUEUED' AND t.queue_deadline_at < now())`
@@ -92,7 +92,7 @@ LIMIT 500)`
 // 500 more; the rows of workers gone without a running task are deleted).
 // Rows: id, state, attempt_number, max_attempts, execution_generation,
 // workflow_run_id, ray_job_id, task_id, flow_name, seconds in the state,
-// the pinned plan fingerprint ("" for none), and for a task whose
+// the pinned plan fingerprint ("" for none), queue_name, and for a task whose
 // worker's session ended its worker, the worker's lock key and whether no earlier attempt of the task was LOST ("", 0,
 // false for the others).
 func SweepTasks(ctx context.Context, q Querier, stuckSeconds float64, sessions bool) (pgx.Rows, error) {
