@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,10 @@ type EnqueueOptions struct {
 	MaxAttempts int
 	// RunAfter delays the first claim; zero means now.
 	RunAfter time.Time
+	// AllowUnserved enqueues a flow the client has not registered even
+	// when no live worker serves it on Queue (ErrUnserved otherwise; see
+	// Client.EnqueueJSON).
+	AllowUnserved bool
 }
 
 func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
@@ -150,6 +155,14 @@ func EnqueueTx[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In
 // An unknown flow, input that does not decode into the flow's input type
 // and input over 1 MiB are refused with ErrUnknownFlow, ErrInvalidInput
 // and ErrInputTooLarge, and nothing is written.
+//
+// A flow the client has not registered is known when a live worker
+// publishes it (Client.Flows): the input must then match the flow's
+// published input schema (an *InputFieldError naming the field, which
+// matches ErrInvalidInput), and some live worker must serve it on the
+// task's queue (ErrUnserved) unless o.AllowUnserved. With AllowUnserved a
+// flow no live worker publishes is enqueued too, its input unchecked
+// beyond being JSON.
 func (c *Client) EnqueueJSON(ctx context.Context, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
 	return c.enqueue(ctx, c.pool, name, input, o)
 }
@@ -157,6 +170,123 @@ func (c *Client) EnqueueJSON(ctx context.Context, name string, input json.RawMes
 // EnqueueJSONTx is EnqueueJSON inside the caller's transaction.
 func (c *Client) EnqueueJSONTx(ctx context.Context, tx pgx.Tx, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
 	return c.enqueue(ctx, tx, name, input, o)
+}
+
+// checkPublished checks the input of name, a flow the client has not
+// registered (unknown is the registry's error), against the flows live
+// workers publish: refused with unknown when none publishes it (unless
+// AllowUnserved), with ErrUnserved when none serves it on o.Queue (unless
+// AllowUnserved), and with an *InputFieldError when no published schema
+// of it accepts input.
+func (c *Client) checkPublished(ctx context.Context, name string, input json.RawMessage, o EnqueueOptions, unknown error) error {
+	if name == "" || len(name) > MaxFlowNameLen {
+		return fmt.Errorf("%w: a flow name is 1 to %d bytes", ErrUnknownFlow, MaxFlowNameLen)
+	}
+	flows, err := c.Flows(ctx, name)
+	if err != nil {
+		return fmt.Errorf("durable: enqueue: %w", err)
+	}
+	if len(flows) == 0 && !o.AllowUnserved {
+		return unknown
+	}
+	if len(input) > MaxInputBytes {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
+	}
+	if !json.Valid(input) {
+		return &InputFieldError{Flow: name, Reason: "not valid JSON"}
+	}
+	var onQueue []PublishedFlow
+	var queues []string
+	for _, f := range flows {
+		if f.Queue == o.Queue {
+			onQueue = append(onQueue, f)
+		}
+		if !slices.Contains(queues, f.Queue) {
+			queues = append(queues, f.Queue)
+		}
+	}
+	if len(onQueue) == 0 {
+		if !o.AllowUnserved {
+			return fmt.Errorf("%w: %s on queue %q (live workers serve it on: %s); enqueue with AllowUnserved (--allow-unserved) to wait for one",
+				ErrUnserved, name, o.Queue, strings.Join(queues, ", "))
+		}
+		onQueue = flows
+	}
+	// Any live build's schema may accept it (a rolling deploy serves two);
+	// the newest publication's refusal is reported.
+	var first error
+	for _, f := range onQueue {
+		err := validateInput(name, f.InputSchema, input)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// PublishedFlow is a flow as live workers publish it: one per flow,
+// queue, plan fingerprint, build revision and input schema, with the
+// workers that publish it (sorted).
+type PublishedFlow struct {
+	Flow          string          `json:"flow"`
+	Queue         string          `json:"queue"`
+	Fingerprint   string          `json:"plan_fingerprint"`
+	BuildRevision string          `json:"build_revision"`
+	InputSchema   json.RawMessage `json:"input_schema"`
+	Workers       []string        `json:"workers"`
+	// PublishedAt is the newest of the workers' publications.
+	PublishedAt time.Time `json:"published_at"`
+}
+
+// Flows lists the flows live workers publish (only the flow named name
+// when name is not ""), ordered by flow, queue and newest publication.
+// A database before migration 0009 publishes none.
+func (c *Client) Flows(ctx context.Context, name string) ([]PublishedFlow, error) {
+	rows, err := store.PublishedFlows(ctx, c.pool, name)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table: not migrated yet
+			return nil, nil
+		}
+		return nil, fmt.Errorf("durable: published flows: %w", err)
+	}
+	defer rows.Close()
+	var out []PublishedFlow
+	index := map[[5]string]int{}
+	for rows.Next() {
+		var f PublishedFlow
+		var schema, worker string
+		var at time.Time
+		if err := rows.Scan(&f.Flow, &f.Queue, &schema, &f.Fingerprint, &f.BuildRevision, &worker, &at); err != nil {
+			return nil, err
+		}
+		k := [5]string{f.Flow, f.Queue, f.Fingerprint, f.BuildRevision, schema}
+		i, ok := index[k]
+		if !ok {
+			f.InputSchema, f.PublishedAt = json.RawMessage(schema), at
+			i = len(out)
+			index[k] = i
+			out = append(out, f)
+		}
+		out[i].Workers = append(out[i].Workers, worker)
+		if at.After(out[i].PublishedAt) {
+			out[i].PublishedAt = at
+		}
+	}
+	if err := rows.Err(); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42P01" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("durable: published flows: %w", err)
+	}
+	for i := range out {
+		slices.Sort(out[i].Workers)
+	}
+	return out, nil
 }
 
 // maxIDAttempts bounds task-id regeneration on a (practically impossible)
@@ -168,21 +298,24 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 	if err != nil {
 		return "", err
 	}
-	e, err := c.reg.lookup(name)
-	if err != nil {
-		return "", err
-	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	if len(input) > MaxInputBytes {
-		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
-	}
-	if !json.Valid(input) {
-		return "", fmt.Errorf("%w (%s): not valid JSON", ErrInvalidInput, e.inputType)
-	}
-	if err := e.decode(input); err != nil {
-		return "", err
+	e, err := c.reg.lookup(name)
+	if err != nil {
+		if err := c.checkPublished(ctx, name, input, o, err); err != nil {
+			return "", err
+		}
+	} else {
+		if len(input) > MaxInputBytes {
+			return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
+		}
+		if !json.Valid(input) {
+			return "", fmt.Errorf("%w (%s): not valid JSON", ErrInvalidInput, e.inputType)
+		}
+		if err := e.decode(input); err != nil {
+			return "", err
+		}
 	}
 	var runAfter *time.Time
 	if !o.RunAfter.IsZero() {
@@ -347,7 +480,21 @@ type Expect struct {
 
 // Retry moves a FAILED, LOST, CANCELLED or EXPIRED task back to QUEUED as
 // a new attempt (attempt + 1, generation + 1, no run id), runnable at once.
+// The task keeps its plan pin: only a worker that reproduces the pinned
+// plan claims it (RetryRebuild drops the pin).
 func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
+	return c.retry(ctx, id, exp, false)
+}
+
+// RetryRebuild is Retry that also re-pins the task to the current build:
+// it drops the task's plan pin, so that any worker serving the flow claims
+// the new attempt and pins its own plan (`rayflow tasks retry --rebuild`).
+// Steps already done under the old plan are not reused.
+func (c *Client) RetryRebuild(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
+	return c.retry(ctx, id, exp, true)
+}
+
+func (c *Client) retry(ctx context.Context, id string, exp Expect, rebuild bool) (RetryOutcome, error) {
 	if !validUUID(id) {
 		return RetryNotFound, nil
 	}
@@ -381,7 +528,7 @@ func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome
 			out = RetryNotRetryable
 			return nil
 		}
-		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen)
+		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen, rebuild)
 		if err != nil {
 			return err
 		}

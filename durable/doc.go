@@ -33,7 +33,10 @@
 // counting the first) after RetryBackoff·2^(k−2) before attempt k, unless
 // the error's type is in the worker's denylist or the failure is
 // permanent: a timeout (FAILED), a changed plan (the retry does not
-// reproduce the pinned fingerprint), a result over 1 MiB, an input that
+// reproduce the pinned fingerprint: a worker claims a pinned task only
+// when its own plan has that fingerprint, so such a retry waits for a
+// worker of its build and fails at its queue deadline naming both;
+// Client.RetryRebuild re-pins), a result over 1 MiB, an input that
 // no longer decodes, an error marked with Permanent, and a broken
 // contract rule of the sdk anywhere in the error's chain (a map input
 // over its MaxItems, an invalid definition, a value the codec or

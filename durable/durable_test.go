@@ -528,8 +528,9 @@ func TestClaimOrderPriorityThenAge(t *testing.T) {
 	}
 }
 
-// A retry that materializes a different plan (a changed binary) fails
-// before any leaf with a reason naming both fingerprints.
+// A retry whose plan only a changed binary's worker is alive to run is
+// not claimed by it (build-aware claiming): at its queue deadline it
+// fails, before any leaf, with a reason naming both fingerprints.
 func TestPlanPinningRefusesAChangedPlan(t *testing.T) {
 	e := newEnv(t)
 	old, newer := NewRegistry(), NewRegistry()
@@ -554,7 +555,7 @@ func TestPlanPinningRefusesAChangedPlan(t *testing.T) {
 	if first.PlanFingerprint == "" || first.PinnedAttempt != 1 || first.PlanFingerprint == mNew.Fingerprint {
 		t.Fatalf("pin after attempt 1: %q at %d", first.PlanFingerprint, first.PinnedAttempt)
 	}
-	if _, err := e.pool.Exec(t.Context(), `UPDATE rayflow_tasks SET run_after = now() WHERE task_id = $1`, id); err != nil {
+	if _, err := e.pool.Exec(t.Context(), `UPDATE rayflow_tasks SET run_after = now(), queue_deadline_at = now() + interval '1 second' WHERE task_id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	before := upperRuns.Load()

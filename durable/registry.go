@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/rayflow/rayflow/internal/sdkrt"
+	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/sdk"
 	"github.com/rayflow/rayflow/sdk/flowgraph"
 )
@@ -25,6 +26,9 @@ type Registry struct {
 	mu      sync.RWMutex
 	byName  map[string]*flowEntry
 	byGraph map[*flowgraph.Node]string
+	// version counts registrations, so that a worker re-publishes its
+	// flows when the registry changed.
+	version int64
 }
 
 // DefaultRegistry is the registry of Register, clients and workers that
@@ -51,6 +55,8 @@ type flowEntry struct {
 	run func(ctx context.Context, raw []byte, attempt int, opts []sdk.RunOption) ([]byte, error)
 	// withAttempt is raw with the attempt set (AttemptInput), re-encoded.
 	withAttempt func(raw []byte, attempt int) ([]byte, error)
+	// schema is the input's JSON Schema (InputSchemaOf, made once).
+	schema func() (json.RawMessage, error)
 }
 
 // AttemptInput is implemented (on its pointer) by a flow input that wants
@@ -109,6 +115,7 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out], opts
 		graph:     sdkrt.Graph(f),
 		inType:    reflect.TypeFor[In](),
 		inputType: reflect.TypeFor[In]().String(),
+		schema:    sync.OnceValues(func() (json.RawMessage, error) { return InputSchemaOf(reflect.TypeFor[In]()) }),
 		decode: func(raw []byte) error {
 			_, err := decodeStrict[In](raw)
 			return err
@@ -163,6 +170,60 @@ func RegisterIn[In, Out any](r *Registry, name string, f sdk.Flow[In, Out], opts
 	}
 	r.byName[name] = e
 	r.byGraph[e.graph] = name
+	r.version++
+}
+
+// maxSchemaBytes bounds a published input schema (a CHECK of
+// rayflow_worker_flows).
+const maxSchemaBytes = 65536
+
+// publications are the registered flows as a worker publishes them (the
+// plan form it runs): each flow's input schema, plan fingerprint and the
+// plan's build revision; a flow that does not materialize or whose schema
+// is over 64 KiB is left out. version is the registry's version they
+// describe.
+func (r *Registry) publications(ray bool) (pubs []store.FlowPublication, version int64) {
+	r.mu.RLock()
+	entries := make([]*flowEntry, 0, len(r.byName))
+	for _, e := range r.byName {
+		entries = append(entries, e)
+	}
+	version = r.version
+	r.mu.RUnlock()
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+	for _, e := range entries {
+		m, err := e.materialize(ray)
+		if err != nil {
+			continue
+		}
+		sch, err := e.schema()
+		if err != nil || len(sch) > maxSchemaBytes {
+			continue
+		}
+		build := ""
+		if m.Plan != nil && m.Plan.Definition.BuildRevision != nil {
+			build = *m.Plan.Definition.BuildRevision
+		}
+		pubs = append(pubs, store.FlowPublication{Flow: e.name, InputSchema: string(sch), Fingerprint: m.Fingerprint, BuildRevision: build})
+	}
+	return pubs, version
+}
+
+func (r *Registry) currentVersion() int64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
+}
+
+// InputSchema returns the JSON Schema of the input of the flow registered
+// as name, as workers publish it (InputSchemaOf); an unknown name is an
+// error wrapping ErrUnknownFlow.
+func (r *Registry) InputSchema(name string) (json.RawMessage, error) {
+	e, err := r.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.schema()
 }
 
 // pins materializes every registered flow (cached) for the claim.

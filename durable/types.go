@@ -109,6 +109,9 @@ var (
 	// ErrNotRepairable is returned by Repair for a task that is not
 	// FAILED, CANCELLED or LOST (a *NotRepairableError says its state).
 	ErrNotRepairable = errors.New("durable: only a FAILED, CANCELLED or LOST task can be repaired")
+	// ErrUnserved refuses a flow that live workers publish, but none on
+	// the task's queue (EnqueueOptions.AllowUnserved enqueues it anyway).
+	ErrUnserved = errors.New("durable: no live worker serves the flow on this queue")
 )
 
 // NotRepairableError is Repair's refusal of a task in another state; it

@@ -210,6 +210,9 @@ type Worker struct {
 	// (rayflow_workers exists): its idle polls and sweeps then also look
 	// for running tasks whose worker's session ended.
 	sessions atomic.Bool
+	// published is the registry version of the flows last published (−1:
+	// none yet).
+	published atomic.Int64
 	// suspects are the workers (id and lock key) whose lock a sweep found
 	// free, with when it first did; recheck wakes the loop to sweep again
 	// once they have been free for orphanGrace. Both belong to Run's loop.
@@ -276,9 +279,11 @@ func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	return &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
+	w := &Worker{pool: pool, o: o, log: o.Logger.With("worker", o.ID), running: map[int64]*runningTask{},
 		wake: make(chan struct{}, 1), slotFreed: make(chan struct{}, 1), group: grouper{arrived: make(chan struct{}, 1)},
-		suspects: map[suspect]time.Time{}, recheck: make(chan struct{}, 1)}, nil
+		suspects: map[suspect]time.Time{}, recheck: make(chan struct{}, 1)}
+	w.published.Store(-1)
+	return w, nil
 }
 
 // ID is the worker's claimed_by name.
@@ -489,9 +494,25 @@ func (w *Worker) takeSession(ctx context.Context, conn *pgx.Conn) int64 {
 			return 0
 		}
 		w.sessions.Store(true)
+		w.publish(ctx, conn)
 		return key
 	}
 	return 0
+}
+
+// publish records the flows this worker serves (rayflow_worker_flows,
+// deleted with its worker row): each registered flow's input schema,
+// plan fingerprint and build revision, on its queue. It runs when the
+// worker records its session (at start and after a reconnection) and from
+// the sweep when the registry changed since.
+func (w *Worker) publish(ctx context.Context, db DB) {
+	ray := w.o.Jobs != nil || w.o.Engine != nil && w.o.Engine.Runs(sdk.StrategyDynamicTasks)
+	pubs, version := w.o.Registry.publications(ray)
+	if err := store.PublishFlows(ctx, db, w.o.ID, w.o.Queue, pubs); err != nil {
+		w.log.Warn("publishing the worker's flows (run rayflow migrate to publish them)", "err", err)
+		return
+	}
+	w.published.Store(version)
 }
 
 func (w *Worker) notified(payload string) {
@@ -879,6 +900,9 @@ func (w *Worker) withLedger(ctx context.Context, c claimed) (context.Context, er
 func (w *Worker) sweep(ctx context.Context) {
 	w.stats.sweeps.Add(1)
 	sessions := w.sessions.Load()
+	if sessions && w.published.Load() != w.o.Registry.currentVersion() {
+		w.publish(ctx, w.pool)
+	}
 	rows, err := store.SweepTasks(ctx, w.pool, w.o.StuckTimeout.Seconds(), sessions)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -893,13 +917,15 @@ func (w *Worker) sweep(ctx context.Context) {
 		job         string
 		id, flow    string
 		age         float64 // seconds since the attempt started (a queued task: since it was enqueued)
+		pinned      string  // the task's pinned plan fingerprint ("" for none)
+		queue       string
 		dead        suspect // the worker whose session ended ("" when stuck)
 		firstLost   bool    // no earlier attempt of the task was LOST
 	}
 	var cs []cand
 	for rows.Next() {
 		var c cand
-		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age,
+		if err := rows.Scan(&c.f.PK, &c.state, &c.f.Attempt, &c.maxAttempts, &c.f.Gen, &c.f.RunID, &c.job, &c.id, &c.flow, &c.age, &c.pinned, &c.queue,
 			&c.dead.worker, &c.dead.key, &c.firstLost); err != nil {
 			rows.Close()
 			w.log.Warn("sweep failed", "err", err)
@@ -953,6 +979,17 @@ func (w *Worker) sweep(ctx context.Context) {
 		switch c.state {
 		case StateQueued:
 			o = outcome{state: StateExpired, errType: "QueueTimeout", errMsg: "the task waited in the queue past its deadline"}
+			if own := ""; c.pinned != "" {
+				own = w.ownFingerprint(ctx, c.flow)
+				if own == c.pinned || w.servedBuild(ctx, c.flow, c.queue, c.pinned) {
+					break // a live worker could run it: the queue was too busy
+				}
+				// A retry no live worker could reproduce (build-aware
+				// claiming): it fails naming both plans.
+				o = outcome{state: StateFailed, errType: "durable.ErrPlanChanged", errMsg: fmt.Sprintf(
+					"%v: no worker reproducing the pinned plan %s claimed the retry before its queue deadline; this build's plan of %s is %s (rayflow tasks retry --rebuild re-pins it)",
+					ErrPlanChanged, c.pinned, c.flow, orNone(own))}
+			}
 		case StateCancelling:
 			cause := fmt.Sprintf("its worker stopped heartbeating for %v", w.o.StuckTimeout)
 			if dead {
@@ -997,6 +1034,39 @@ func (w *Worker) sweep(ctx context.Context) {
 			w.recheckT.Reset(orphanGrace)
 		}
 	}
+}
+
+// ownFingerprint is this worker's plan fingerprint of flow ("" when it
+// does not serve the flow).
+func (w *Worker) ownFingerprint(ctx context.Context, flow string) string {
+	for _, p := range w.planPins(ctx) {
+		if p.flow == flow {
+			return p.fingerprint
+		}
+	}
+	return ""
+}
+
+// servedBuild reports whether a live worker publishes flow on queue with
+// the plan fingerprint fp.
+func (w *Worker) servedBuild(ctx context.Context, flow, queue, fp string) bool {
+	flows, err := NewClient(w.pool, w.o.Registry).Flows(ctx, flow)
+	if err != nil {
+		return false
+	}
+	for _, f := range flows {
+		if f.Queue == queue && f.Fingerprint == fp {
+			return true
+		}
+	}
+	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none (the flow is not registered here)"
+	}
+	return s
 }
 
 // contractTypes are the sdk's typed errors of its contract rules: a map

@@ -54,7 +54,8 @@ type Route struct {
 	// Read names the read kind whose latency the route records.
 	Read string
 	// Flow is set on the enqueue routes: the durable flow they create
-	// (authorized as reader.ActionEnqueue on it).
+	// (authorized as reader.ActionEnqueue on it); "*" on POST /api/tasks,
+	// whose body names the flow.
 	Flow string
 	h    func(w http.ResponseWriter, r *http.Request, principal string)
 }
@@ -93,6 +94,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/api/openapi.json", Public: true, h: s.openapi},
 		{Method: "GET", Pattern: "/metrics", h: s.metricsHandler},
 		{Method: "GET", Pattern: "/api/tasks", h: s.listTasks},
+		{Method: "POST", Pattern: "/api/tasks", Flow: anyFlow, h: s.enqueueJSON},
 		{Method: "GET", Pattern: "/api/tasks/{task_id}", h: s.taskStatus},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/cancel", h: s.cancel},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/retry", h: s.retry},

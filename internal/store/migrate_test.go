@@ -32,6 +32,7 @@ var recorded = []struct {
 	{6, "task_list_indexes", "d2425d932aecb2d933542c48ec12ff8af1e8ca7eace509167d347e7607c68d06"},
 	{7, "item_ledger", "c389c1e9e808f779c23c8d8604a0d5e6aeebf08b4d9bbed972806be1e4d0331e"},
 	{8, "worker_sessions", "1bbb2b777402e64730be8bebdfe4a43322992de706fabce03f54522306dabb6d"},
+	{9, "published_flows", "b6a3d3f418a13e4d25b5db4aaa481dc25460fc44ec32b3816e85877695903045"},
 }
 
 func TestMigrationsAsRecorded(t *testing.T) {

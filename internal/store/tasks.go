@@ -164,7 +164,9 @@ func StorePlan(ctx context.Context, q Querier, fingerprint, planJSON string) err
 
 // Claim asks for up to N QUEUED tasks of Queue, claimed by Worker.
 // Flows, Fingerprints and Selections (one per registered flow) pin the
-// plan of a task that has none.
+// plan of a task that has none; a task pinned to a plan (a retry) is
+// claimed only when its flow's fingerprint here is the pinned one, so
+// that it waits for a worker of the build that can reproduce its plan.
 type Claim struct {
 	Queue        string
 	N            int
@@ -202,6 +204,7 @@ const claimUpdate = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_gen
 FROM (SELECT id FROM rayflow_tasks
   WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
     AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
+    AND (workflow_plan_fingerprint IS NULL OR EXISTS (SELECT 1 FROM p WHERE p.flow = flow_name AND p.fp = workflow_plan_fingerprint))
   ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c
 WHERE t.id = c.id
 RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
@@ -313,14 +316,19 @@ FROM rayflow_tasks WHERE task_id = $1 FOR SHARE`, taskID)
 }
 
 // RequeueTask makes the ended attempt (pk, state, attempt, gen) of a
-// task the next one, QUEUED and runnable at once.
-func RequeueTask(ctx context.Context, q Querier, pk int64, state string, attempt int, gen int64) (pgconn.CommandTag, error) {
+// task the next one, QUEUED and runnable at once; with rebuild it also
+// drops the task's plan pin, so that the next claim pins the claiming
+// worker's plan.
+func RequeueTask(ctx context.Context, q Querier, pk int64, state string, attempt int, gen int64, rebuild bool) (pgconn.CommandTag, error) {
 	return q.Exec(ctx, `UPDATE rayflow_tasks SET state = 'QUEUED', attempt_number = attempt_number + 1,
+ workflow_plan_fingerprint = CASE WHEN $5 THEN NULL ELSE workflow_plan_fingerprint END,
+ workflow_plan_pinned_attempt = CASE WHEN $5 THEN NULL ELSE workflow_plan_pinned_attempt END,
+ workflow_plan_selection = CASE WHEN $5 THEN NULL ELSE workflow_plan_selection END,
  execution_generation = execution_generation + 1, workflow_run_id = NULL, claimed_by = NULL, started_at = NULL,
  finished_at = NULL, last_heartbeat_at = NULL, result_data = NULL, run_after = now(), enqueued_at = now(),
  queue_deadline_at = CASE WHEN queue_timeout_seconds IS NULL THEN NULL ELSE now() + make_interval(secs => queue_timeout_seconds) END,
  cancellation_status = NULL, cancellation_error = NULL, error_type = NULL, error_message = NULL, error_traceback = NULL
-WHERE id = $1 AND state = $2 AND attempt_number = $3 AND execution_generation = $4`, pk, state, attempt, gen)
+WHERE id = $1 AND state = $2 AND attempt_number = $3 AND execution_generation = $4`, pk, state, attempt, gen, rebuild)
 }
 
 // LockTaskForCancel locks task id's row: id, state, attempt_number,

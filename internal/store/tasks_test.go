@@ -315,7 +315,7 @@ func TestRetryAndCancel(t *testing.T) {
 		if state != "CANCELLED" || queue != "q" {
 			t.Errorf("LockTaskForRetry: %s %s", state, queue)
 		}
-		tag, err := store.RequeueTask(ctx, tx, pk, state, attempt, gen)
+		tag, err := store.RequeueTask(ctx, tx, pk, state, attempt, gen, false)
 		if err == nil && tag.RowsAffected() != 1 {
 			t.Errorf("RequeueTask: %d rows", tag.RowsAffected())
 		}

@@ -59,7 +59,8 @@ func UnregisterWorker(ctx context.Context, q Querier, worker string, key int64) 
 // sweepColumns are the columns of a task to sweep (see SweepTasks).
 const sweepColumns = `t.id, t.state, t.attempt_number, t.max_attempts, t.execution_generation, t.workflow_run_id::text,
   coalesce(t.ray_job_id, ''), t.task_id::text, t.flow_name,
-  extract(epoch FROM now() - CASE WHEN t.state = 'QUEUED' THEN t.enqueued_at ELSE coalesce(t.started_at, t.enqueued_at) END)::float8`
+  extract(epoch FROM now() - CASE WHEN t.state = 'QUEUED' THEN t.enqueued_at ELSE coalesce(t.started_at, t.enqueued_at) END)::float8,
+  coalesce(t.workflow_plan_fingerprint, ''), t.queue_name`
 
 const stuckWhere = `(` + runningTask + ` AND coalesce(t.last_heartbeat_at, t.started_at) < now() - make_interval(secs => $1))
    OR (t.state = 'QUEUED' AND t.queue_deadline_at < now())`
@@ -91,12 +92,55 @@ LIMIT 500)`
 // 500 more; the rows of workers gone without a running task are deleted).
 // Rows: id, state, attempt_number, max_attempts, execution_generation,
 // workflow_run_id, ray_job_id, task_id, flow_name, seconds in the state,
-// and for a task whose worker's session ended its worker, the worker's
-// lock key and whether no earlier attempt of the task was LOST ("", 0,
+// the pinned plan fingerprint ("" for none), queue_name, and for a task whose
+// worker's session ended its worker, the worker's lock key and whether no earlier attempt of the task was LOST ("", 0,
 // false for the others).
 func SweepTasks(ctx context.Context, q Querier, stuckSeconds float64, sessions bool) (pgx.Rows, error) {
 	if sessions {
 		return q.Query(ctx, sessionsSweepSQL, stuckSeconds)
 	}
 	return q.Query(ctx, stuckSQL, stuckSeconds)
+}
+
+// Published flows (migration 0009): one row of rayflow_worker_flows per
+// worker and flow it serves, deleted with the worker's row.
+
+// FlowPublication is one flow as a worker publishes it.
+type FlowPublication struct {
+	Flow, InputSchema, Fingerprint, BuildRevision string
+}
+
+// PublishFlows records that worker serves flows on queue: it replaces the
+// worker's earlier publication (a flow no longer listed is deleted) in
+// one statement.
+func PublishFlows(ctx context.Context, q Querier, worker, queue string, flows []FlowPublication) error {
+	names, schemas, fps, builds := make([]string, len(flows)), make([]string, len(flows)), make([]string, len(flows)), make([]string, len(flows))
+	for i, f := range flows {
+		names[i], schemas[i], fps[i], builds[i] = f.Flow, f.InputSchema, f.Fingerprint, f.BuildRevision
+	}
+	_, err := q.Exec(ctx, `WITH gone AS (
+  DELETE FROM rayflow_worker_flows WHERE worker_id = $1 AND NOT (flow_name = ANY ($3::text[]))
+)
+INSERT INTO rayflow_worker_flows (worker_id, flow_name, queue_name, input_schema, plan_fingerprint, build_revision)
+SELECT $1, u.f, $2, u.s, u.fp, u.b FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS u(f, s, fp, b)
+ON CONFLICT (worker_id, flow_name) DO UPDATE SET queue_name = excluded.queue_name, input_schema = excluded.input_schema,
+  plan_fingerprint = excluded.plan_fingerprint, build_revision = excluded.build_revision, published_at = now()`,
+		worker, queue, names, schemas, fps, builds)
+	return err
+}
+
+// liveWorker is true for a worker w whose session holds its lock (or
+// while the server settles after a restart, when a free lock proves
+// nothing).
+var liveWorker = `NOT (` + serverSettled + ` AND ` + lockFree("w.lock_key") + `)`
+
+// PublishedFlows lists the flows live workers publish (only flow's when
+// flow is not ""), ordered by flow, queue, newest publication first and
+// worker. Rows: flow_name, queue_name, input_schema, plan_fingerprint,
+// build_revision, worker_id, published_at.
+func PublishedFlows(ctx context.Context, q Reader, flow string) (pgx.Rows, error) {
+	return q.Query(ctx, `SELECT f.flow_name, f.queue_name, f.input_schema, f.plan_fingerprint, f.build_revision, f.worker_id, f.published_at
+FROM rayflow_worker_flows f JOIN rayflow_workers w ON w.worker_id = f.worker_id
+WHERE ($1 = '' OR f.flow_name = $1) AND `+liveWorker+`
+ORDER BY f.flow_name, f.queue_name, f.published_at DESC, f.worker_id`, flow)
 }

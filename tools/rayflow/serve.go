@@ -30,6 +30,7 @@ Cursor keys: one key per line (at least 32 bytes each; the first signs, all
 verify), from --cursor-keys-file or RAYFLOW_SERVE_CURSOR_KEYS; without
 either a random key is made and cursors do not survive a restart.
 Routes: GET /livez, /readyz; GET /api/tasks, /api/tasks/{id}; POST
+/api/tasks (enqueue any built-in or published flow, JSON body), POST
 /api/tasks/{id}/cancel, /retry; GET /api/workflows/{id}[/topology/nodes|
 /topology/edges|/nodes|/node-detail?node_id=]; GET /metrics,
 /api/openapi.json; POST /api/examples/{orderfulfillment|recovery|complex|fanout}

@@ -22,14 +22,16 @@ func init() {
 const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] [ARG]
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
-                                         prints the task id
+          [--allow-unserved]             prints the task id; FLOW is built in or published
+                                         by a live worker (rayflow flows list)
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
                                          attempts, result or error
   wait ID [--timeout D]                  exit 0 and the result JSON on SUCCEEDED, 1 otherwise
   cancel ID                              prints the outcome (ACCEPTED, ALREADY_REQUESTED, ...)
-  retry ID                               prints the outcome (ACCEPTED, NOT_RETRYABLE, ...)
+  retry ID [--rebuild]                   prints the outcome (ACCEPTED, NOT_RETRYABLE, ...);
+                                         --rebuild re-pins the task to the build that claims it
   repair ID                              a new task for a FAILED, CANCELLED or LOST one, under this
                                          build, reusing its recorded map items; prints its id
 
@@ -53,6 +55,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	queue := fs.String("queue", "", `enqueue: queue (default "default"); list: only this queue`)
 	timeout := fs.Duration("timeout", 0, "enqueue: per-attempt run timeout (whole seconds; 0 none); wait: how long to wait (0 forever)")
 	maxAttempts := fs.Int("max-attempts", durable.DefaultMaxAttempts, "enqueue: attempts including the first (1-100)")
+	rebuild := fs.Bool("rebuild", false, "retry: drop the task's plan pin, so that a worker of the current build claims it (steps done under the old plan are not reused)")
+	allowUnserved := fs.Bool("allow-unserved", false, "enqueue: a flow this binary does not have even when no live worker serves it on the queue")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -96,7 +100,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	exp := durable.Expect{Attempt: *expAttempt, Generation: *expGen, RunID: *expRun}
 	switch verb {
 	case "enqueue":
-		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts})
+		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
+			AllowUnserved: *allowUnserved})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -109,7 +114,11 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 		out, err := c.Cancel(ctx, rest[0], exp)
 		return outcome(e, string(out), err, out == durable.CancelAccepted || out == durable.CancelAlreadyRequested)
 	default:
-		out, err := c.Retry(ctx, rest[0], exp)
+		retry := c.Retry
+		if *rebuild {
+			retry = c.RetryRebuild
+		}
+		out, err := retry(ctx, rest[0], exp)
 		return outcome(e, string(out), err, out == durable.RetryAccepted)
 	}
 }
@@ -187,7 +196,8 @@ func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input str
 	if err != nil {
 		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 		switch {
-		case errors.Is(err, durable.ErrUnknownFlow), errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge):
+		case errors.Is(err, durable.ErrUnknownFlow), errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge),
+			errors.Is(err, durable.ErrUnserved):
 			return exitRejected
 		case errors.Is(err, durable.ErrInvalidOption):
 			return exitUsage
@@ -259,6 +269,11 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 	line("plan fingerprint", orDash(t.PlanFingerprint))
 	if t.PinnedAttempt > 0 {
 		line("pinned at attempt", t.PinnedAttempt)
+	}
+	if t.State == durable.StateQueued && t.PlanFingerprint != "" {
+		if w := waitingFor(ctx, c, t); w != "" {
+			line("waiting", w)
+		}
 	}
 	line("worker", orDash(t.ClaimedBy))
 	if t.Runner != "" {
@@ -339,4 +354,30 @@ func truncateText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// waitingFor says why a queued retry is not claimed (build-aware
+// claiming): no live worker on its queue publishes its pinned plan. It
+// names the plans they do publish; "" when one publishes the pinned plan
+// (or the published flows cannot be read).
+func waitingFor(ctx context.Context, c *durable.Client, t *durable.Task) string {
+	flows, err := c.Flows(ctx, t.Flow)
+	if err != nil {
+		return ""
+	}
+	var others []string
+	for _, f := range flows {
+		if f.Queue != t.Queue {
+			continue
+		}
+		if f.Fingerprint == t.PlanFingerprint {
+			return ""
+		}
+		others = append(others, f.Fingerprint+" ("+strings.Join(f.Workers, ",")+")")
+	}
+	if len(others) == 0 {
+		return "for a worker that reproduces the pinned plan; no live worker serves " + t.Flow + " on " + t.Queue
+	}
+	return "for a worker that reproduces the pinned plan; live workers of " + t.Queue + " run " + strings.Join(others, ", ") +
+		" (past its queue deadline it fails; rayflow tasks retry --rebuild then re-pins it)"
 }

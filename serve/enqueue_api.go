@@ -1,0 +1,132 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rayflow/rayflow/durable"
+	"github.com/rayflow/rayflow/serve/reader"
+)
+
+// EnqueueRequest is the JSON body of POST /api/tasks: one task of any flow
+// the server registered or a live worker publishes (docs/durable.md#published-flows),
+// with the input as JSON. Zero options take the durable defaults.
+type EnqueueRequest struct {
+	Flow           string          `json:"flow"`
+	Input          json.RawMessage `json:"input"`
+	Queue          string          `json:"queue,omitempty"`
+	Priority       int             `json:"priority,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	TimeoutSeconds int64           `json:"timeout_seconds,omitempty"`
+	// AllowUnserved enqueues even when no live worker serves the flow on
+	// the queue (durable.EnqueueOptions.AllowUnserved).
+	AllowUnserved bool `json:"allow_unserved,omitempty"`
+}
+
+// maxEnqueueBody bounds POST /api/tasks's body: the largest input and
+// room for the other fields.
+const maxEnqueueBody = durable.MaxInputBytes + 64<<10
+
+// anyFlow is the Flow of the POST /api/tasks route, whose body names it.
+const anyFlow = "*"
+
+// enqueueJSON is POST /api/tasks. It authorizes the principal for the
+// body's flow first (a body that names none is authorized as the flow "",
+// which only an allow-all principal has), so that a denied principal
+// learns nothing of the input's validity; then it checks the options and
+// the input (400 InputError naming the body field: "input.numbers[1]"
+// for a field of the input) and creates the task.
+func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal string) {
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEnqueueBody))
+	var req EnqueueRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	decodeErr := readErr
+	if decodeErr == nil {
+		decodeErr = dec.Decode(&req)
+	}
+	if err := s.reads.AuthorizeFlow(r.Context(), principal, req.Flow, reader.ActionEnqueue); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(decodeErr, &tooLarge):
+		writeJSON(w, http.StatusBadRequest, inputError("input", "the body is over %d bytes (the input is at most %d)", maxEnqueueBody, durable.MaxInputBytes))
+		return
+	case decodeErr != nil:
+		field := ""
+		if name, ok := strings.CutPrefix(decodeErr.Error(), "json: unknown field "); ok {
+			field = strings.Trim(name, `"`)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(decodeErr, &te) {
+			field = te.Field
+		}
+		writeJSON(w, http.StatusBadRequest, inputError(field, "the body is not an EnqueueRequest: %v", decodeErr))
+		return
+	case req.Flow == "":
+		writeJSON(w, http.StatusBadRequest, inputError("flow", "flow is required"))
+		return
+	case req.Queue != "" && durable.CheckQueueName(req.Queue) != nil:
+		writeJSON(w, http.StatusBadRequest, inputError("queue", "%v", durable.CheckQueueName(req.Queue)))
+		return
+	case req.Priority < durable.MinPriority || req.Priority > durable.MaxPriority:
+		writeJSON(w, http.StatusBadRequest, inputError("priority", "priority must be from %d to %d, got %d", durable.MinPriority, durable.MaxPriority, req.Priority))
+		return
+	case req.MaxAttempts < 0 || req.MaxAttempts > durable.MaxAttemptsLimit:
+		writeJSON(w, http.StatusBadRequest, inputError("max_attempts", "max_attempts must be from 1 to %d (0: %d), got %d", durable.MaxAttemptsLimit, durable.DefaultMaxAttempts, req.MaxAttempts))
+		return
+	case req.TimeoutSeconds < 0 || req.TimeoutSeconds > durable.MaxTimeoutSeconds:
+		writeJSON(w, http.StatusBadRequest, inputError("timeout_seconds", "timeout_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.TimeoutSeconds))
+		return
+	}
+	o := durable.EnqueueOptions{Queue: req.Queue, Priority: req.Priority, MaxAttempts: req.MaxAttempts,
+		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved}
+	id, err := s.client.EnqueueJSON(r.Context(), req.Flow, req.Input, o)
+	if err != nil {
+		if ie := enqueueInputError(err); ie != nil {
+			writeJSON(w, http.StatusBadRequest, ie)
+			return
+		}
+		s.fail(w, r, fmt.Errorf("serve: enqueueing %s: %w", req.Flow, err))
+		return
+	}
+	maxAttempts := req.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = durable.DefaultMaxAttempts
+	}
+	s.log.Info("enqueue", "task_id", id, "flow", req.Flow, "principal", principal)
+	w.Header().Set("Location", "/api/tasks/"+id)
+	writeJSON(w, http.StatusCreated, Enqueued{TaskID: id, Flow: req.Flow, State: string(durable.StateQueued), MaxAttempts: maxAttempts,
+		StatusURL: "/api/tasks/" + id, ProgressURL: "/api/workflows/" + id, GraphURL: "/tasks/" + id + "/graph"})
+}
+
+// enqueueInputError is the 400 body of an enqueue the durable client
+// refused for its request (nil for any other error).
+func enqueueInputError(err error) *InputError {
+	var fe *durable.InputFieldError
+	switch {
+	case errors.As(err, &fe):
+		field := "input"
+		if fe.Field != "" {
+			field += "." + fe.Field
+		}
+		return inputError(field, "%v", err)
+	case errors.Is(err, durable.ErrInvalidInput), errors.Is(err, durable.ErrInputTooLarge):
+		return inputError("input", "%v", err)
+	case errors.Is(err, durable.ErrUnknownFlow):
+		return inputError("flow", "%v", err)
+	case errors.Is(err, durable.ErrUnserved):
+		return inputError("queue", "%v", err)
+	case errors.Is(err, durable.ErrInvalidOption):
+		return inputError("", "%v", err)
+	}
+	return nil
+}
