@@ -110,7 +110,20 @@ const resumeWindow = 128
 var ResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
 	sdk.Map(sdk.Step(ResumeLeaf)).WithLimits(sdk.Limits{MaxConcurrency: resumeWindow}).WithResume(), sdk.Step(ResumeSum))
 
-func init() { Register("test.resume", ResumeFlow) }
+// narrowWindow is the window of NarrowResumeFlow: at most the CPUs of the
+// test's Ray head, so that the failing items, which hold a Ray CPU while
+// they wait for every other item to succeed, can never take the CPU an
+// item they wait for needs (with a wide window Ray may start them first).
+const narrowWindow = 2
+
+// NarrowResumeFlow is ResumeFlow with a window of narrowWindow.
+var NarrowResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
+	sdk.Map(sdk.Step(ResumeLeaf)).WithLimits(sdk.Limits{MaxConcurrency: narrowWindow}).WithResume(), sdk.Step(ResumeSum))
+
+func init() {
+	Register("test.resume", ResumeFlow)
+	Register("test.resume.narrow", NarrowResumeFlow)
+}
 
 // uninterrupted is the flow's result of an uninterrupted run of in
 // (without an item ledger: every item runs).
@@ -189,22 +202,26 @@ func resumeAfterKill(t *testing.T, rayAddr string) killOutcome {
 // repairOutcome is what repairAfterFailures measured.
 type repairOutcome struct {
 	recorded, executed int // the origin's ledger rows, the repair's executions
-	failed             int // the items that failed in the origin
+	items, failed      int // the map's items, those that failed in the origin
 	equal              bool
 	origin, task       *Task
 	want               int64
 }
 
-// repairAfterFailures runs a 10,000-item resumable map whose last 100
-// items fail (1 %), then fixes them and repairs the task.
+// repairAfterFailures runs a resumable map whose last 1 % of items fail,
+// then fixes them and repairs the task: 10,000 items (100 failing) in the
+// worker's process; on Ray 2,000 (20 failing) through NarrowResumeFlow.
 func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
 	t.Helper()
 	e := newEnv(t)
 	e.startWorker(resumeWorkerOptions(t, rayAddr))
-	const n, failing = 10_000, 100
+	flow, n, failing := "test.resume", 10_000, 100
+	if rayAddr != "" {
+		flow, n, failing = "test.resume.narrow", 2_000, 20
+	}
 	in := ResumeIn{Dir: t.TempDir(), N: n, FailLast: failing}
 	execLog := filepath.Join(in.Dir, "exec.log")
-	id := e.enqueue("test.resume", resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
+	id := e.enqueue(flow, resumeInput(t, in), EnqueueOptions{MaxAttempts: 1})
 	origin := e.wait(id, 300*time.Second)
 	recorded := e.count(`SELECT count(*) FROM rayflow_item_ledger l JOIN rayflow_tasks t ON t.id = l.task_pk WHERE t.task_id = $1`, id)
 	if err := os.WriteFile(filepath.Join(in.Dir, "fixed"), nil, 0o644); err != nil { // the fix
@@ -217,7 +234,7 @@ func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
 	}
 	task := e.wait(repair, 300*time.Second)
 	want := uninterrupted(t, ResumeIn{N: n})
-	return repairOutcome{recorded: recorded, executed: lines(execLog) - before, failed: failing, origin: origin, task: task, want: want,
+	return repairOutcome{recorded: recorded, executed: lines(execLog) - before, items: n, failed: failing, origin: origin, task: task, want: want,
 		equal: task.State == StateSucceeded && string(task.Result) == fmt.Sprint(want)}
 }
 
@@ -273,8 +290,8 @@ func TestRepairExecutesOnlyTheFailedItems(t *testing.T) {
 				addr = rayAddress(t)
 			}
 			o := repairAfterFailures(t, addr)
-			if o.origin.State != StateFailed || o.recorded != 10_000-o.failed {
-				t.Fatalf("the origin is %s (%s) with %d recorded items; want FAILED with the %d that succeeded", o.origin.State, o.origin.ErrorMessage, o.recorded, 10_000-o.failed)
+			if o.origin.State != StateFailed || o.recorded != o.items-o.failed {
+				t.Fatalf("the origin is %s (%s) with %d recorded items; want FAILED with the %d that succeeded", o.origin.State, o.origin.ErrorMessage, o.recorded, o.items-o.failed)
 			}
 			if !o.equal {
 				t.Fatalf("the repair is %s with %s (%s), want SUCCEEDED with %d", o.task.State, o.task.Result, o.task.ErrorMessage, o.want)
