@@ -76,7 +76,7 @@ demo-down: ## stop what make demo left running: rayflow serve, its worker, and t
 
 # --- Tests and checks ----------------------------------------------------------
 
-test: ray-venv chromium ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run, then the multi-node cluster of ray-cluster-up for test-multinode, and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
+test: ray-venv chromium ## everything CI checks, set-up included: creates .venv-ray, starts a Ray head and a private PostgreSQL for the run and stops them (a head of make ray-up or RAYFLOW_RAY_ADDRESS, a running make pg-up or RAYFLOW_TEST_DATABASE_URL from the environment, are used and left running)
 	@RAYFLOW_RAY_ADDRESS='$(ENV_RAY_ADDRESS)' RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/test.sh
 
 test-checks: $(TEST_CHECKS) ## the checks of make test, against the services already running

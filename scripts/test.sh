@@ -5,9 +5,6 @@
 #   left running), else a head started here and stopped on every exit.
 #   PostgreSQL: the server named by RAYFLOW_TEST_DATABASE_URL, else the one of `make
 #   pg-up` (both left running), else one started here and stopped on every exit.
-#   Then the multi-node tests (make test-multinode) on the private cluster of `make
-#   ray-cluster-up` (left running when it was up), else one started here and stopped on
-#   every exit.
 # The venv (scripts/ray.sh venv) must exist; the Makefile's test target makes it first.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,9 +12,9 @@ MAKE=${MAKE:-make}
 PG_STATE=${PG_STATE:-.pg-local}
 RAY_STATE=${RAY_STATE:-.ray-local}
 
-stop_ray= stop_pg= stop_cluster=
+stop_ray= stop_pg=
 trap 'exit 130' INT TERM
-trap '[ -z "$stop_cluster" ] || "$here/ray-cluster.sh" down; [ -z "$stop_ray" ] || "$here/ray.sh" down; [ -z "$stop_pg" ] || "$here/pg.sh" down "$PG_STATE"' EXIT
+trap '[ -z "$stop_ray" ] || "$here/ray.sh" down; [ -z "$stop_pg" ] || "$here/pg.sh" down "$PG_STATE"' EXIT
 
 if [ -n "${RAYFLOW_RAY_ADDRESS:-}" ]; then
 	addr=$RAYFLOW_RAY_ADDRESS
@@ -44,12 +41,4 @@ else
 fi
 
 RAYFLOW_RAY_ADDRESS=$addr RAYFLOW_TEST_DATABASE_URL=$db "$MAKE" --no-print-directory test-checks || exit 1
-
-if "$here/ray-cluster.sh" alive; then
-	echo "make test: using the multi-node cluster of make ray-cluster-up (left running)"
-else
-	stop_cluster=1
-	"$here/ray-cluster.sh" up || exit 1
-fi
-RAYFLOW_TEST_DATABASE_URL=$db "$MAKE" --no-print-directory test-multinode || exit 1
 echo "make test: all checks passed"
