@@ -75,28 +75,41 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 		o.Queue = DefaultQueue
 	}
 	if err := CheckQueueName(o.Queue); err != nil {
-		return o, err
+		return o, &OptionError{Option: "Queue", Err: err}
 	}
 	if o.Priority < MinPriority || o.Priority > MaxPriority {
-		return o, fmt.Errorf("%w: priority %d outside %d…%d", ErrInvalidOption, o.Priority, MinPriority, MaxPriority)
+		return o, &OptionError{Option: "Priority", Err: fmt.Errorf("%w: priority %d outside %d…%d", ErrInvalidOption, o.Priority, MinPriority, MaxPriority)}
 	}
 	if err := checkSeconds("timeout", o.Timeout); err != nil {
-		return o, err
+		return o, &OptionError{Option: "Timeout", Err: err}
 	}
 	if o.QueueTimeout == 0 && !o.NoQueueTimeout {
 		o.QueueTimeout = DefaultQueueTimeout
 	}
 	if err := checkSeconds("queue timeout", o.QueueTimeout); err != nil {
-		return o, err
+		return o, &OptionError{Option: "QueueTimeout", Err: err}
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
-		return o, fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)
+		return o, &OptionError{Option: "MaxAttempts", Err: fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)}
 	}
 	return o, nil
 }
+
+// OptionError is an EnqueueOptions field out of its bounds: Option names
+// the field, Err (which wraps ErrInvalidOption) says why. Enqueue returns
+// it before it writes anything.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+
+// Unwrap makes the error match ErrInvalidOption.
+func (e *OptionError) Unwrap() error { return e.Err }
 
 // CheckQueueName refuses a name no queue can have: a queue name is 1 to
 // MaxQueueNameLen characters of valid UTF-8, none of them a control

@@ -74,16 +74,7 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 	case req.Flow == "":
 		writeJSON(w, http.StatusBadRequest, inputError("flow", "flow is required"))
 		return
-	case req.Queue != "" && durable.CheckQueueName(req.Queue) != nil:
-		writeJSON(w, http.StatusBadRequest, inputError("queue", "%v", durable.CheckQueueName(req.Queue)))
-		return
-	case req.Priority < durable.MinPriority || req.Priority > durable.MaxPriority:
-		writeJSON(w, http.StatusBadRequest, inputError("priority", "priority must be from %d to %d, got %d", durable.MinPriority, durable.MaxPriority, req.Priority))
-		return
-	case req.MaxAttempts < 0 || req.MaxAttempts > durable.MaxAttemptsLimit:
-		writeJSON(w, http.StatusBadRequest, inputError("max_attempts", "max_attempts must be from 1 to %d (0: %d), got %d", durable.MaxAttemptsLimit, durable.DefaultMaxAttempts, req.MaxAttempts))
-		return
-	case req.TimeoutSeconds < 0 || req.TimeoutSeconds > durable.MaxTimeoutSeconds:
+	case req.TimeoutSeconds < 0 || req.TimeoutSeconds > durable.MaxTimeoutSeconds: // checked before it is scaled to a Duration
 		writeJSON(w, http.StatusBadRequest, inputError("timeout_seconds", "timeout_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.TimeoutSeconds))
 		return
 	}
@@ -108,6 +99,12 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 		StatusURL: "/api/tasks/" + id, ProgressURL: "/api/workflows/" + id, GraphURL: "/tasks/" + id + "/graph"})
 }
 
+// enqueueOptionFields names the EnqueueRequest field of each
+// durable.EnqueueOptions field a durable.OptionError can name.
+var enqueueOptionFields = map[string]string{
+	"Queue": "queue", "Priority": "priority", "MaxAttempts": "max_attempts", "Timeout": "timeout_seconds",
+}
+
 // enqueueInputError is the 400 body of an enqueue the durable client
 // refused for its request (nil for any other error).
 func enqueueInputError(err error) *InputError {
@@ -126,6 +123,10 @@ func enqueueInputError(err error) *InputError {
 	case errors.Is(err, durable.ErrUnserved):
 		return inputError("queue", "%v", err)
 	case errors.Is(err, durable.ErrInvalidOption):
+		var oe *durable.OptionError
+		if errors.As(err, &oe) {
+			return inputError(enqueueOptionFields[oe.Option], "%v", err)
+		}
 		return inputError("", "%v", err)
 	}
 	return nil

@@ -241,13 +241,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		inFlight += n
 		units++
 	}
+	reused := 0 // items of a resumable map taken from its ledger
 	counters := func() progress.MapCounters {
-		c := progress.MapCounters{Node: id, Admitted: started, Completed: completed, InFlight: inFlight,
-			Exhausted: exhausted && started == read}
-		if rs != nil {
-			c.Reused = rs.reused
-		}
-		return c
+		return progress.MapCounters{Node: id, Admitted: started, Completed: completed, InFlight: inFlight,
+			Exhausted: exhausted && started == read, Reused: reused}
 	}
 	// add hands a finished item to the sink and returns the window slots
 	// it frees.
@@ -332,7 +329,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 					read++
 					open++
 					started++
-					rs.reused++
+					reused++
 					reusedNow = true
 					freed, err := add(read-1, out)
 					open -= freed
@@ -422,18 +419,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			// progress keeps the counters it reported last.
 			return zero, err
 		}
-		final := progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true}
-		if rs != nil {
-			final.Reused = rs.reused
-		}
-		report(final)
+		report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: exhausted, Failed: true, Reused: reused})
 		return zero, failure
 	}
-	final := progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: true}
-	if rs != nil {
-		final.Reused = rs.reused
-	}
-	report(final)
+	report(progress.MapCounters{Node: id, Admitted: started, Completed: completed, Exhausted: true, Reused: reused})
 	return sink.Finish(ctx, started)
 }
 

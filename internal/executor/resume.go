@@ -81,7 +81,6 @@ type resumeState[In, Out any] struct {
 
 	digests map[int][32]byte // started items' digests, by index
 	pending []itemledger.Item
-	reused  int
 
 	// One Record at a time runs in the background while the map goes on:
 	// recording is the ledger's (a database statement's) latency, which
