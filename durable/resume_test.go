@@ -110,11 +110,14 @@ const resumeWindow = 128
 var ResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
 	sdk.Map(sdk.Step(ResumeLeaf)).WithLimits(sdk.Limits{MaxConcurrency: resumeWindow}).WithResume(), sdk.Step(ResumeSum))
 
-// narrowWindow is the window of NarrowResumeFlow: at most the CPUs of the
-// test's Ray head, so that the failing items, which hold a Ray CPU while
-// they wait for every other item to succeed, can never take the CPU an
-// item they wait for needs (with a wide window Ray may start them first).
-const narrowWindow = 2
+// narrowWindow is the window of NarrowResumeFlow, the repair scenario's:
+// one item at a time, so that the first failing item is admitted only
+// after the scheduler took the last succeeding item's result (a wider
+// window lets its failure overtake a succeeded item whose result is
+// still on its way, which then is not recorded), and so that a failing
+// item, which waits for every other item to succeed, never holds a Ray
+// CPU an item it waits for needs.
+const narrowWindow = 1
 
 // NarrowResumeFlow is ResumeFlow with a window of narrowWindow.
 var NarrowResumeFlow = sdk.Chain3(sdk.Step(ResumeItems),
@@ -208,16 +211,16 @@ type repairOutcome struct {
 	want               int64
 }
 
-// repairAfterFailures runs a resumable map whose last 1 % of items fail,
-// then fixes them and repairs the task: 10,000 items (100 failing) in the
-// worker's process; on Ray 2,000 (20 failing) through NarrowResumeFlow.
+// repairAfterFailures runs a resumable map (NarrowResumeFlow) whose last
+// 1 % of items fail, then fixes them and repairs the task: 10,000 items
+// (100 failing) in the worker's process, 2,000 (20 failing) on Ray.
 func repairAfterFailures(t *testing.T, rayAddr string) repairOutcome {
 	t.Helper()
 	e := newEnv(t)
 	e.startWorker(resumeWorkerOptions(t, rayAddr))
-	flow, n, failing := "test.resume", 10_000, 100
+	flow, n, failing := "test.resume.narrow", 10_000, 100
 	if rayAddr != "" {
-		flow, n, failing = "test.resume.narrow", 2_000, 20
+		n, failing = 2_000, 20
 	}
 	in := ResumeIn{Dir: t.TempDir(), N: n, FailLast: failing}
 	execLog := filepath.Join(in.Dir, "exec.log")
