@@ -44,7 +44,7 @@ SCRIPT_ENV = MAKE='$(MAKE)' GO='$(GO)' PYTHON='$(PYTHON)' RAYFLOW='$(RAYFLOW)' R
 	RAY_DASHBOARD_PORT=$(RAY_DASHBOARD_PORT) RAY_CLUSTER_STATE=$(RAY_CLUSTER_STATE) PG_STATE=$(PG_STATE) DEMO_STATE=$(DEMO_STATE) DEMO_ADDR=$(DEMO_ADDR)
 
 # What `make test` checks once its services run (a list of targets).
-TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest
+TEST_CHECKS ?= fmt-check vet staticcheck cue-check generate-check gotest pytest test-multinode
 
 .PHONY: help build demo demo-durable demo-serve demo-stop demo-down test test-checks test-short
 .PHONY: fmt-check vet staticcheck cue-check generate generate-check gotest pytest conformance bench fuzz clean
@@ -136,10 +136,8 @@ ray-cluster-up: ray-venv ## start a private multi-node Ray cluster: a head (no C
 ray-cluster-down: ## stop the multi-node cluster that ray-cluster-up started (only its process groups)
 	@$(SCRIPT_ENV) scripts/ray-cluster.sh down
 
-test-multinode: ## the multi-node tests on the cluster of ray-cluster-up: items spread over nodes, large results across nodes, a node killed mid-map (engine/ray), the durable runner surviving it (durable, on RAYFLOW_TEST_DATABASE_URL)
-	@$(SCRIPT_ENV) scripts/ray-cluster.sh alive || { echo "test-multinode: start the cluster first: make ray-cluster-up"; exit 1; }
-	RAYFLOW_RAY_ADDRESS=$$(cat $(RAY_CLUSTER_STATE)/address) RAYFLOW_RAY_CLUSTER=$(RAY_CLUSTER_STATE) \
-		$(GO) test -race -count=1 -p 1 -run '^TestMultiNode' -v ./engine/ray/ ./durable/
+test-multinode: ray-venv ## the multi-node tests (one of make test's checks) on the cluster of ray-cluster-up, else on one started and stopped here: items spread over nodes, large results across nodes, a node killed mid-map (engine/ray), the durable runner surviving it (durable, on RAYFLOW_TEST_DATABASE_URL)
+	@$(SCRIPT_ENV) scripts/test-multinode.sh
 
 pg-up: ## start the private PostgreSQL in .pg-local (apt-get install postgresql when missing); URL in .pg-local/url
 	scripts/pg.sh up $(PG_STATE)
