@@ -34,10 +34,10 @@ func WithRunIdentity(id RunIdentity) RunOption {
 // belongs to: its durable task execution, attempt number (1 for the first
 // attempt), execution generation and run id, as the durable runtime gave
 // them (WithRunIdentity), else the run's own (NewRunIdentity). ok is false
-// for a context outside a run. It holds in process and in the job driver
-// of the Ray Job runner; on Ray, in the leaves that report their progress
-// (a step outside a map, under the full reporting policy), the only ones
-// the engine sends the identity to.
+// for a context outside a run. It holds on every runner: in process, in
+// the job driver of the Ray Job runner, and in every leaf on Ray (steps,
+// map items, batched or not, and a fold's reducer, under every reporting
+// policy).
 func AttemptFrom(ctx context.Context) (id RunIdentity, ok bool) {
 	return sdkrt.IdentityFrom(ctx)
 }

@@ -56,7 +56,7 @@ func (r *runner) openSink(ctx context.Context, m *flowgraph.Map, id string) (*si
 			opts["runtime_env"] = r.envs[env]
 		}
 		spec = actorSpec{Kind: "fold", Options: opts, MaxBytes: m.Fold.MaxSerializedBytes,
-			Exe: r.e.exe, Callable: m.Fold.Reducer.Callable.Name, Node: id + ".reducer", Digest: r.digest, Bootstrap: m.Fold.Reducer.Bootstrap,
+			Exe: r.e.exe, Callable: m.Fold.Reducer.Callable.Name, Node: id + ".reducer", Digest: r.digest, Identity: r.ident, Bootstrap: m.Fold.Reducer.Bootstrap,
 			Initial: b, MaxRetained: max(0, min(m.Limits.MaxItems-1, m.Limits.MaxConcurrency-1))}
 	default:
 		return nil, nil

@@ -69,6 +69,9 @@ type leafTask struct {
 	// Trace is the W3C traceparent of the leaf's node span ("" when not
 	// traced): the leaf process starts the leaf's span from it.
 	Trace string
+	// Identity is the run identity's JSON ("" for none): the leaf's step
+	// reads it from its context (sdk.AttemptFrom).
+	Identity string
 	// Items makes the task a batch (SubmitBatch): the step runs on each
 	// of these encoded items in order, items Base.. of map Map (Arg is
 	// unused; Node is the first item's).
@@ -142,6 +145,7 @@ type actorSpec struct {
 	// accumulator's encoded bytes and the out-of-order retention bound.
 	Exe, Callable, Node string
 	Digest              string // as leafTask.Digest
+	Identity            string // as leafTask.Identity
 	Bootstrap           bool
 	Initial             []byte
 	MaxRetained         int
@@ -719,6 +723,7 @@ type submitWire struct {
 	Progress  *progressWire  `json:"progress,omitempty"`
 	Batch     *batchWire     `json:"batch,omitempty"`
 	Trace     string         `json:"trace,omitempty"`
+	Ident     string         `json:"ident,omitempty"`
 }
 
 type batchWire struct {
@@ -776,7 +781,7 @@ func (b *rayBridge) writeSubmitsLocked() error {
 	var sections [][]byte
 	for i, q := range batch {
 		t := q.t
-		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace}
+		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace, Ident: t.Identity}
 		if len(t.Options) > 0 {
 			key := t.OptionsKey
 			if key == "" {
@@ -1097,7 +1102,7 @@ func (b *rayBridge) CreateActor(ctx context.Context, a actorSpec) (int64, objHan
 	b.mu.Unlock()
 	req := map[string]any{"op": "actor", "id": 0, "h": ready, "actor": actor, "kind": a.Kind, "options": a.Options,
 		"max_bytes": a.MaxBytes, "max_items": a.MaxItems, "exe": a.Exe, "name": a.Callable, "node": a.Node, "digest": a.Digest,
-		"bootstrap": a.Bootstrap, "max_retained": a.MaxRetained}
+		"bootstrap": a.Bootstrap, "max_retained": a.MaxRetained, "ident": a.Identity}
 	var sections [][]byte
 	if a.Kind == "fold" {
 		sections = append(sections, a.Initial)

@@ -358,7 +358,7 @@ def _leaf_task(head, *rest):
     inline input, so that a leaf is a one-argument task (each argument costs
     serialization on submit and deserialization here): a big-endian uint32
     spec length, the spec ("exe NUL name NUL node NUL bootstrap NUL digest NUL
-    lib NUL lib_rev NUL flags", see _spec) and the input's bytes unless flags
+    lib NUL lib_rev NUL ident NUL flags", see _spec) and the input's bytes unless flags
     hold "r". rest holds, in this
     order, the bound value ("b"), the input as an object-store value ("r"),
     the progress binding ("p") and the W3C traceparent of the leaf's node
@@ -398,9 +398,25 @@ def _leaf_task(head, *rest):
 
 def _parse_spec(raw):
     """Splits a leaf head's spec ("exe NUL name NUL node NUL bootstrap NUL
-    digest NUL lib NUL lib_rev NUL flags") into its fields and its flags."""
+    digest NUL lib NUL lib_rev NUL ident NUL flags") into its fields and its
+    flags."""
     parts = raw.decode().split("\x00")
-    return tuple(parts[:7]), parts[7]
+    return tuple(parts[:8]), parts[8]
+
+
+_IDENTS = {}  # the run identity's JSON -> its parsed form, for header dicts
+
+
+def _identified(header, ident):
+    """Adds the run identity (its JSON, "" for none) to a leaf header, so
+    that the step's context carries it (sdk.AttemptFrom)."""
+    if ident:
+        obj = _IDENTS.get(ident)
+        if obj is None:
+            if len(_IDENTS) >= 256:
+                _IDENTS.clear()
+            obj = _IDENTS[ident] = json.loads(ident)
+        header["identity"] = obj
 
 
 def _traced(header, trace):
@@ -454,19 +470,21 @@ def _read_more(fd, buf, n):
     return b"".join(parts)
 
 
-_HEADERS = {}  # (name, bound, bootstrap, kind) -> the request header's JSON up to its node
+_HEADERS = {}  # (name, bound, bootstrap, kind, ident) -> the request header's JSON up to its node
 
 
-def _request(name, node, bound, boot, kind, arg):
+def _request(name, node, bound, boot, kind, ident, arg):
     """A plain leaf request frame (no progress, no trace), its header
-    written without a dict per leaf."""
-    key = (name, bound is not None, boot, kind)
+    written without a dict per leaf. ident is the run identity's JSON ("" for
+    none), copied verbatim (the coordinator wrote it)."""
+    key = (name, bound is not None, boot, kind, ident)
     pre = _HEADERS.get(key)
     if pre is None:
         if len(_HEADERS) >= 256:
             _HEADERS.clear()
-        pre = _HEADERS[key] = '{"name":%s,"bound":%s,"bootstrap":%s,"kind":%s,"node":' % (
-            json.dumps(name), "true" if bound is not None else "false", "true" if boot == "1" else "false", json.dumps(kind))
+        pre = _HEADERS[key] = '{"name":%s,"bound":%s,"bootstrap":%s,"kind":%s,%s"node":' % (
+            json.dumps(name), "true" if bound is not None else "false", "true" if boot == "1" else "false", json.dumps(kind),
+            '"identity":%s,' % ident if ident else "")
     bound = bound or b""
     h = ('%s%s,"sizes":[%d,%d]}' % (pre, _json_str(node), len(bound), len(arg))).encode()
     return b"".join((len(h).to_bytes(4, "big"), h, bound, arg))
@@ -617,11 +635,11 @@ def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
     """Runs one leaf: in the leaf library when the engine has one, else in
     the worker's leaf process; fresh (a task that holds accelerators) in a
     leaf process of its own."""
-    exe, name, node, boot, digest, lib, librev = spec
+    exe, name, node, boot, digest, lib, librev, ident = spec
     frame = None
     if prog is None and not trace:
         # The common case (every map item): a header without a dict.
-        frame = _request(name, node, bound, boot, kind, arg)
+        frame = _request(name, node, bound, boot, kind, ident, arg)
         if lib and not fresh:
             h, secs = _lib_call(lib, librev, node, frame)
             if h.get("ok"):
@@ -639,6 +657,7 @@ def _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame):
     events = None
     if prog is not None or trace:
         header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": kind}
+        _identified(header, spec[7])
         _traced(header, trace)
         if prog is not None:
             header["progress"] = prog[1]
@@ -656,9 +675,10 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None, fresh=False):
     or the library, or (fresh) a leaf process of its own: returns the
     status and one result per item, or raises the failing item's
     LeafError."""
-    exe, name, node, boot, digest, lib, librev = spec
+    exe, name, node, boot, digest, lib, librev, ident = spec
     header = {"name": name, "node": node, "bound": bound is not None, "bootstrap": boot == "1", "kind": "batch",
               "map": mapid, "base": base, "n": len(inputs)}
+    _identified(header, ident)
     _traced(header, trace)
     frame = encode_frame(header, [bound or b""] + inputs)
     if fresh:
@@ -829,11 +849,12 @@ class _ProgressActor:
 
 
 def _spec(req):
-    """A leaf's spec string: exe, name, node, bootstrap flag, digest, and
-    the leaf library ("" for none)."""
-    return "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s" % (
+    """A leaf's spec string: exe, name, node, bootstrap flag, digest, the
+    leaf library and its revision ("" for none), and the run identity's
+    JSON ("" for none)."""
+    return "%s\x00%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%s" % (
         req["exe"], req["name"], req["node"], bool(req.get("bootstrap")), req.get("digest") or "", req.get("lib") or "",
-        req.get("lib_rev") or "")
+        req.get("lib_rev") or "", req.get("ident") or "")
 
 
 def _warm(spec):
@@ -842,7 +863,7 @@ def _warm(spec):
     leaf's request is checked against the digest it reports), or loads the
     leaf library, so that the first leaf finds a running worker that has
     imported the leaf function, and its leaf process or library."""
-    exe, _name, node, _boot, _digest, lib, _librev = spec
+    exe, _name, node, _boot, _digest, lib, _librev, _ident = spec
     if lib:
         _load_lib(lib, node)
     else:
@@ -1157,7 +1178,7 @@ class Bridge:
     def op_warm(self, req, _):
         # Through the leaf function itself: the worker imports it now, not
         # at the first leaf.
-        spec = "\x00".join((req["exe"], "", "warm-up", "0", "", req.get("lib", ""), "", "w")).encode()
+        spec = "\x00".join((req["exe"], "", "warm-up", "0", "", req.get("lib", ""), "", "", "w")).encode()
         status, payload = self.plain.remote(struct.pack(">I", len(spec)) + spec)
         self.add(req["h"], payload, status)
 

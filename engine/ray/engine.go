@@ -192,6 +192,9 @@ func (e *Engine) Run(ctx context.Context, spec sdkrt.RunSpec) (_ any, err error)
 	}
 	r := &runner{e: e, rt: e.rt, bound: map[*flowgraph.Step][]byte{}, rp: rp, digest: planDigest(m), envs: bind.RuntimeEnvs}
 	r.libRev = libraryPlanRevision(m)
+	if id, err := json.Marshal(spec.Progress.Identity()); err == nil {
+		r.ident = string(id)
+	}
 	if telemetry.Recording(ctx) {
 		r.spans = newNodeSpans(ctx, e.rt, e.codec)
 		r.rt = r.spans // the scopes' releases wait for the spans
@@ -379,6 +382,7 @@ type runner struct {
 	rp     *runProgress
 	digest string                    // the plan's executable digest, checked by every leaf process
 	libRev string                    // the plan's VCS revision, checked by the leaf library ("" for none)
+	ident  string                    // the run identity's JSON, in every leaf request (sdk.AttemptFrom)
 	envs   map[string]map[string]any // runtime environment profiles, as materialized
 	mu     sync.Mutex
 	bound  map[*flowgraph.Step][]byte
@@ -462,7 +466,7 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
 	}
 	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
-		Digest: r.digest, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
+		Digest: r.digest, Identity: r.ident, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
 	if err != nil {
 		return value{}, err
 	}

@@ -68,6 +68,9 @@ type leafRequest struct {
 	// Progress is set when the leaf reports to the run's collector actor
 	// (full policy, not a map item).
 	Progress *leafProgress `json:"progress"`
+	// Identity is the run's identity, in every request of a run (the
+	// step's sdk.AttemptFrom); nil from an older bridge.
+	Identity *common.RunIdentity `json:"identity"`
 	// Execution is the Ray task's identity (task, job, node and worker ids,
 	// assigned resources), sent with progress.
 	Execution *detail.NodeExecution `json:"execution"`
@@ -295,9 +298,7 @@ func (h *leafInbound) sectionSizes() []int64 { return h.Sizes }
 // nil) and writes its reply.
 func serveLeaf(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafRequest, prod *progress.Producer, bound, in []byte) error {
 	lctx, endSpan := leafSpan(ctx, req)
-	if req.Progress != nil {
-		lctx = sdkrt.WithIdentity(lctx, req.Progress.Identity) // sdk.AttemptFrom
-	}
+	lctx = withRequestIdentity(lctx, req)
 	preview := ""
 	if prod != nil {
 		preview = req.Progress.Preview
@@ -355,6 +356,7 @@ func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafReque
 	if req.N < 1 || len(sections) != req.N+1 {
 		return nil, fmt.Errorf("leaf batch request: %d items announced, %d sent", req.N, len(sections)-1)
 	}
+	ctx = withRequestIdentity(ctx, req)
 	outs := make([][]byte, req.N)
 	for j := range req.N {
 		one := req
@@ -368,6 +370,19 @@ func runBatch(ctx context.Context, codec sdk.Codec, w *leafWriter, req leafReque
 		outs[j] = out
 	}
 	return nil, w.write(map[string]any{"ok": true, "n": req.N}, outs...)
+}
+
+// withRequestIdentity returns ctx carrying the run identity a request
+// names (sdk.AttemptFrom): every request of a run carries it; a progress
+// binding names it too.
+func withRequestIdentity(ctx context.Context, req leafRequest) context.Context {
+	switch {
+	case req.Identity != nil:
+		return sdkrt.WithIdentity(ctx, *req.Identity)
+	case req.Progress != nil:
+		return sdkrt.WithIdentity(ctx, req.Progress.Identity)
+	}
+	return ctx
 }
 
 // runLeaf runs one leaf, turning an error or a panic into errorInfo.

@@ -104,7 +104,7 @@ func TestLeafLibrary(t *testing.T) {
 		prog := `import importlib.util, sys
 spec = importlib.util.spec_from_file_location("bridge", sys.argv[1])
 b = importlib.util.module_from_spec(spec); spec.loader.exec_module(b)
-frame = b._request("x", "0.1", None, "0", "", b"1")
+frame = b._request("x", "0.1", None, "0", "", "", b"1")
 for want in ("", "vcs:0123abcd"):
     try:
         h, _ = b._lib_call(sys.argv[2], want, "0.1", frame)

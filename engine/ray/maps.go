@@ -192,7 +192,7 @@ func (b *mapBackend) Batch(ctx context.Context, base int, items [][]byte, each f
 	isc := &scope{rt: b.r.rt, retain: true}
 	r, s := b.r, b.step
 	t := leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: program.ItemID(b.id, base), Bound: b.bound, Options: b.opts, OptionsKey: b.key,
-		Digest: r.digest, Bootstrap: s.Bootstrap, Items: items, Map: b.id, Base: base, Trace: telemetry.Inject(ctx)}
+		Digest: r.digest, Identity: r.ident, Bootstrap: s.Bootstrap, Items: items, Map: b.id, Base: base, Trace: telemetry.Inject(ctx)}
 	h, hs, err := r.e.rt.SubmitBatch(ctx, t)
 	if err == nil {
 		isc.add(h)
