@@ -72,6 +72,10 @@ type leafTask struct {
 	// Identity is the run identity's JSON ("" for none): the leaf's step
 	// reads it from its context (sdk.AttemptFrom).
 	Identity string
+	// Inline asks for the task's result bytes with its ready event when
+	// they are at most Inline bytes (0: never), so that Get answers
+	// without a round trip: a resumable map records every item's result.
+	Inline int
 	// Items makes the task a batch (SubmitBatch): the step runs on each
 	// of these encoded items in order, items Base.. of map Map (Arg is
 	// unused; Node is the first item's).
@@ -95,6 +99,10 @@ type readyRef struct {
 	Handle objHandle
 	Err    *errorInfo
 	Value  []byte // encoded error value when Err is a typed leaf error
+	// Result is the task's result when it was sent with the ready event
+	// (leafTask.Inline), which Get then answers with.
+	Result  []byte
+	Inlined bool
 }
 
 // rayRuntime is what the engine needs from Ray. The Python bridge implements
@@ -724,6 +732,7 @@ type submitWire struct {
 	Batch     *batchWire     `json:"batch,omitempty"`
 	Trace     string         `json:"trace,omitempty"`
 	Ident     string         `json:"ident,omitempty"`
+	Inline    int            `json:"inline,omitempty"`
 }
 
 type batchWire struct {
@@ -781,7 +790,7 @@ func (b *rayBridge) writeSubmitsLocked() error {
 	var sections [][]byte
 	for i, q := range batch {
 		t := q.t
-		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace, Ident: t.Identity}
+		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace, Ident: t.Identity, Inline: t.Inline}
 		if len(t.Options) > 0 {
 			key := t.OptionsKey
 			if key == "" {
@@ -947,12 +956,16 @@ type readyItem struct {
 	OK    bool       `json:"ok"`
 	Error *errorInfo `json:"error"`
 	S     *int       `json:"s"`
+	V     *int       `json:"v"` // the section of the inlined result (leafTask.Inline)
 }
 
 func (r readyItem) ready(f *frame) readyRef {
 	out := readyRef{Handle: r.H, Err: r.Error}
 	if r.S != nil {
 		out.Value = f.section(*r.S)
+	}
+	if r.V != nil && r.Error == nil {
+		out.Result, out.Inlined = f.section(*r.V), true
 	}
 	return out
 }
@@ -1044,6 +1057,12 @@ func (b *rayBridge) Wait(ctx context.Context, hs []objHandle, all bool, timeout 
 
 // Get fetches a value's bytes, or its failure.
 func (b *rayBridge) Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error) {
+	b.mu.Lock()
+	done, ok := b.readyCache[h]
+	b.mu.Unlock()
+	if ok && done.Inlined {
+		return done.Result, nil, nil, nil
+	}
 	f, err := b.call(ctx, map[string]any{"op": "get", "h": h})
 	if err != nil {
 		return nil, nil, nil, err

@@ -1033,6 +1033,10 @@ class Bridge:
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
         self.watched = {}  # payload ref -> (handle, status ref)
+        # Payload refs whose result goes with their ready event when it is
+        # at most this many bytes (submit's "inline": a resumable map's
+        # items, whose results the coordinator records).
+        self.inline = {}  # payload ref -> max bytes
         # Handles whose creating op failed (Ray refused the submission):
         # their failure, which get and wait answer until they are released.
         self.failed = {}  # handle -> error info
@@ -1167,6 +1171,8 @@ class Bridge:
         refs = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
         if batch is None:
             status, payload = refs
+            if it.get("inline"):
+                self.inline[payload] = it["inline"]
             self.add(it["h"], payload, status)
             return
         # The batch's handle is its status (watched, cancellable); each
@@ -1291,6 +1297,7 @@ class Bridge:
                 if ent is not None:
                     self.watched.pop(ent[0], None)
                     self.cancelled.pop(ent[0], None)
+                    self.inline.pop(ent[0], None)
         return {}, []
 
     def op_wait(self, req, _):
@@ -1358,12 +1365,15 @@ class Bridge:
             ready = set(ready)
             # Watched tasks that finished: one batched get of their small
             # status objects tells successes from failures.
-            events = [(watched[ref][0], watched[ref][1]) for ref in ready if ref in watched]
+            payloads = [ref for ref in ready if ref in watched]
+            events = [(watched[ref][0], watched[ref][1]) for ref in payloads]
             if events:
                 with self.cond:
                     for ref in ready:
                         self.watched.pop(ref, None)
                 out, secs = self.statuses(events)
+                if self.inline:
+                    self.inline_results(out, secs, payloads)
                 send({"id": 0, "event": "ready", "ready": out}, secs)
             now = time.monotonic()
             done = []
@@ -1386,6 +1396,28 @@ class Bridge:
             for w, r in done:
                 out, secs = self.statuses([(h, status) for h, _payload, status in r])
                 send({"id": w[0], "ok": True, "ready": out + w[4]}, secs)
+
+    def inline_results(self, out, secs, payloads):
+        """Adds the results of the succeeded tasks submitted with "inline"
+        to their ready items (section "v"), in one get: they are small and
+        already in this process (Ray returns small results to their owner),
+        and the coordinator would get each of them next."""
+        want = []
+        for item, ref in zip(out, payloads):
+            cap = self.inline.pop(ref, None)
+            if cap is not None and item["ok"]:
+                want.append((item, ref, cap))
+        if not want:
+            return
+        try:
+            values = ray.get([ref for _, ref, _ in want], timeout=5)
+        except Exception as e:  # a lost object: the coordinator's own get says why
+            log("inline results:", type(e).__name__, e)
+            return
+        for (item, _, cap), v in zip(want, values):
+            if isinstance(v, (bytes, bytearray)) and len(v) <= cap:
+                item["v"] = len(secs)
+                secs.append(v)
 
     @staticmethod
     def statuses(pairs):

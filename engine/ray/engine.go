@@ -465,8 +465,9 @@ func (r *runner) step(ctx context.Context, s *flowgraph.Step, id string, in valu
 	if err != nil {
 		return value{}, fmt.Errorf("rayflow: node %s: %w", id, err)
 	}
+	inline, _ := ctx.Value(inlineKey{}).(int)
 	h, err := r.e.rt.Submit(ctx, leafTask{Exe: r.e.exe, Lib: r.e.lib, LibRevision: r.libRev, Callable: s.Callable.Name, Node: id, Bound: bound, Arg: a, Options: opts, OptionsKey: key,
-		Digest: r.digest, Identity: r.ident, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
+		Digest: r.digest, Identity: r.ident, Inline: inline, Bootstrap: s.Bootstrap, Progress: r.rp.leafSpec(id, s, sc.retain), Trace: telemetry.Inject(ctx)})
 	if err != nil {
 		return value{}, err
 	}

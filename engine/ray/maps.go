@@ -105,6 +105,14 @@ func (r *runner) mapNode(ctx context.Context, n *program.Node, id string, in val
 	if m.Resume != nil {
 		if l := itemledger.From(ctx); l != nil {
 			lim.Resume = &executor.Resume{Ledger: l, Scope: itemledger.Scope{Node: id, Code: n.ItemCode}, MaxResultBytes: m.Resume.MaxResultBytes}
+			if b.body.Kind == flowgraph.KindStep {
+				// The ledger records every item's result: each comes
+				// with its leaf's ready event, not by a get of its own.
+				b.inline = maxInlineResult
+				if c := m.Resume.MaxResultBytes; c > 0 {
+					b.inline = min(c, maxInlineResult)
+				}
+			}
 		}
 	}
 	v, err := executor.Run(ctx, lim, seq, b, b, r.report)
@@ -133,12 +141,21 @@ type mapBackend struct {
 	key   string
 
 	results chunkCollector // without a sink
+	inline  int            // an item's leaf sends its result with its ready event when at most this size (leafTask.Inline)
 
 	running sync.WaitGroup // Item and Batch calls not yet returned
 	mu      sync.Mutex
 	left    []*scope // the retained references of failed or discarded items, to cancel
 	aborted bool
 }
+
+// inlineKey marks the context of a resumable map's item whose body is one
+// step (mapBackend.inline): its value is the step's leafTask.Inline.
+type inlineKey struct{}
+
+// maxInlineResult bounds a result sent with its ready event: the largest
+// result an item ledger keeps.
+const maxInlineResult = 1 << 20
 
 // item is one item's result: its handle, and for an item run on its own
 // the item's scope (every reference it retained, the result among them).
@@ -170,6 +187,9 @@ func (b *mapBackend) batched(k int) error {
 func (b *mapBackend) Item(ctx context.Context, index int, in []byte) (item, error) {
 	b.running.Add(1)
 	defer b.running.Done()
+	if b.inline > 0 {
+		ctx = context.WithValue(ctx, inlineKey{}, b.inline)
+	}
 	isc := &scope{rt: b.r.rt, retain: true}
 	v, err := b.r.item(ctx, b.mw, b.body, b.id, index, value{raw: in}, isc)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rayflow/rayflow/internal/itemledger"
@@ -48,7 +49,8 @@ func TestResumableMapOnRay(t *testing.T) {
 	for name, rt := range batchEngines(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			e := newWithRuntime(rt, exeOf(t))
+			ir := &inlineRuntime{rayRuntime: rt, asked: map[objHandle]bool{}}
+			e := newWithRuntime(ir, exeOf(t))
 			log := filepath.Join(t.TempDir(), "leaves")
 			spec := func(n, failAt int) JobsSpec { return JobsSpec{N: n, FailAt: failAt, Template: Job{Log: log}} }
 			run := func(l itemledger.Ledger, f sdk.Flow[JobsSpec, []int], in JobsSpec) ([]int, int, error) {
@@ -81,6 +83,11 @@ func TestResumableMapOnRay(t *testing.T) {
 			if ran != 1000-kept {
 				t.Fatalf("the second attempt ran %d items, want %d (those without a kept result)", ran, 1000-kept)
 			}
+			// Each item's result, which the ledger records, came with its
+			// leaf's ready event: no get of its own.
+			if gets, served := ir.counts(); gets < 1000 || name == "ray" && served != gets {
+				t.Fatalf("of %d item results got for the ledger, %d came with their ready events; want every one of at least 1,000 (on Ray)", gets, served)
+			}
 			// Declared versions, on a smaller map with a ledger of its own.
 			small := &itemledgertest.Memory{}
 			if _, ran, err := run(small, resumeWorkFlow("1", 100), spec(100, -1)); err != nil || ran != 100 {
@@ -102,4 +109,46 @@ func TestResumableMapOnRay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inlineRuntime counts the results of leaves submitted with Inline that
+// the engine gets, and how many of them the bridge answered from their
+// ready events.
+type inlineRuntime struct {
+	rayRuntime
+	mu          sync.Mutex
+	asked       map[objHandle]bool
+	gets, inRdy int
+}
+
+func (r *inlineRuntime) Submit(ctx context.Context, t leafTask) (objHandle, error) {
+	h, err := r.rayRuntime.Submit(ctx, t)
+	if err == nil && t.Inline > 0 {
+		r.mu.Lock()
+		r.asked[h] = true
+		r.mu.Unlock()
+	}
+	return h, err
+}
+
+func (r *inlineRuntime) Get(ctx context.Context, h objHandle) ([]byte, *errorInfo, []byte, error) {
+	r.mu.Lock()
+	if r.asked[h] {
+		r.gets++
+		if b, ok := r.rayRuntime.(*rayBridge); ok {
+			b.mu.Lock()
+			if b.readyCache[h].Inlined {
+				r.inRdy++
+			}
+			b.mu.Unlock()
+		}
+	}
+	r.mu.Unlock()
+	return r.rayRuntime.Get(ctx, h)
+}
+
+func (r *inlineRuntime) counts() (gets, served int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gets, r.inRdy
 }
