@@ -131,12 +131,13 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
 		return o, &OptionError{Option: "MaxAttempts", Err: fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)}
 	}
-	return o, o.Unique.check()
+	return o, o.Unique.Check()
 }
 
-// check refuses a unique key outside its bounds with an *OptionError
-// naming Unique.Key or Unique.For.
-func (u Unique) check() error {
+// Check refuses a unique key outside its bounds with an *OptionError
+// naming Unique.Key or Unique.For (which matches ErrInvalidOption), as
+// the enqueue does before it writes anything.
+func (u Unique) Check() error {
 	if u.Key == "" {
 		if u.Global || u.For != 0 {
 			return &OptionError{Option: "Unique.Key", Err: fmt.Errorf("%w: a unique scope (global or a period) without a unique key", ErrInvalidOption)}
