@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TestUniqueOptionBounds: the unique key at its byte cap and one over,
@@ -319,4 +321,31 @@ func waitBlocked(t *testing.T, e *env) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// FuzzUniqueCheck: Unique.Check accepts exactly the keys of 1 to
+// MaxUniqueKeyBytes bytes of UTF-8 without control characters, and
+// whatever it refuses is an *OptionError matching ErrInvalidOption.
+func FuzzUniqueCheck(f *testing.F) {
+	for _, s := range []string{"", "k", strings.Repeat("k", MaxUniqueKeyBytes), strings.Repeat("k", MaxUniqueKeyBytes+1), "a\nb", "a\xff", "é"} {
+		f.Add(s, false, int64(0))
+		f.Add(s, true, int64(3600))
+	}
+	f.Fuzz(func(t *testing.T, key string, global bool, seconds int64) {
+		if seconds < -1<<33 || seconds > 1<<33 {
+			t.Skip("a Duration of that many seconds overflows")
+		}
+		u := Unique{Key: key, Global: global, For: time.Duration(seconds) * time.Second}
+		err := u.Check()
+		wantOK := (key == "" && !global && seconds == 0) ||
+			(key != "" && len(key) <= MaxUniqueKeyBytes && utf8.ValidString(key) && !strings.ContainsFunc(key, unicode.IsControl) &&
+				seconds >= 0 && seconds <= MaxTimeoutSeconds)
+		if (err == nil) != wantOK {
+			t.Fatalf("Check(%q, global %v, %d s) = %v, want ok %v", key, global, seconds, err, wantOK)
+		}
+		var oe *OptionError
+		if err != nil && (!errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption)) {
+			t.Fatalf("Check(%q) = %v, not an OptionError", key, err)
+		}
+	})
 }
