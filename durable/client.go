@@ -68,6 +68,42 @@ type EnqueueOptions struct {
 	// when no live worker serves it on Queue (ErrUnserved otherwise; see
 	// Client.EnqueueJSON).
 	AllowUnserved bool
+	// Unique, when its Key is set, makes the enqueue of a task whose key
+	// another task holds return that task instead (Enqueued.Duplicate).
+	Unique Unique
+}
+
+// Unique is a task's unique key (docs/durable.md#unique-tasks). A task
+// enqueued with Key holds it, in its flow (or across flows when Global),
+// while it is not terminal, or for For from its enqueue when For is set
+// (whatever its state: a task that ended within the period still holds
+// it, one still running past it does not). An enqueue whose key is held
+// creates nothing and returns the holder's task id, race-free: the
+// database's unique index decides, also between concurrent enqueues and
+// inside the caller's transaction (EnqueueTx). Per-flow and global keys
+// are separate: a global key "k" does not collide with flow f's key "k".
+type Unique struct {
+	// Key is 1 to MaxUniqueKeyBytes bytes of UTF-8 without control
+	// characters; "" means no unique key (Global and For must be unset).
+	Key string
+	// Global makes the key unique across every flow rather than the
+	// task's flow.
+	Global bool
+	// For holds the key for this period from the enqueue (whole seconds,
+	// ≥ 1 s) instead of while the task is not terminal.
+	For time.Duration
+}
+
+// Enqueued is an enqueue's answer: the task id, and Duplicate when the
+// key of EnqueueOptions.Unique was held, so that TaskID is the existing
+// holder's and nothing was created. Flow, State and MaxAttempts are the
+// task's as the enqueue found or created it.
+type Enqueued struct {
+	TaskID      string
+	Duplicate   bool
+	Flow        string
+	State       State
+	MaxAttempts int
 }
 
 func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
@@ -95,7 +131,27 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
 		return o, &OptionError{Option: "MaxAttempts", Err: fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)}
 	}
-	return o, nil
+	return o, o.Unique.Check()
+}
+
+// Check refuses a unique key outside its bounds with an *OptionError
+// naming Unique.Key or Unique.For (which matches ErrInvalidOption), as
+// the enqueue does before it writes anything.
+func (u Unique) Check() error {
+	if u.Key == "" {
+		if u.Global || u.For != 0 {
+			return &OptionError{Option: "Unique.Key", Err: fmt.Errorf("%w: a unique scope (global or a period) without a unique key", ErrInvalidOption)}
+		}
+		return nil
+	}
+	if len(u.Key) > MaxUniqueKeyBytes || !utf8.ValidString(u.Key) || strings.ContainsFunc(u.Key, unicode.IsControl) {
+		return &OptionError{Option: "Unique.Key", Err: fmt.Errorf("%w: a unique key is 1 to %d bytes of UTF-8 without control characters (got %d bytes)",
+			ErrInvalidOption, MaxUniqueKeyBytes, len(u.Key))}
+	}
+	if err := checkSeconds("unique period", u.For); err != nil {
+		return &OptionError{Option: "Unique.For", Err: err}
+	}
+	return nil
 }
 
 // OptionError is an EnqueueOptions field out of its bounds: Option names
@@ -146,6 +202,8 @@ func nullSeconds(d time.Duration) *int64 {
 
 // Enqueue enqueues the registered flow f with its typed input and returns
 // the task id.
+// With o.Unique.Key, a held key returns the holder's task id (and
+// creates nothing); EnqueueTxDetail tells the two apart.
 func Enqueue[In, Out any](ctx context.Context, c *Client, f sdk.Flow[In, Out], in In, o EnqueueOptions) (string, error) {
 	return EnqueueTx(ctx, c, c.pool, f, in, o)
 }
@@ -153,13 +211,20 @@ func Enqueue[In, Out any](ctx context.Context, c *Client, f sdk.Flow[In, Out], i
 // EnqueueTx is Enqueue inside the caller's transaction (or any DB): the
 // task exists if and only if the caller's transaction commits.
 func EnqueueTx[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In, Out], in In, o EnqueueOptions) (string, error) {
+	e, err := EnqueueTxDetail(ctx, c, db, f, in, o)
+	return e.TaskID, err
+}
+
+// EnqueueTxDetail is EnqueueTx answering whether the task is new or the
+// holder of o.Unique.Key (Enqueued.Duplicate).
+func EnqueueTxDetail[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In, Out], in In, o EnqueueOptions) (Enqueued, error) {
 	name, err := c.reg.nameOf(sdkrt.Graph(f))
 	if err != nil {
-		return "", err
+		return Enqueued{}, err
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		return Enqueued{}, fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
 	return c.enqueue(ctx, db, name, raw, o)
 }
@@ -176,13 +241,31 @@ func EnqueueTx[In, Out any](ctx context.Context, c *Client, db DB, f sdk.Flow[In
 // task's queue (ErrUnserved) unless o.AllowUnserved. With AllowUnserved a
 // flow no live worker publishes is enqueued too, its input unchecked
 // beyond being JSON.
+//
+// With o.Unique.Key, a held key returns the holder's task id (and
+// creates nothing); EnqueueJSONDetail tells the two apart.
 func (c *Client) EnqueueJSON(ctx context.Context, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
-	return c.enqueue(ctx, c.pool, name, input, o)
+	e, err := c.enqueue(ctx, c.pool, name, input, o)
+	return e.TaskID, err
 }
 
 // EnqueueJSONTx is EnqueueJSON inside the caller's transaction.
 func (c *Client) EnqueueJSONTx(ctx context.Context, tx pgx.Tx, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
-	return c.enqueue(ctx, tx, name, input, o)
+	e, err := c.enqueue(ctx, tx, name, input, o)
+	return e.TaskID, err
+}
+
+// EnqueueJSONDetail is EnqueueJSON answering whether the task is new or
+// the holder of o.Unique.Key (Enqueued.Duplicate).
+func (c *Client) EnqueueJSONDetail(ctx context.Context, name string, input json.RawMessage, o EnqueueOptions) (Enqueued, error) {
+	return c.enqueue(ctx, c.pool, name, input, o)
+}
+
+// EnqueueJSONTxDetail is EnqueueJSONDetail inside the caller's
+// transaction (or any DB). A duplicate's holder is locked until the
+// transaction ends, so it keeps the key meanwhile.
+func (c *Client) EnqueueJSONTxDetail(ctx context.Context, db DB, name string, input json.RawMessage, o EnqueueOptions) (Enqueued, error) {
+	return c.enqueue(ctx, db, name, input, o)
 }
 
 // checkPublished checks the input of name, a flow the client has not
@@ -306,10 +389,10 @@ func (c *Client) Flows(ctx context.Context, name string) ([]PublishedFlow, error
 // UUID collision.
 const maxIDAttempts = 3
 
-func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.RawMessage, o EnqueueOptions) (string, error) {
+func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.RawMessage, o EnqueueOptions) (Enqueued, error) {
 	o, err := o.normalize()
 	if err != nil {
-		return "", err
+		return Enqueued{}, err
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -317,40 +400,78 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 	e, err := c.reg.lookup(name)
 	if err != nil {
 		if err := c.checkPublished(ctx, name, input, o, err); err != nil {
-			return "", err
+			return Enqueued{}, err
 		}
 	} else {
 		if len(input) > MaxInputBytes {
-			return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
+			return Enqueued{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrInputTooLarge, len(input), MaxInputBytes)
 		}
 		if !json.Valid(input) {
-			return "", fmt.Errorf("%w (%s): not valid JSON", ErrInvalidInput, e.inputType)
+			return Enqueued{}, fmt.Errorf("%w (%s): not valid JSON", ErrInvalidInput, e.inputType)
 		}
 		if err := e.decode(input); err != nil {
-			return "", err
+			return Enqueued{}, err
 		}
 	}
 	var runAfter *time.Time
 	if !o.RunAfter.IsZero() {
 		runAfter = &o.RunAfter
 	}
+	t := store.NewTask{Flow: name, Queue: o.Queue, Priority: o.Priority,
+		MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
+		QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter}
+	if o.Unique.Key != "" {
+		return enqueueUnique(ctx, db, t, o.Unique)
+	}
 	for range maxIDAttempts {
-		id := sdkrt.NewRunID()
-		_, err := store.InsertTask(ctx, db, store.NewTask{TaskID: id, Flow: name, Queue: o.Queue, Priority: o.Priority,
-			MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
-			QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter})
+		t.TaskID = sdkrt.NewRunID()
+		_, err := store.InsertTask(ctx, db, t)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // task id collision: regenerate
 		}
 		if err != nil {
-			return "", fmt.Errorf("durable: enqueue: %w", err)
+			return Enqueued{}, fmt.Errorf("durable: enqueue: %w", err)
 		}
 		if err := store.Notify(ctx, db, "q:"+o.Queue); err != nil {
-			return "", fmt.Errorf("durable: enqueue: %w", err)
+			return Enqueued{}, fmt.Errorf("durable: enqueue: %w", err)
 		}
-		return id, nil
+		return Enqueued{TaskID: t.TaskID, Flow: name, State: StateQueued, MaxAttempts: o.MaxAttempts}, nil
 	}
-	return "", errors.New("durable: enqueue: task id collided repeatedly")
+	return Enqueued{}, errors.New("durable: enqueue: task id collided repeatedly")
+}
+
+// maxReleases bounds the inserts of one unique enqueue: each one that
+// does not insert released a holder whose period had passed, and the
+// next insert no longer conflicts with it (only with a task another
+// enqueue inserted meanwhile, which it then returns).
+const maxReleases = 8
+
+// enqueueUnique inserts t holding u's key, or returns the task that holds
+// it: one INSERT ... ON CONFLICT on the unique index per try, never a
+// read before the write.
+func enqueueUnique(ctx context.Context, db DB, t store.NewTask, u Unique) (Enqueued, error) {
+	su := store.UniqueTask{Key: u.Key, Scope: t.Flow, ForSeconds: nullSeconds(u.For)}
+	if u.Global {
+		su.Scope = ""
+	}
+	t.TaskID = sdkrt.NewRunID()
+	for range maxReleases {
+		r, err := store.InsertUniqueTask(ctx, db, t, su)
+		if err != nil {
+			return Enqueued{}, fmt.Errorf("durable: enqueue: %w", err)
+		}
+		if r.Released {
+			continue // the holder's period had passed: its key is free now
+		}
+		e := Enqueued{TaskID: r.TaskID, Duplicate: r.TaskID != t.TaskID, Flow: r.Flow, State: State(r.State), MaxAttempts: r.MaxAttempts}
+		if !e.Duplicate {
+			if err := store.Notify(ctx, db, "q:"+t.Queue); err != nil {
+				return Enqueued{}, fmt.Errorf("durable: enqueue: %w", err)
+			}
+		}
+		return e, nil
+	}
+	return Enqueued{}, fmt.Errorf("durable: enqueue: unique key %q: released %d expired holders without inserting", u.Key, maxReleases)
 }
 
 // scanTask scans a task record (store.TaskByID, store.ListTasks).
@@ -362,7 +483,8 @@ func scanTask(row pgx.Row) (*Task, error) {
 		&t.Generation, &t.RunID, &t.PlanFingerprint, &t.PinnedAttempt, &input, &result, &t.Runner, &t.RayAddress, &t.RayJobID,
 		&t.CreatedAt, &t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.RunAfter, &t.TimeoutSeconds,
 		&t.QueueTimeout, &t.QueueDeadline, &t.ClaimedBy, &t.CancellationStatus, &t.CancellationError,
-		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback, &t.RepairOf)
+		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback, &t.RepairOf,
+		&t.UniqueKey, &t.UniqueGlobal, &t.UniqueUntil, &t.UniqueReleased)
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +616,9 @@ type Expect struct {
 // Retry moves a FAILED, LOST, CANCELLED or EXPIRED task back to QUEUED as
 // a new attempt (attempt + 1, generation + 1, no run id), runnable at once.
 // The task keeps its plan pin: only a worker that reproduces the pinned
-// plan claims it (RetryRebuild drops the pin).
+// plan claims it (RetryRebuild drops the pin). A task whose unique key
+// (held while not terminal) another live task took meanwhile is refused
+// with a *UniqueHeldError (ErrUniqueHeld) and stays as it is.
 func (c *Client) Retry(ctx context.Context, id string, exp Expect) (RetryOutcome, error) {
 	return c.retry(ctx, id, exp, false)
 }
@@ -541,8 +665,7 @@ func (c *Client) retry(ctx context.Context, id string, exp Expect, rebuild bool)
 			out = RetryNotRetryable
 			return nil
 		}
-		_, err = store.RequeueTask(ctx, tx, pk, string(state), attempt, gen, rebuild)
-		if err != nil {
+		if err := requeue(ctx, tx, id, pk, string(state), attempt, gen, rebuild); err != nil {
 			return err
 		}
 		if err := store.Notify(ctx, tx, "q:"+queue); err != nil {
@@ -551,10 +674,43 @@ func (c *Client) retry(ctx context.Context, id string, exp Expect, rebuild bool)
 		out = RetryAccepted
 		return nil
 	})
+	var held *UniqueHeldError
+	if errors.As(err, &held) {
+		return "", held
+	}
 	if err != nil {
 		return "", fmt.Errorf("durable: retry %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// requeue is store.RequeueTask in a savepoint of tx: when the task would
+// hold a unique key another task holds (the unique index refuses it), it
+// rolls back to the savepoint, reads the holder and returns a
+// *UniqueHeldError.
+func requeue(ctx context.Context, tx pgx.Tx, id string, pk int64, state string, attempt int, gen int64, rebuild bool) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = store.RequeueTask(ctx, sp, pk, state, attempt, gen, rebuild)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == store.UniqueIndex {
+		if err := sp.Rollback(ctx); err != nil {
+			return err
+		}
+		held := &UniqueHeldError{TaskID: id}
+		var t *Task
+		if t, err = scanTask(store.TaskByID(ctx, tx, id)); err == nil {
+			held.Key = t.UniqueKey
+		}
+		held.Holder, _ = store.UniqueHolder(ctx, tx, pk) // for the message only: the index decided
+		return held
+	}
+	if err != nil {
+		return err
+	}
+	return sp.Commit(ctx)
 }
 
 // Repair creates a new task that repairs the FAILED, CANCELLED or LOST

@@ -92,6 +92,7 @@ const (
 	MaxFlowNameLen       = 256
 	MaxTimeoutSeconds    = 2147483647
 	MaxErrorMessageBytes = 65536
+	MaxUniqueKeyBytes    = 200 // EnqueueOptions.Unique.Key
 	DefaultMaxAttempts   = 3
 	DefaultQueue         = "default"
 	DefaultQueueTimeout  = 86400 * time.Second
@@ -113,6 +114,29 @@ var (
 	// the task's queue (EnqueueOptions.AllowUnserved enqueues it anyway).
 	ErrUnserved = errors.New("durable: no live worker serves the flow on this queue")
 )
+
+// ErrUniqueHeld refuses a retry of a task whose unique key another live
+// task holds now (a *UniqueHeldError names both); nothing is written.
+var ErrUniqueHeld = errors.New("durable: the task's unique key is held by another task")
+
+// UniqueHeldError is Retry's refusal of a task whose unique key Holder
+// (a task id; "" when it could not be read) holds; it matches
+// ErrUniqueHeld.
+type UniqueHeldError struct {
+	TaskID string
+	Key    string
+	Holder string
+}
+
+func (e *UniqueHeldError) Error() string {
+	if e.Holder == "" {
+		return fmt.Sprintf("%v: retry of task %s (unique key %q)", ErrUniqueHeld, e.TaskID, e.Key)
+	}
+	return fmt.Sprintf("%v: retry of task %s: unique key %q is held by task %s", ErrUniqueHeld, e.TaskID, e.Key, e.Holder)
+}
+
+// Is reports target == ErrUniqueHeld.
+func (e *UniqueHeldError) Is(target error) bool { return target == ErrUniqueHeld }
 
 // NotRepairableError is Repair's refusal of a task in another state; it
 // matches ErrNotRepairable.
@@ -174,6 +198,14 @@ type Task struct {
 	Attempts           []Attempt       `json:"attempts,omitempty"`
 	// RepairOf is the task id of the task this one repairs (Client.Repair).
 	RepairOf string `json:"repair_of,omitempty"`
+	// UniqueKey is the task's unique key (EnqueueOptions.Unique; "" for
+	// none), UniqueGlobal whether it is unique across flows, UniqueUntil
+	// the end of its hold for a period (nil: while not terminal) and
+	// UniqueReleased whether an enqueue released it after that period.
+	UniqueKey      string     `json:"unique_key,omitempty"`
+	UniqueGlobal   bool       `json:"unique_global,omitempty"`
+	UniqueUntil    *time.Time `json:"unique_until,omitempty"`
+	UniqueReleased bool       `json:"unique_released,omitempty"`
 }
 
 // Attempt is one archived terminal attempt (rayflow_task_attempts).

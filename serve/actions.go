@@ -46,7 +46,8 @@ var taskActions = map[string]taskAction{
 	"retry": {Name: "retry", Verb: "Retry", Auth: reader.ActionRetry,
 		States: []durable.State{durable.StateFailed, durable.StateLost, durable.StateCancelled, durable.StateExpired},
 		Outcomes: []string{string(durable.RetryAccepted), string(durable.RetryNotRetryable), string(durable.RetryNotFound),
-			string(durable.RetryStaleAttempt), string(durable.RetryStaleGeneration), string(durable.RetryStaleWorkflowIdentity)}},
+			string(durable.RetryStaleAttempt), string(durable.RetryStaleGeneration), string(durable.RetryStaleWorkflowIdentity),
+			OutcomeUniqueKeyHeld}},
 }
 
 // actionsOf are the actions a task in state st offers, in page order.
@@ -194,6 +195,9 @@ func (s *Server) actionPost(name string) func(http.ResponseWriter, *http.Request
 			var o durable.RetryOutcome
 			o, err = s.client.Retry(r.Context(), id, exp)
 			out = string(o)
+			if errors.Is(err, durable.ErrUniqueHeld) {
+				out, err = OutcomeUniqueKeyHeld, nil
+			}
 		}
 		if err != nil {
 			s.htmlFail(w, r, principal, err)

@@ -95,6 +95,10 @@ type Enqueued struct {
 	StatusURL   string `json:"status_url"`
 	ProgressURL string `json:"progress_url"`
 	GraphURL    string `json:"graph_url"`
+	// Duplicate says the enqueue's unique key was held: the task is the
+	// existing holder (its flow, state and attempts), and nothing was
+	// created (POST /api/tasks answers 200 rather than 201).
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // parse checks the request's query against ex's parameters: every

@@ -27,6 +27,12 @@ type EnqueueRequest struct {
 	// AllowUnserved enqueues even when no live worker serves the flow on
 	// the queue (durable.EnqueueOptions.AllowUnserved).
 	AllowUnserved bool `json:"allow_unserved,omitempty"`
+	// UniqueKey, UniqueGlobal and UniqueForSeconds are
+	// durable.EnqueueOptions.Unique: a held key answers 200 with the
+	// holder's task and "duplicate": true instead of 201.
+	UniqueKey        string `json:"unique_key,omitempty"`
+	UniqueGlobal     bool   `json:"unique_global,omitempty"`
+	UniqueForSeconds int64  `json:"unique_for_seconds,omitempty"`
 }
 
 // maxEnqueueBody bounds POST /api/tasks's body: the largest input and
@@ -77,10 +83,14 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 	case req.TimeoutSeconds < 0 || req.TimeoutSeconds > durable.MaxTimeoutSeconds: // checked before it is scaled to a Duration
 		writeJSON(w, http.StatusBadRequest, inputError("timeout_seconds", "timeout_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.TimeoutSeconds))
 		return
+	case req.UniqueForSeconds < 0 || req.UniqueForSeconds > durable.MaxTimeoutSeconds:
+		writeJSON(w, http.StatusBadRequest, inputError("unique_for_seconds", "unique_for_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.UniqueForSeconds))
+		return
 	}
 	o := durable.EnqueueOptions{Queue: req.Queue, Priority: req.Priority, MaxAttempts: req.MaxAttempts,
-		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved}
-	id, err := s.client.EnqueueJSON(r.Context(), req.Flow, req.Input, o)
+		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved,
+		Unique: durable.Unique{Key: req.UniqueKey, Global: req.UniqueGlobal, For: time.Duration(req.UniqueForSeconds) * time.Second}}
+	en, err := s.client.EnqueueJSONDetail(r.Context(), req.Flow, req.Input, o)
 	if err != nil {
 		if ie := enqueueInputError(err); ie != nil {
 			writeJSON(w, http.StatusBadRequest, ie)
@@ -89,20 +99,22 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 		s.fail(w, r, fmt.Errorf("serve: enqueueing %s: %w", req.Flow, err))
 		return
 	}
-	maxAttempts := req.MaxAttempts
-	if maxAttempts == 0 {
-		maxAttempts = durable.DefaultMaxAttempts
+	id := en.TaskID
+	code := http.StatusCreated
+	if en.Duplicate {
+		code = http.StatusOK
 	}
-	s.log.Info("enqueue", "task_id", id, "flow", req.Flow, "principal", principal)
+	s.log.Info("enqueue", "task_id", id, "flow", en.Flow, "principal", principal, "duplicate", en.Duplicate)
 	w.Header().Set("Location", "/api/tasks/"+id)
-	writeJSON(w, http.StatusCreated, Enqueued{TaskID: id, Flow: req.Flow, State: string(durable.StateQueued), MaxAttempts: maxAttempts,
-		StatusURL: "/api/tasks/" + id, ProgressURL: "/api/workflows/" + id, GraphURL: "/tasks/" + id + "/graph"})
+	writeJSON(w, code, Enqueued{TaskID: id, Flow: en.Flow, State: string(en.State), MaxAttempts: en.MaxAttempts,
+		StatusURL: "/api/tasks/" + id, ProgressURL: "/api/workflows/" + id, GraphURL: "/tasks/" + id + "/graph", Duplicate: en.Duplicate})
 }
 
 // enqueueOptionFields names the EnqueueRequest field of each
 // durable.EnqueueOptions field a durable.OptionError can name.
 var enqueueOptionFields = map[string]string{
 	"Queue": "queue", "Priority": "priority", "MaxAttempts": "max_attempts", "Timeout": "timeout_seconds",
+	"Unique.Key": "unique_key", "Unique.For": "unique_for_seconds",
 }
 
 // enqueueInputError is the 400 body of an enqueue the durable client

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +113,61 @@ func TestEnqueueAPI(t *testing.T) {
 		if c.state == durable.StateSucceeded && string(task.Result) != "14" {
 			t.Errorf("task %s: result %s", body.TaskID, task.Result)
 		}
+	}
+}
+
+// TestEnqueueAPIUnique: POST /api/tasks with unique_key answers 201 for
+// a new task and 200 with "duplicate": true and the holder for a held
+// key; the key's bounds are checked at the cap and one over (400 naming
+// the field); a retry of a task whose key another task took answers 409
+// UNIQUE_KEY_HELD naming the holder.
+func TestEnqueueAPIUnique(t *testing.T) {
+	s, count := enqueueServer(t)
+	key200, key201 := strings.Repeat("k", durable.MaxUniqueKeyBytes), strings.Repeat("k", durable.MaxUniqueKeyBytes+1)
+	before := count()
+	fixture.PostInvalid(t, s, tokensOf["admin"], [][3]string{
+		{"/api/tasks", "unique_key", `{"flow":"serve_echo","input":{"count":1},"unique_key":"` + key201 + `"}`},
+		{"/api/tasks", "unique_key", `{"flow":"serve_echo","input":{"count":1},"unique_key":"a\nb"}`},
+		{"/api/tasks", "unique_key", `{"flow":"serve_echo","input":{"count":1},"unique_global":true}`},
+		{"/api/tasks", "unique_key", `{"flow":"serve_echo","input":{"count":1},"unique_for_seconds":60}`},
+		{"/api/tasks", "unique_key", `{"flow":"serve_echo","input":{"count":1},"unique_key":5}`},
+		{"/api/tasks", "unique_for_seconds", `{"flow":"serve_echo","input":{"count":1},"unique_key":"k","unique_for_seconds":-1}`},
+		{"/api/tasks", "unique_for_seconds", `{"flow":"serve_echo","input":{"count":1},"unique_key":"k","unique_for_seconds":2147483648}`},
+		{"/api/tasks", "unique_global", `{"flow":"serve_echo","input":{"count":1},"unique_key":"k","unique_global":"yes"}`},
+	})
+	if testing.Short() {
+		return
+	}
+	if n := count(); n != before {
+		t.Fatalf("%d tasks written by refused requests", n-before)
+	}
+	enqueue := func(body string, want int) Enqueued {
+		t.Helper()
+		var out Enqueued
+		if code := fixture.DoJSON(t, s, "POST", "/api/tasks", tokensOf["admin"], body, &out); code != want {
+			t.Fatalf("POST %s: %d %+v, want %d", body, code, out, want)
+		}
+		return out
+	}
+	for _, c := range []struct{ name, first, dup string }{
+		{"key at the cap", `{"flow":"serve_echo","input":{"count":1},"unique_key":"` + key200 + `"}`,
+			`{"flow":"serve_echo","input":{"count":2},"unique_key":"` + key200 + `"}`},
+		{"global, period at the cap", `{"flow":"serve_echo","input":{"count":1},"unique_key":"g","unique_global":true,"unique_for_seconds":2147483647}`,
+			`{"flow":"serve_echo","input":{"count":3},"unique_key":"g","unique_global":true}`},
+	} {
+		first := enqueue(c.first, http.StatusCreated)
+		dup := enqueue(c.dup, http.StatusOK)
+		if first.Duplicate || !dup.Duplicate || dup.TaskID != first.TaskID || dup.State != "QUEUED" || dup.StatusURL != "/api/tasks/"+first.TaskID {
+			t.Errorf("%s: first %+v, duplicate %+v", c.name, first, dup)
+		}
+	}
+	held := enqueue(`{"flow":"serve_echo","input":{"count":1},"unique_key":"r","queue":"nobody"}`, http.StatusCreated)
+	if code, body := post(t, s, "admin", "/api/tasks/"+held.TaskID+"/cancel", ""); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d %v", code, body)
+	}
+	holder := enqueue(`{"flow":"serve_echo","input":{"count":1},"unique_key":"r","queue":"nobody"}`, http.StatusCreated)
+	code, body := post(t, s, "admin", "/api/tasks/"+held.TaskID+"/retry", "")
+	if code != http.StatusConflict || body["outcome"] != OutcomeUniqueKeyHeld || body["held_by"] != holder.TaskID {
+		t.Fatalf("retry of a task whose key is held: %d %v, want 409 %s held by %s", code, body, OutcomeUniqueKeyHeld, holder.TaskID)
 	}
 }

@@ -420,7 +420,15 @@ func (s *Server) countFlows(principal string) []string {
 type Outcome struct {
 	TaskID  string `json:"task_id"`
 	Outcome string `json:"outcome"`
+	// HeldBy is the task that holds the unique key of a retry refused
+	// with OutcomeUniqueKeyHeld.
+	HeldBy string `json:"held_by,omitempty"`
 }
+
+// OutcomeUniqueKeyHeld is the 409 outcome of a retry of a task whose
+// unique key another live task holds (durable.ErrUniqueHeld); the task
+// is left as it was.
+const OutcomeUniqueKeyHeld = "UNIQUE_KEY_HELD"
 
 func (s *Server) expect(r *http.Request) (durable.Expect, error) {
 	a, err := intParam(r, "expect_attempt", 1)
@@ -473,6 +481,12 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, principal string)
 		return
 	}
 	out, err := s.client.Retry(r.Context(), id, exp)
+	var held *durable.UniqueHeldError
+	if errors.As(err, &held) {
+		s.log.Info("retry", "task_id", id, "principal", principal, "outcome", OutcomeUniqueKeyHeld, "holder", held.Holder)
+		writeJSON(w, http.StatusConflict, Outcome{TaskID: id, Outcome: OutcomeUniqueKeyHeld, HeldBy: held.Holder})
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -33,6 +33,7 @@ var recorded = []struct {
 	{7, "item_ledger", "c389c1e9e808f779c23c8d8604a0d5e6aeebf08b4d9bbed972806be1e4d0331e"},
 	{8, "worker_sessions", "1bbb2b777402e64730be8bebdfe4a43322992de706fabce03f54522306dabb6d"},
 	{9, "published_flows", "b6a3d3f418a13e4d25b5db4aaa481dc25460fc44ec32b3816e85877695903045"},
+	{10, "unique_tasks", "c0a86dd5b6c329802cfb3a222502c7729c874b7d320a69a360b04afdf77221cb"},
 }
 
 func TestMigrationsAsRecorded(t *testing.T) {

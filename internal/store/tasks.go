@@ -9,8 +9,8 @@ import (
 )
 
 // The durable task queue's statements (durable): rayflow_tasks,
-// rayflow_task_attempts and rayflow_plans (migrations 0001, 0003, 0004
-// and 0006).
+// rayflow_task_attempts and rayflow_plans (migrations 0001, 0003, 0004,
+// 0006 and 0010).
 
 // NotifyChannel carries "q:<queue>" (a task became claimable) and
 // "c:<task pk>" (a running task's cancellation was requested).
@@ -257,6 +257,74 @@ RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON
 	return pk, err
 }
 
+// UniqueTask is the unique key of a task to enqueue (migration 0010):
+// Scope is "" for every flow, else the flow's name; ForSeconds, when set,
+// holds the key that long from the enqueue whatever the task's state
+// (otherwise while the task is not terminal).
+type UniqueTask struct {
+	Key        string
+	Scope      string
+	ForSeconds *int64
+}
+
+// uniqueArbiter is the ON CONFLICT target of rayflow_tasks_unique: its
+// columns and its predicate, which must match the index's.
+const uniqueArbiter = `(unique_scope, unique_key) WHERE unique_key IS NOT NULL AND NOT unique_released
+  AND (unique_until IS NOT NULL OR state IN ('QUEUED', 'RUNNING', 'CANCELLING'))`
+
+// UniqueIndex is the name of the unique index of held keys (a retry that
+// would make a second holder fails on it with SQLSTATE 23505).
+const UniqueIndex = "rayflow_tasks_unique"
+
+// InsertedUnique is InsertUniqueTask's answer: the task that holds the
+// key after the statement (the inserted one when TaskID is the new
+// task's id), its flow, state and max attempts, and Released when that
+// task's period had passed and the statement released its key instead
+// (nothing was inserted: insert again).
+type InsertedUnique struct {
+	PK          int64
+	TaskID      string
+	Flow        string
+	State       string
+	MaxAttempts int
+	Released    bool
+}
+
+// InsertUniqueTask inserts t holding key u in one INSERT ... ON CONFLICT
+// on rayflow_tasks_unique. When another task holds the key the
+// statement inserts nothing and returns that task (locking its row, so
+// that it holds the key until the caller's transaction ends); when that
+// task's period has passed it releases its key and returns it with
+// Released. A task id collision fails with SQLSTATE 23505 on
+// rayflow_task_id_unique.
+func InsertUniqueTask(ctx context.Context, q Querier, t NewTask, u UniqueTask) (InsertedUnique, error) {
+	var r InsertedUnique
+	err := q.QueryRow(ctx, `
+INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
+    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at, repair_of, unique_key, unique_scope, unique_until)
+SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
+    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END, $10::bigint, $11, $12,
+    now() + make_interval(secs => $13::integer)
+FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
+ON CONFLICT `+uniqueArbiter+`
+DO UPDATE SET unique_released = coalesce(rayflow_tasks.unique_until <= now(), false)
+RETURNING id, task_id::text, flow_name, state, max_attempts, unique_released`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
+		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter, t.RepairOf, u.Key, u.Scope, u.ForSeconds).
+		Scan(&r.PK, &r.TaskID, &r.Flow, &r.State, &r.MaxAttempts, &r.Released)
+	return r, err
+}
+
+// UniqueHolder returns the task id of the task other than pk that holds
+// pk's unique key (pgx.ErrNoRows when none does).
+func UniqueHolder(ctx context.Context, q RowReader, pk int64) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT h.task_id::text FROM rayflow_tasks t JOIN rayflow_tasks h
+  ON h.unique_scope = t.unique_scope AND h.unique_key = t.unique_key AND h.id <> t.id
+WHERE t.id = $1 AND h.unique_key IS NOT NULL AND NOT h.unique_released
+  AND (h.unique_until IS NOT NULL OR h.state IN ('QUEUED', 'RUNNING', 'CANCELLING'))`, pk).Scan(&id)
+	return id, err
+}
+
 // taskColumns are the columns of a task record, in this order: id,
 // task_id, flow_name, queue_name, priority, state, attempt_number,
 // max_attempts, execution_generation, workflow_run_id, plan fingerprint,
@@ -265,14 +333,17 @@ RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON
 // last_heartbeat_at, run_after, timeout seconds, queue timeout seconds,
 // queue_deadline_at, claimed_by, cancellation_status,
 // cancellation_error, error_type, error_message, error_traceback, the
-// task id of the task a repair task repairs (empty for other tasks).
+// task id of the task a repair task repairs (empty for other tasks),
+// unique_key (empty for none), whether the key is global, unique_until
+// (NULL for a hold while not terminal) and unique_released.
 const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
  execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
  coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
  created_at, enqueued_at, started_at, finished_at, last_heartbeat_at, run_after, coalesce(timeout_seconds, 0),
  coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
  coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, ''),
- coalesce((SELECT o.task_id::text FROM rayflow_tasks o WHERE o.id = rayflow_tasks.repair_of), '')`
+ coalesce((SELECT o.task_id::text FROM rayflow_tasks o WHERE o.id = rayflow_tasks.repair_of), ''),
+ coalesce(unique_key, ''), coalesce(unique_scope = '', false), unique_until, unique_released`
 
 // TaskByID reads the task record (the columns of taskColumns) of task id.
 func TaskByID(ctx context.Context, q RowReader, taskID string) pgx.Row {

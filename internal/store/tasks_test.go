@@ -97,7 +97,7 @@ func TestInsertTaskAndRead(t *testing.T) {
 	for range 26 {
 		dest = append(dest, new(any))
 	}
-	dest = append(dest, &repairOf)
+	dest = append(dest, &repairOf, new(string), new(bool), new(*time.Time), new(bool))
 	if err := store.TaskByID(ctx, pool, id).Scan(dest...); err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,13 @@ func TestFlagRangesAsDocumented(t *testing.T) {
 			"rayflow: tasks enqueue fanout: the flow's input is required (int): pass --input JSON, or --input - to read it from stdin\n"},
 		{"enqueue sleep without --input", []string{"tasks", "enqueue", "sleep", "--priority", "1"}, exitUsage, "rayflow: tasks enqueue sleep: the flow's input is required (int): "},
 		{"enqueue recovery without --input", []string{"tasks", "enqueue", "recovery"}, exitUsage, "rayflow: tasks enqueue recovery: the flow's input is required (recoveryflow.Request): "},
+		{"enqueue unique key of 201 bytes", []string{"tasks", "enqueue", "fanout", "--input", "1", "--unique-key", strings.Repeat("k", 201)}, exitUsage,
+			"rayflow: --unique-key: durable: invalid option: a unique key is 1 to 200 bytes of UTF-8 without control characters (got 201 bytes)\n"},
+		{"enqueue unique key with a newline", []string{"tasks", "enqueue", "fanout", "--input", "1", "--unique-key", "a\nb"}, exitUsage, "rayflow: --unique-key: durable: invalid option: a unique key is 1 to 200 bytes"},
+		{"enqueue unique-global without a key", []string{"tasks", "enqueue", "fanout", "--input", "1", "--unique-global"}, exitUsage,
+			"rayflow: --unique-key: durable: invalid option: a unique scope (global or a period) without a unique key\n"},
+		{"enqueue unique-for 1.5s", []string{"tasks", "enqueue", "fanout", "--input", "1", "--unique-key", "k", "--unique-for", "1500ms"}, exitUsage,
+			"rayflow: --unique-for: durable: invalid option: unique period 1.5s is not a whole number of seconds in 1…2147483647\n"},
 		{"manifest memory at the largest", m("--memory", "9223372036854775806"), exitOK, ""},
 		{"manifest memory 7Ei", m("--memory", "7Ei"), exitOK, ""},
 		{"manifest memory one over", m("--memory", "9223372036854775807"), exitUsage, `rayflow: invalid RayJob manifest: memory "9223372036854775807": must be at most 9223372036854775806 bytes` + "\n"},
@@ -164,5 +171,56 @@ func TestMissingInput(t *testing.T) {
 	var task durable.Task
 	if err := json.Unmarshal([]byte(out), &task); err != nil || string(task.Input) != "null" {
 		t.Fatalf("show: %v, input %q, want null", err, task.Input)
+	}
+}
+
+// TestTasksEnqueueUnique: tasks enqueue --unique-key prints the holder's
+// id for a held key (exit 0, a note on stderr, no new task), tasks show
+// prints the key, and tasks retry of a task whose key another task took
+// prints UNIQUE_KEY_HELD and exits 1.
+func TestTasksEnqueueUnique(t *testing.T) {
+	db := pgtest.URL(t)
+	t.Setenv("RAYFLOW_DATABASE_URL", db)
+	if code, _, errOut := runCLI(t, "", "migrate", "up"); code != exitOK {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
+	enqueue := func(args ...string) (string, string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, "", append([]string{"tasks", "enqueue", "sleep", "--queue", "nobody"}, args...)...)
+		id := strings.TrimSpace(out)
+		if code != exitOK || !durable.ValidTaskID(id) {
+			t.Fatalf("enqueue %q: exit %d %q %q", args, code, out, errOut)
+		}
+		return id, errOut
+	}
+	key200 := strings.Repeat("k", durable.MaxUniqueKeyBytes)
+	first, errOut := enqueue("--input", "1", "--unique-key", key200, "--unique-global", "--unique-for", "1h")
+	if errOut != "" {
+		t.Errorf("new task: stderr %q", errOut)
+	}
+	dup, errOut := enqueue("--input", "2", "--unique-key", key200, "--unique-global")
+	if dup != first || !strings.Contains(errOut, "is held: "+first+" is the existing task (sleep QUEUED); nothing was enqueued") {
+		t.Errorf("duplicate: %s %q, want %s and a note", dup, errOut, first)
+	}
+	if code, out, _ := runCLI(t, "", "tasks", "show", first); code != exitOK || !strings.Contains(out, `unique key:`) ||
+		!strings.Contains(out, `(global), until `) {
+		t.Errorf("show: %d %q", code, out)
+	}
+	held, _ := enqueue("--input", "3", "--unique-key", "r")
+	if code, out, _ := runCLI(t, "", "tasks", "cancel", held); code != exitOK || strings.TrimSpace(out) != "ACCEPTED" {
+		t.Fatalf("cancel: %d %q", code, out)
+	}
+	holder, _ := enqueue("--input", "4", "--unique-key", "r")
+	if holder == held {
+		t.Fatal("the key of a cancelled task was not free")
+	}
+	code, out, errOut := runCLI(t, "", "tasks", "retry", held)
+	if code != exitError || strings.TrimSpace(out) != "UNIQUE_KEY_HELD" || !strings.Contains(errOut, "held by task "+holder) {
+		t.Errorf("retry: exit %d %q %q, want %d UNIQUE_KEY_HELD naming %s", code, out, errOut, exitError, holder)
+	}
+	var n int
+	pool := pgtest.PoolAt(t, db)
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM rayflow_tasks`).Scan(&n); err != nil || n != 3 {
+		t.Errorf("%d tasks (%v), want 3", n, err)
 	}
 }

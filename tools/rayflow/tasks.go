@@ -22,8 +22,11 @@ func init() {
 const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] [ARG]
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
-          [--allow-unserved]             prints the task id; FLOW is built in or published
-                                         by a live worker (rayflow flows list)
+          [--allow-unserved] [--unique-key K [--unique-global] [--unique-for D]]
+                                         prints the task id; FLOW is built in or published
+                                         by a live worker (rayflow flows list); with a
+                                         unique key another task holds, prints that task's
+                                         id and says so on stderr (nothing is enqueued)
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
@@ -57,6 +60,9 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	maxAttempts := fs.Int("max-attempts", durable.DefaultMaxAttempts, "enqueue: attempts including the first (1-100)")
 	rebuild := fs.Bool("rebuild", false, "retry: drop the task's plan pin, so that a worker of the current build claims it (steps done under the old plan are not reused)")
 	allowUnserved := fs.Bool("allow-unserved", false, "enqueue: a flow this binary does not have even when no live worker serves it on the queue")
+	uniqueKey := fs.String("unique-key", "", "enqueue: a unique key (1-200 bytes): while a task holds it, enqueue prints that task's id and creates none")
+	uniqueGlobal := fs.Bool("unique-global", false, "enqueue: the unique key is unique across every flow, not only FLOW's")
+	uniqueFor := fs.Duration("unique-for", 0, "enqueue: hold the unique key this long from the enqueue (whole seconds), whatever the task's state; 0: while the task is not terminal")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -84,6 +90,16 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	if code := checkTaskFlags(e, verb, given, *queue, *maxAttempts, *limit); code >= 0 {
 		return code
 	}
+	unique := durable.Unique{Key: *uniqueKey, Global: *uniqueGlobal, For: *uniqueFor}
+	if err := unique.Check(); verb == "enqueue" && err != nil {
+		var oe *durable.OptionError
+		flagName := "--unique-key"
+		if errors.As(err, &oe) && oe.Option == "Unique.For" {
+			flagName = "--unique-for"
+		}
+		errorLine(e, "%s: %v", flagName, err)
+		return exitUsage
+	}
 	if verb == "enqueue" && !given["input"] {
 		if err := inputOptional(rest[0]); err != nil {
 			errorLine(e, "%v", err)
@@ -101,7 +117,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	switch verb {
 	case "enqueue":
 		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
-			AllowUnserved: *allowUnserved})
+			AllowUnserved: *allowUnserved, Unique: unique})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -119,9 +135,19 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 			retry = c.RetryRebuild
 		}
 		out, err := retry(ctx, rest[0], exp)
+		if errors.Is(err, durable.ErrUniqueHeld) {
+			// An outcome line like the others, and the holder on stderr.
+			fmt.Fprintln(e.stdout, uniqueKeyHeld)
+			fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
+			return exitError
+		}
 		return outcome(e, string(out), err, out == durable.RetryAccepted)
 	}
 }
+
+// uniqueKeyHeld is the outcome tasks retry prints for a task whose unique
+// key another task holds (durable.ErrUniqueHeld), as the API's 409 says.
+const uniqueKeyHeld = "UNIQUE_KEY_HELD"
 
 // maxListLimit is the largest page durable.Client.List returns.
 const maxListLimit = 1000
@@ -192,7 +218,7 @@ func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input str
 		}
 		raw = []byte(strings.TrimRight(string(raw), "\r\n"))
 	}
-	id, err := c.EnqueueJSON(ctx, flow, raw, o)
+	en, err := c.EnqueueJSONDetail(ctx, flow, raw, o)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "rayflow: %v\n", err)
 		switch {
@@ -204,7 +230,11 @@ func tasksEnqueue(ctx context.Context, e env, c *durable.Client, flow, input str
 		}
 		return exitError
 	}
-	fmt.Fprintln(e.stdout, id)
+	fmt.Fprintln(e.stdout, en.TaskID)
+	if en.Duplicate {
+		fmt.Fprintf(e.stderr, "rayflow: unique key %q is held: %s is the existing task (%s %s); nothing was enqueued\n",
+			o.Unique.Key, en.TaskID, en.Flow, en.State)
+	}
 	return exitOK
 }
 
@@ -261,6 +291,9 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 		line("repair of", t.RepairOf)
 	}
 	line("flow", t.Flow)
+	if t.UniqueKey != "" {
+		line("unique key", uniqueLine(t))
+	}
 	line("state", t.State)
 	line("queue / priority", fmt.Sprintf("%s / %d", t.Queue, t.Priority))
 	line("attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
@@ -311,6 +344,23 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 		tw.Flush()
 	}
 	return exitOK
+}
+
+// uniqueLine says a task's unique key, its scope and how long it holds
+// it: `"k" (flow), while not terminal` or `"k" (global), until T`.
+func uniqueLine(t *durable.Task) string {
+	scope := "flow"
+	if t.UniqueGlobal {
+		scope = "global"
+	}
+	hold := "while not terminal"
+	switch {
+	case t.UniqueReleased:
+		hold = "released (its period ended)"
+	case t.UniqueUntil != nil:
+		hold = "until " + t.UniqueUntil.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%q (%s), %s", t.UniqueKey, scope, hold)
 }
 
 func orDash(s string) string {
