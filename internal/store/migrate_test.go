@@ -33,6 +33,7 @@ var recorded = []struct {
 	{7, "item_ledger", "c389c1e9e808f779c23c8d8604a0d5e6aeebf08b4d9bbed972806be1e4d0331e"},
 	{8, "worker_sessions", "1bbb2b777402e64730be8bebdfe4a43322992de706fabce03f54522306dabb6d"},
 	{9, "published_flows", "b6a3d3f418a13e4d25b5db4aaa481dc25460fc44ec32b3816e85877695903045"},
+	{11, "schedules", "43973722fadc3e3d61d948b5f390dccf85e96dd202dee55eb5679f6c7e32dbf9"},
 }
 
 func TestMigrationsAsRecorded(t *testing.T) {
