@@ -121,6 +121,14 @@ func CheckScheduleName(name string) error {
 	return nil
 }
 
+// CheckSchedule checks s's fields as AddSchedule does, except its flow
+// and input, which it checks against the registry and the published
+// flows: the error is a *ScheduleError.
+func CheckSchedule(s Schedule) error {
+	_, _, err := s.normalize()
+	return err
+}
+
 // parsedSchedule is a schedule's specification and zone, parsed.
 type parsedSchedule struct {
 	spec *cron.Schedule

@@ -22,8 +22,10 @@ func init() {
 const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] [ARG]
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
-          [--allow-unserved]             prints the task id; FLOW is built in or published
-                                         by a live worker (rayflow flows list)
+          [--allow-unserved] [--run-at RFC3339 | --run-in D]
+                                         prints the task id; FLOW is built in or published
+                                         by a live worker (rayflow flows list); --run-at or
+                                         --run-in: not claimed before then
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
@@ -57,6 +59,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	maxAttempts := fs.Int("max-attempts", durable.DefaultMaxAttempts, "enqueue: attempts including the first (1-100)")
 	rebuild := fs.Bool("rebuild", false, "retry: drop the task's plan pin, so that a worker of the current build claims it (steps done under the old plan are not reused)")
 	allowUnserved := fs.Bool("allow-unserved", false, "enqueue: a flow this binary does not have even when no live worker serves it on the queue")
+	runAt := fs.String("run-at", "", "enqueue: not claimed before this time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00)")
+	runIn := fs.Duration("run-in", 0, "enqueue: not claimed before this long from now (e.g. 10m)")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -84,6 +88,13 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	if code := checkTaskFlags(e, verb, given, *queue, *maxAttempts, *limit); code >= 0 {
 		return code
 	}
+	var runAfter time.Time
+	if verb == "enqueue" {
+		var code int
+		if runAfter, code = runAfterFlags(e, given, *runAt, *runIn, time.Now()); code >= 0 {
+			return code
+		}
+	}
 	if verb == "enqueue" && !given["input"] {
 		if err := inputOptional(rest[0]); err != nil {
 			errorLine(e, "%v", err)
@@ -101,7 +112,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	switch verb {
 	case "enqueue":
 		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
-			AllowUnserved: *allowUnserved})
+			AllowUnserved: *allowUnserved, RunAfter: runAfter})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -147,6 +158,31 @@ func checkTaskFlags(e env, verb string, given map[string]bool, queue string, max
 		return exitUsage
 	}
 	return -1
+}
+
+// runAfterFlags is the run-after time of --run-at or --run-in (zero
+// when neither is given), or exitUsage for both, a --run-at that is not
+// RFC 3339 or a negative --run-in.
+func runAfterFlags(e env, given map[string]bool, runAt string, runIn time.Duration, now time.Time) (time.Time, int) {
+	switch {
+	case given["run-at"] && given["run-in"]:
+		errorLine(e, "--run-at and --run-in: give one of them")
+		return time.Time{}, exitUsage
+	case given["run-at"]:
+		t, err := time.Parse(time.RFC3339Nano, runAt)
+		if err != nil {
+			errorLine(e, "--run-at %q: not an RFC 3339 time such as 2026-12-24T18:00:00Z", runAt)
+			return time.Time{}, exitUsage
+		}
+		return t, -1
+	case given["run-in"]:
+		if runIn < 0 {
+			errorLine(e, "--run-in %v: must not be negative", runIn)
+			return time.Time{}, exitUsage
+		}
+		return now.Add(runIn), -1
+	}
+	return time.Time{}, -1
 }
 
 // errInputRequired is a tasks enqueue without --input for a flow whose
@@ -274,6 +310,9 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 		if w := waitingFor(ctx, c, t); w != "" {
 			line("waiting", w)
 		}
+	}
+	if t.State == durable.StateQueued && t.RunAfter.After(time.Now()) {
+		line("run after", t.RunAfter.UTC().Format(time.RFC3339Nano))
 	}
 	line("worker", orDash(t.ClaimedBy))
 	if t.Runner != "" {
