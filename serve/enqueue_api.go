@@ -27,6 +27,9 @@ type EnqueueRequest struct {
 	// AllowUnserved enqueues even when no live worker serves the flow on
 	// the queue (durable.EnqueueOptions.AllowUnserved).
 	AllowUnserved bool `json:"allow_unserved,omitempty"`
+	// RunAt (RFC 3339) is when the task becomes claimable
+	// (durable.EnqueueOptions.RunAfter); "" means now.
+	RunAt string `json:"run_at,omitempty"`
 }
 
 // maxEnqueueBody bounds POST /api/tasks's body: the largest input and
@@ -78,8 +81,16 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 		writeJSON(w, http.StatusBadRequest, inputError("timeout_seconds", "timeout_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.TimeoutSeconds))
 		return
 	}
+	var runAt time.Time
+	if req.RunAt != "" {
+		var err error
+		if runAt, err = time.Parse(time.RFC3339Nano, req.RunAt); err != nil {
+			writeJSON(w, http.StatusBadRequest, inputError("run_at", "run_at %q is not an RFC 3339 time such as 2026-12-24T18:00:00Z", req.RunAt))
+			return
+		}
+	}
 	o := durable.EnqueueOptions{Queue: req.Queue, Priority: req.Priority, MaxAttempts: req.MaxAttempts,
-		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved}
+		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved, RunAfter: runAt}
 	id, err := s.client.EnqueueJSON(r.Context(), req.Flow, req.Input, o)
 	if err != nil {
 		if ie := enqueueInputError(err); ie != nil {
