@@ -70,7 +70,7 @@ type ScheduleError struct {
 	Err   error
 }
 
-func (e *ScheduleError) Error() string { return "durable: schedule " + e.Field + ": " + e.Err.Error() }
+func (e *ScheduleError) Error() string { return e.Err.Error() }
 
 // Unwrap makes the error match the sentinel of Err.
 func (e *ScheduleError) Unwrap() error { return e.Err }

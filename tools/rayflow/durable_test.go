@@ -344,8 +344,8 @@ func TestScheduleCommands(t *testing.T) {
 		{[]string{"schedules", "add", "each-second", "--flow", "fanout", "--input", "3", "--cron", "@daily"}, exitError, "",
 			"rayflow: schedules add: durable: a schedule of this name exists: each-second\n"},
 		{[]string{"schedules", "add", n128, "--flow", "sleep", "--input", "1", "--cron", "30 2 * * *", "--tz", "Europe/Berlin"}, exitOK, n128 + "\tnext ", ""},
-		{[]string{"schedules", "add", "x", "--flow", "nope", "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: schedule Flow: "},
-		{[]string{"schedules", "add", "x", "--flow", "fanout", "--input", `"many"`, "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: schedule Input: "},
+		{[]string{"schedules", "add", "x", "--flow", "nope", "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: unknown flow"},
+		{[]string{"schedules", "add", "x", "--flow", "fanout", "--input", `"many"`, "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: the input does not decode"},
 		{[]string{"schedules", "remove", "nope"}, exitError, "", `rayflow: schedules remove: durable: no such schedule: "nope"` + "\n"},
 	} {
 		code, out, errOut := runCLI(t, "", tc.args...)
