@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayflow/rayflow/internal/cron"
+	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
 	"github.com/rayflow/rayflow/internal/testwait"
 )
@@ -350,5 +351,15 @@ func TestRunAfterDelaysTheClaim(t *testing.T) {
 	task := e.wait(id, 30*time.Second)
 	if task.State != StateSucceeded || task.StartedAt == nil || task.StartedAt.Before(task.RunAfter) || task.RunAfter.Sub(at).Abs() > time.Millisecond {
 		t.Fatalf("task %s started %v, run after %v (want %v)", task.State, task.StartedAt, task.RunAfter, at)
+	}
+}
+
+// kill -9 of the worker process holding the scheduler lease: the worker
+// waiting for it takes over and the ticks go on, none fired twice
+// (benchScheduleHandOver, which make bench-durable times).
+func TestScheduleLeaseHandOverAfterKill9(t *testing.T) {
+	r := benchScheduleHandOver(t, pgtest.ServerURL(t))
+	if r.dups != 0 || r.ticks < 10 {
+		t.Fatalf("%d ticks, %d fired twice", r.ticks, r.dups)
 	}
 }
