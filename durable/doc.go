@@ -58,6 +58,21 @@
 // its next heartbeat) cancels the run's context and records CANCELLED.
 // A run that completes before it sees the cancellation stays SUCCEEDED.
 //
+// # Schedules
+//
+// A task may wait for a time (EnqueueOptions.RunAfter: run_after, which
+// the claim filters on). A schedule (Client.AddSchedule, migration 0011)
+// enqueues a task of its flow at every tick of a cron specification in
+// a time zone (package internal/cron). Every worker unless NoScheduler
+// waits on a connection of its own for the scheduler lease, a session
+// advisory lock; the holder fires the due ticks, and when its process
+// dies the server hands the lock to the next waiting worker at once.
+// A tick's task is inserted in the transaction that moves the schedule's
+// next_fire_at on, guarded by the value it read, and names its schedule
+// and tick (unique together), so each tick is enqueued once. Ticks missed
+// while no worker ran fire once (MissedSkip) or each, the newest
+// MaxCatchUp (MissedCatchUp).
+//
 // # Runners
 //
 // A worker runs flows in its own process (no Engine), on Ray through the

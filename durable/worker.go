@@ -114,6 +114,11 @@ type WorkerOptions struct {
 	// topology and node detail. Ray Job attempts publish from the job's
 	// driver when Jobs is an AttemptSubmitter (rayjobrunner.Runner).
 	NoProgressStore bool
+	// NoScheduler keeps the worker out of the scheduler lease: it never
+	// fires schedules' ticks (docs/durable.md#schedules). By default every
+	// worker waits for the lease on a connection of its own, and the one
+	// holding it fires them.
+	NoScheduler bool
 	// MetricsAddr, when set, serves the process's Prometheus metrics
 	// (package telemetry) at /metrics on this address while Run runs.
 	MetricsAddr string
@@ -213,6 +218,8 @@ type Worker struct {
 	// published is the registry version of the flows last published (−1:
 	// none yet).
 	published atomic.Int64
+	// leading is set while the worker holds the scheduler lease.
+	leading atomic.Bool
 	// suspects are the workers (id and lock key) whose lock a sweep found
 	// free, with when it first did; recheck wakes the loop to sweep again
 	// once they have been free for orphanGrace. Both belong to Run's loop.
@@ -258,7 +265,7 @@ type runningTask struct {
 }
 
 type workerCounters struct {
-	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped atomic.Int64
+	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped, ticks atomic.Int64
 }
 
 // WorkerStats are a worker's counters since it started.
@@ -269,6 +276,7 @@ type WorkerStats struct {
 	Heartbeats    int64 // heartbeat statements
 	Finished      int64 // attempts recorded (any outcome)
 	Notifications int64 // NOTIFY messages received
+	TicksFired    int64 // schedule ticks this worker enqueued while it held the scheduler lease
 }
 
 // Queries is every statement the worker's loop sent on its own.
@@ -293,7 +301,7 @@ func (w *Worker) ID() string { return w.o.ID }
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{ClaimQueries: w.stats.claimQueries.Load(), Claimed: w.stats.claimed.Load(),
 		Sweeps: w.stats.sweeps.Load(), Heartbeats: w.stats.heartbeats.Load(), Finished: w.stats.finished.Load(),
-		Notifications: w.stats.notifications.Load()}
+		Notifications: w.stats.notifications.Load(), TicksFired: w.stats.ticks.Load()}
 }
 
 func signal(c chan struct{}) {
@@ -319,6 +327,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	var lwg sync.WaitGroup
 	first := make(chan struct{})
 	lwg.Go(func() { w.listen(lctx, first) })
+	if !w.o.NoScheduler {
+		lwg.Go(func() { w.scheduler(lctx) })
+	}
 	defer func() { lcancel(); lwg.Wait() }()
 	defer func() {
 		if w.recheckT != nil {

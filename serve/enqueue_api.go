@@ -33,6 +33,9 @@ type EnqueueRequest struct {
 	UniqueKey        string `json:"unique_key,omitempty"`
 	UniqueGlobal     bool   `json:"unique_global,omitempty"`
 	UniqueForSeconds int64  `json:"unique_for_seconds,omitempty"`
+	// RunAt (RFC 3339) is when the task becomes claimable
+	// (durable.EnqueueOptions.RunAfter); "" means now.
+	RunAt string `json:"run_at,omitempty"`
 }
 
 // maxEnqueueBody bounds POST /api/tasks's body: the largest input and
@@ -87,8 +90,16 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 		writeJSON(w, http.StatusBadRequest, inputError("unique_for_seconds", "unique_for_seconds must be from 0 to %d, got %d", durable.MaxTimeoutSeconds, req.UniqueForSeconds))
 		return
 	}
+	var runAt time.Time
+	if req.RunAt != "" {
+		var err error
+		if runAt, err = time.Parse(time.RFC3339Nano, req.RunAt); err != nil {
+			writeJSON(w, http.StatusBadRequest, inputError("run_at", "run_at %q is not an RFC 3339 time such as 2026-12-24T18:00:00Z", req.RunAt))
+			return
+		}
+	}
 	o := durable.EnqueueOptions{Queue: req.Queue, Priority: req.Priority, MaxAttempts: req.MaxAttempts,
-		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved,
+		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved, RunAfter: runAt,
 		Unique: durable.Unique{Key: req.UniqueKey, Global: req.UniqueGlobal, For: time.Duration(req.UniqueForSeconds) * time.Second}}
 	en, err := s.client.EnqueueJSONDetail(r.Context(), req.Flow, req.Input, o)
 	if err != nil {

@@ -75,6 +75,8 @@ func TestEnqueueAPI(t *testing.T) {
 		{"/api/tasks", "priority", `{"flow":"app.squares","input":{"numbers":[1]},"queue":"apps","priority":-101}`},
 		{"/api/tasks", "max_attempts", `{"flow":"app.squares","input":{"numbers":[1]},"queue":"apps","max_attempts":101}`},
 		{"/api/tasks", "timeout_seconds", `{"flow":"app.squares","input":{"numbers":[1]},"queue":"apps","timeout_seconds":-1}`},
+		{"/api/tasks", "run_at", `{"flow":"app.squares","input":{"numbers":[1]},"queue":"apps","run_at":"tomorrow"}`},
+		{"/api/tasks", "run_at", `{"flow":"app.squares","input":{"numbers":[1]},"queue":"apps","run_at":1}`},
 	})
 	for _, denied := range []string{"chain", "nobody"} {
 		var body map[string]any
@@ -94,6 +96,7 @@ func TestEnqueueAPI(t *testing.T) {
 		{`{"flow":"app.squares","input":{"numbers":[1,2,3]},"queue":"apps","priority":100,"max_attempts":100}`, "app.squares", "apps", `{"numbers":[1,2,3]}`, 100, durable.StateSucceeded},
 		{`{"flow":"app.squares","input":{"numbers":[4]},"queue":"later","allow_unserved":true,"priority":-100}`, "app.squares", "later", `{"numbers":[4]}`, 3, durable.StateQueued},
 		{`{"flow":"serve_echo","input":{"count":3,"ratio":0.5},"timeout_seconds":2147483647}`, "serve_echo", "default", `{"count":3,"ratio":0.5}`, 3, durable.StateQueued},
+		{`{"flow":"app.squares","input":{"numbers":[5]},"queue":"apps","run_at":"2999-01-01T00:00:00Z"}`, "app.squares", "apps", `{"numbers":[5]}`, 3, durable.StateQueued},
 	} {
 		var body Enqueued
 		code := fixture.DoJSON(t, s, "POST", "/api/tasks", tokensOf["admin"], c.body, &body)
@@ -109,6 +112,9 @@ func TestEnqueueAPI(t *testing.T) {
 		var in any
 		if task.Queue != c.queue || task.MaxAttempts != c.maxAttempts || json.Unmarshal(task.Input, &in) != nil || string(task.Input) != c.input {
 			t.Errorf("task %s: queue %s, max attempts %d, input %s", body.TaskID, task.Queue, task.MaxAttempts, task.Input)
+		}
+		if c.flow == "app.squares" && c.queue == "apps" && c.state == durable.StateQueued && !task.RunAfter.Equal(time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Errorf("task %s: run after %v, want 2999-01-01", body.TaskID, task.RunAfter)
 		}
 		if c.state == durable.StateSucceeded && string(task.Result) != "14" {
 			t.Errorf("task %s: result %s", body.TaskID, task.Result)

@@ -323,3 +323,70 @@ func TestRayJobWorkerCrashIsAdopted(t *testing.T) {
 			task.RayJobID, first.RayJobID, task.ClaimedBy, first.ClaimedBy, len(task.Attempts))
 	}
 }
+
+// The schedule commands on a real PostgreSQL: add (its refusals and
+// exit statuses), list, a worker firing the ticks, remove; and tasks
+// enqueue --run-in, which tasks show reports as "run after".
+func TestScheduleCommands(t *testing.T) {
+	db := pgtest.URL(t)
+	t.Setenv("RAYFLOW_DATABASE_URL", db)
+	if code, _, errOut := runCLI(t, "", "migrate", "up"); code != exitOK {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
+	n128 := strings.Repeat("é", durable.MaxScheduleNameLen)
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string // prefix
+		stderr string // prefix
+	}{
+		{[]string{"schedules", "add", "each-second", "--flow", "fanout", "--input", "3", "--cron", "@every 1s", "--missed", "catch-up"}, exitOK, "each-second\tnext ", ""},
+		{[]string{"schedules", "add", "each-second", "--flow", "fanout", "--input", "3", "--cron", "@daily"}, exitError, "",
+			"rayflow: schedules add: durable: a schedule of this name exists: each-second\n"},
+		{[]string{"schedules", "add", n128, "--flow", "sleep", "--input", "1", "--cron", "30 2 * * *", "--tz", "Europe/Berlin"}, exitOK, n128 + "\tnext ", ""},
+		{[]string{"schedules", "add", "x", "--flow", "nope", "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: unknown flow"},
+		{[]string{"schedules", "add", "x", "--flow", "fanout", "--input", `"many"`, "--cron", "@daily"}, exitRejected, "", "rayflow: schedules add: durable: the input does not decode"},
+		{[]string{"schedules", "remove", "nope"}, exitError, "", `rayflow: schedules remove: durable: no such schedule: "nope"` + "\n"},
+	} {
+		code, out, errOut := runCLI(t, "", tc.args...)
+		if code != tc.code || !strings.HasPrefix(out, tc.stdout) || !strings.HasPrefix(errOut, tc.stderr) || (tc.stderr == "") != (errOut == "") {
+			t.Errorf("rayflow %q: exit %d, stdout %q, stderr %q; want %d, %q…, %q…", tc.args, code, out, errOut, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+	code, out, _ := runCLI(t, "", "schedules", "list")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME ") ||
+		!strings.Contains(lines[1], "@every 1s") || !strings.Contains(lines[2], "Europe/Berlin") {
+		t.Fatalf("schedules list: %d\n%s", code, out)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		var b strings.Builder
+		done <- run(ctx, []string{"worker", "--poll-max-interval", "200ms"}, env{stdin: strings.NewReader(""), stdout: &b, stderr: &b})
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	var list []durable.Schedule
+	testwait.Until(t, 30*time.Second, "two ticks of each-second", func() bool {
+		_, out, _ := runCLI(t, "", "schedules", "list", "--json")
+		list = nil
+		return json.Unmarshal([]byte(out), &list) == nil && len(list) == 2 && list[0].FiredTicks >= 2
+	})
+	if code, _, errOut := runCLI(t, "", "tasks", "wait", list[0].LastTaskID, "--timeout", "60s"); code != exitOK {
+		t.Fatalf("the tick's task: %d %s", code, errOut)
+	}
+	for _, name := range []string{"each-second", n128} {
+		if code, out, errOut := runCLI(t, "", "schedules", "remove", name); code != exitOK || out != "" || errOut != "" {
+			t.Fatalf("remove %s: %d %q %q", name, code, out, errOut)
+		}
+	}
+	if code, out, _ := runCLI(t, "", "schedules", "list", "--json"); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("list after remove: %d %q", code, out)
+	}
+	code, out, errOut := runCLI(t, "", "tasks", "enqueue", "fanout", "--input", "2", "--run-in", "1h")
+	if code != exitOK {
+		t.Fatalf("enqueue --run-in: %d %s", code, errOut)
+	}
+	if code, show, _ := runCLI(t, "", "tasks", "show", strings.TrimSpace(out)); code != exitOK || !strings.Contains(show, "run after:") {
+		t.Fatalf("show of a delayed task: %d\n%s", code, show)
+	}
+}

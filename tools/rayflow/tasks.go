@@ -23,10 +23,12 @@ const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] 
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
           [--allow-unserved] [--unique-key K [--unique-global] [--unique-for D]]
+          [--run-at RFC3339 | --run-in D]
                                          prints the task id; FLOW is built in or published
                                          by a live worker (rayflow flows list); with a
                                          unique key another task holds, prints that task's
-                                         id and says so on stderr (nothing is enqueued)
+                                         id and says so on stderr (nothing is enqueued);
+                                         --run-at or --run-in: not claimed before then
   list [--state S] [--queue Q] [--limit N] [--cursor C]
                                          newest first; prints the next page's cursor on stderr
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
@@ -63,6 +65,8 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	uniqueKey := fs.String("unique-key", "", "enqueue: a unique key (1-200 bytes): while a task holds it, enqueue prints that task's id and creates none")
 	uniqueGlobal := fs.Bool("unique-global", false, "enqueue: the unique key is unique across every flow, not only FLOW's")
 	uniqueFor := fs.Duration("unique-for", 0, "enqueue: hold the unique key this long from the enqueue (whole seconds), whatever the task's state; 0: while the task is not terminal")
+	runAt := fs.String("run-at", "", "enqueue: not claimed before this time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00)")
+	runIn := fs.Duration("run-in", 0, "enqueue: not claimed before this long from now (e.g. 10m)")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -100,6 +104,13 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 		errorLine(e, "%s: %v", flagName, err)
 		return exitUsage
 	}
+	var runAfter time.Time
+	if verb == "enqueue" {
+		var code int
+		if runAfter, code = runAfterFlags(e, given, *runAt, *runIn, time.Now()); code >= 0 {
+			return code
+		}
+	}
 	if verb == "enqueue" && !given["input"] {
 		if err := inputOptional(rest[0]); err != nil {
 			errorLine(e, "%v", err)
@@ -117,7 +128,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	switch verb {
 	case "enqueue":
 		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
-			AllowUnserved: *allowUnserved, Unique: unique})
+			AllowUnserved: *allowUnserved, Unique: unique, RunAfter: runAfter})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -173,6 +184,31 @@ func checkTaskFlags(e env, verb string, given map[string]bool, queue string, max
 		return exitUsage
 	}
 	return -1
+}
+
+// runAfterFlags is the run-after time of --run-at or --run-in (zero
+// when neither is given), or exitUsage for both, a --run-at that is not
+// RFC 3339 or a negative --run-in.
+func runAfterFlags(e env, given map[string]bool, runAt string, runIn time.Duration, now time.Time) (time.Time, int) {
+	switch {
+	case given["run-at"] && given["run-in"]:
+		errorLine(e, "--run-at and --run-in: give one of them")
+		return time.Time{}, exitUsage
+	case given["run-at"]:
+		t, err := time.Parse(time.RFC3339Nano, runAt)
+		if err != nil {
+			errorLine(e, "--run-at %q: not an RFC 3339 time such as 2026-12-24T18:00:00Z", runAt)
+			return time.Time{}, exitUsage
+		}
+		return t, -1
+	case given["run-in"]:
+		if runIn < 0 {
+			errorLine(e, "--run-in %v: must not be negative", runIn)
+			return time.Time{}, exitUsage
+		}
+		return now.Add(runIn), -1
+	}
+	return time.Time{}, -1
 }
 
 // errInputRequired is a tasks enqueue without --input for a flow whose
@@ -307,6 +343,9 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 		if w := waitingFor(ctx, c, t); w != "" {
 			line("waiting", w)
 		}
+	}
+	if t.State == durable.StateQueued && t.RunAfter.After(time.Now()) {
+		line("run after", t.RunAfter.UTC().Format(time.RFC3339Nano))
 	}
 	line("worker", orDash(t.ClaimedBy))
 	if t.Runner != "" {

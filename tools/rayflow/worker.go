@@ -74,6 +74,7 @@ rayflow worker --log-format json --log-level debug
 	cancelTimeout := fs.Duration("cancel-timeout", durable.DefaultCancelTimeout, "how long a cancelled or timed-out run gets to stop")
 	drain := fs.Duration("drain-timeout", durable.DefaultDrainTimeout, "how long to wait for running tasks on shutdown")
 	metricsAddr := fs.String("metrics-addr", os.Getenv("RAYFLOW_METRICS_ADDR"), "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default $RAYFLOW_METRICS_ADDR; empty: none)")
+	noScheduler := fs.Bool("no-scheduler", false, "never fire schedules' ticks (by default one worker at a time holds the scheduler lease and fires them; rayflow schedules)")
 	logLevel := fs.String("log-level", "info", "log level: "+strings.Join(logLevelNames, ", ")+" (info logs each task's claim and outcome)")
 	logFormat := fs.String("log-format", "text", "log format: "+strings.Join(logFormatNames, ", "))
 	if code := parse(fs, e, args); code >= 0 {
@@ -99,7 +100,8 @@ rayflow worker --log-format json --log-level debug
 	defer flush()
 	o := durable.WorkerOptions{MetricsAddr: *metricsAddr, ID: *id, Queue: *queue, Concurrency: *concurrency, HeartbeatInterval: *heartbeat,
 		StuckTimeout: *stuck, SweepInterval: *sweep, RetryBackoff: *backoff, NoRetryBackoff: *backoff == 0,
-		PollInterval: *poll, PollMaxInterval: *pollMax, CancelTimeout: *cancelTimeout, DrainTimeout: *drain, Logger: log}
+		PollInterval: *poll, PollMaxInterval: *pollMax, CancelTimeout: *cancelTimeout, DrainTimeout: *drain, Logger: log,
+		NoScheduler: *noScheduler}
 	pool, code := openPool(ctx, e, *dbURL, max(4, min(*concurrency+4, 100)))
 	if code >= 0 {
 		return code
