@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"math"
 	"runtime"
 	"time"
 )
@@ -89,9 +90,9 @@ func (s *Sizer) Size(remaining int) int {
 	}
 	k := s.max
 	if s.per > 0 {
-		want := s.target / s.per
-		if want < float64(k) {
-			k = max(int(want+0.999999), 1) // ceil, without overflow near the cap
+		// ceil, forgiving the float error of an exact quotient
+		if want := math.Ceil(s.target/s.per - 1e-9); want < float64(k) {
+			k = max(int(want), 1)
 		}
 	}
 	k = min(k, max(s.window/s.cpus, 1))
