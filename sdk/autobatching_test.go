@@ -51,7 +51,7 @@ func TestAutoBatchingPlan(t *testing.T) {
 			if got != c.wantCap {
 				t.Fatalf("maximum_items_per_task = %d, want %d", got, c.wantCap)
 			}
-			auto := b.ItemBatching != nil && *b.ItemBatching == ItemBatchingAuto
+			auto := b.ItemBatching != nil && *b.ItemBatching == itemBatchingAuto
 			if auto != c.wantAuto || (b.ItemBatching != nil && !auto) {
 				t.Fatalf("item_batching = %v, want auto %v", b.ItemBatching, c.wantAuto)
 			}

@@ -239,8 +239,8 @@ func (f Flow[In, Out]) WithItemBatching(itemsPerTask int) Flow[In, Out] {
 	return Flow[In, Out]{n}
 }
 
-// ItemBatchingAuto is bounds.item_batching of a map with WithAutoBatching.
-const ItemBatchingAuto = "auto"
+// itemBatchingAuto is bounds.item_batching of a map with WithAutoBatching.
+const itemBatchingAuto = "auto"
 
 // WithAutoBatching is item batching (see WithItemBatching) whose batch
 // size the executor chooses itself, task by task, between 1 and maxPerTask

@@ -526,7 +526,7 @@ func (mz *materializer) mapNode(n *program.Node, deps []string) ([]string, error
 		perTask := int64(k)
 		bounds.MaximumItemsPerTask = &perTask
 		if n.Limits.AutoBatching { // absent for fixed batching: those plans are unchanged
-			auto := ItemBatchingAuto
+			auto := itemBatchingAuto
 			bounds.ItemBatching = &auto
 		}
 	}
