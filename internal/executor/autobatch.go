@@ -40,12 +40,11 @@ func LocalTaskCost() TaskCost {
 // Sizer chooses the size of an automatically batched map's units. It is
 // not safe for concurrent use (the map's loop owns it).
 type Sizer struct {
-	max    int           // the cap (the plan's maximum_items_per_task, within the window)
-	window int           // the map's window (items)
-	cpus   int           // tasks that run at once
-	cost   time.Duration // a task's fixed cost
-	target float64       // seconds of items a unit aims at
-	per    float64       // estimated seconds per item; below 0: nothing observed yet
+	max    int     // the cap (the plan's maximum_items_per_task, within the window)
+	window int     // the map's window (items)
+	cpus   int     // tasks that run at once
+	target float64 // seconds of items a unit aims at
+	per    float64 // estimated seconds per item; below 0: nothing observed yet
 }
 
 // NewSizer returns the sizer of a map whose units hold at most maxItems
@@ -58,7 +57,7 @@ func NewSizer(maxItems, window int, c TaskCost) *Sizer {
 	if cpus <= 0 {
 		cpus = runtime.GOMAXPROCS(0)
 	}
-	return &Sizer{max: max(min(maxItems, window), 1), window: window, cpus: cpus, cost: max(c.Overhead, 0),
+	return &Sizer{max: max(min(maxItems, window), 1), window: window, cpus: cpus,
 		target: max(c.Overhead, 0).Seconds() / OverheadShare, per: -1}
 }
 
@@ -103,17 +102,21 @@ func (s *Sizer) Size(remaining int) int {
 }
 
 // Observe records a unit of n items that succeeded in wall, with
-// inFlight units (itself included) in flight when it started. When more
-// units than CPUs were in flight they shared the CPUs (or queued for
-// them), so the unit's own time is taken as wall·CPUs/inFlight; the task
-// cost is taken off and the rest shared by its items. The estimate is the
-// mean of the previous one and this unit's.
+// inFlight units (itself included) in flight beside it (the most of when
+// it started and when it ended). When more units than CPUs were in flight
+// they shared the CPUs (or queued for them), so the unit's own time is
+// taken as wall·CPUs/inFlight, and shared by its items. The task's fixed
+// cost is not taken off: it is whatever the engine really spends (more
+// than TaskCost.Overhead on a loaded head), so a unit's items carry it,
+// and a larger unit carries less of it per item: tiny items grow units
+// towards the cap, and items of d settle at about target/d - overhead/d.
+// The estimate is the mean of the previous one and this unit's.
 func (s *Sizer) Observe(n int, wall time.Duration, inFlight int) {
 	if n <= 0 || wall < 0 {
 		return
 	}
 	own := wall.Seconds() * float64(s.cpus) / float64(max(inFlight, s.cpus))
-	per := max(own-s.cost.Seconds(), 0) / float64(n)
+	per := own / float64(n)
 	if s.per < 0 {
 		s.per = per
 		return

@@ -31,7 +31,7 @@ func TestSizer(t *testing.T) {
 	}{
 		{"probing: one item", 64, 256, ray2, nil, -1, 1},
 		{"probing with a known remainder", 64, 256, ray2, nil, 1000, 1},
-		{"no-op items: the cap", 64, 1 << 20, ray2, []obs{{1, ms, 1}}, -1, 64},
+		{"no-op items: the cap", 64, 1 << 20, ray2, []obs{{1, 0, 1}}, -1, 64},
 		{"no-op items: exactly the cap", 1024, 1 << 20, ray2, []obs{{1, 0, 1}}, -1, 1024},
 		{"a cap over the window: the window's share", 1025, 2048, ray2, []obs{{1, 0, 1}}, -1, 1024},
 		{"no-op items: the window's share", 1024, 256, ray2, []obs{{1, 0, 1}}, -1, 128},
@@ -39,20 +39,22 @@ func TestSizer(t *testing.T) {
 		{"no-op items: the remainder spread over the CPUs", 1024, 4096, ray2, []obs{{1, 0, 1}}, 101, 51},
 		{"one item left", 1024, 4096, ray2, []obs{{1, 0, 1}}, 1, 1},
 		{"no item left", 1024, 4096, ray2, []obs{{1, 0, 1}}, 0, 1},
-		{"1 ms items: 40 of them", 1024, 4096, ray2, []obs{{1, 3 * ms, 1}}, -1, 40},
-		{"2 ms items: 20 of them", 1024, 4096, ray2, []obs{{10, 22 * ms, 2}}, -1, 20},
-		{"2 ms items, the cap below: the cap", 16, 4096, ray2, []obs{{10, 22 * ms, 2}}, -1, 16},
+		{"1 ms units: 40 items", 1024, 4096, ray2, []obs{{1, ms, 1}}, -1, 40},
+		{"2 ms items: 20 of them", 1024, 4096, ray2, []obs{{10, 20 * ms, 2}}, -1, 20},
+		{"2 ms items, the cap below: the cap", 16, 4096, ray2, []obs{{10, 20 * ms, 2}}, -1, 16},
 		{"200 ms items: one each", 1024, 4096, ray2, []obs{{1, 202 * ms, 1}}, -1, 1},
-		{"39 ms items: two", 1024, 4096, ray2, []obs{{1, 41 * ms, 2}}, -1, 2},
-		{"40 ms items: one", 1024, 4096, ray2, []obs{{1, 42 * ms, 2}}, -1, 1},
-		// 8 units shared 2 CPUs: 100 ms is 25 ms of its own, 23 ms of items: 2.3 ms each.
-		{"more units than CPUs: their share", 1024, 4096, ray2, []obs{{10, 100 * ms, 8}}, -1, 18},
-		{"fewer units than CPUs: the wall", 1024, 4096, ray2, []obs{{10, 25 * ms, 1}}, -1, 18},
+		{"39 ms items: two", 1024, 4096, ray2, []obs{{1, 39 * ms, 2}}, -1, 2},
+		{"40 ms items: one", 1024, 4096, ray2, []obs{{1, 40 * ms, 2}}, -1, 1},
+		// 8 units shared 2 CPUs: 100 ms is 25 ms of its own: 2.5 ms an item.
+		{"more units than CPUs: their share", 1024, 4096, ray2, []obs{{10, 100 * ms, 8}}, -1, 16},
+		{"fewer units than CPUs: the wall", 1024, 4096, ray2, []obs{{10, 25 * ms, 1}}, -1, 16},
+		// 2 ms items in units of 10 on a head whose task costs 8 ms: 2.8 ms an item.
+		{"a costlier task than assumed: its items carry it", 1024, 4096, ray2, []obs{{10, 28 * ms, 2}}, -1, 15},
 		// (1 ms + 3 ms)/2 = 2 ms per item.
-		{"the mean of two estimates", 1024, 4096, ray2, []obs{{1, 3 * ms, 1}, {10, 32 * ms, 1}}, -1, 20},
+		{"the mean of two estimates", 1024, 4096, ray2, []obs{{1, ms, 1}, {10, 30 * ms, 1}}, -1, 20},
 		{"a failed observation is ignored", 1024, 4096, ray2, []obs{{0, time.Second, 1}}, -1, 1},
 		{"no overhead: one item each", 1024, 4096, executor.TaskCost{CPUs: 2}, []obs{{4, 4 * ms, 1}}, -1, 1},
-		{"local: 10 µs items", 1024, 4096, executor.TaskCost{Overhead: executor.LocalTaskOverhead, CPUs: 4}, []obs{{100, 1020 * time.Microsecond, 1}}, -1, 40},
+		{"local: 10 µs items", 1024, 4096, executor.TaskCost{Overhead: executor.LocalTaskOverhead, CPUs: 4}, []obs{{100, 1000 * time.Microsecond, 1}}, -1, 40},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -104,7 +106,7 @@ func (*unitLog) Abort(context.Context, error, time.Duration) {}
 
 type squareSink struct{ out []int }
 
-func (s *squareSink) Add(_ context.Context, i int, v int) error { s.out[i] = v; return nil }
+func (s *squareSink) Add(_ context.Context, i int, v int) error  { s.out[i] = v; return nil }
 func (s *squareSink) Finish(context.Context, int) ([]int, error) { return s.out, nil }
 
 // runAuto runs n items (input i) through RunIndexed (or Run: lazy) with

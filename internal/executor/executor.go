@@ -434,6 +434,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 			break
 		}
 		inFlight -= c.n
+		unitsThen := units // automatic batching: the units beside this one as it ended
 		if c.last {
 			units--
 		}
@@ -442,7 +443,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 			break
 		}
 		if c.last && az != nil && !c.empty {
-			az.Observe(c.size, c.wall, c.inFlight)
+			az.Observe(c.size, c.wall, max(c.inFlight, unitsThen))
 		}
 		if c.empty {
 			failure = fmt.Errorf("rayflow: map %s: the unit of item %d ended without its result", id, c.index)
