@@ -7,22 +7,22 @@ import (
 	"github.com/rayflow/rayflow/internal/executor"
 )
 
-// TaskOverhead is the Ray engine's fixed cost of one task beside its
+// taskOverhead is the Ray engine's fixed cost of one task beside its
 // items' own time (submitting it, Ray scheduling and starting it, its
 // results coming back): about 2 ms of CPU on one head, the figure the
 // native driver of bench_native.py pays per leaf. Automatic item batching
 // (sdk's WithAutoBatching) sizes batches so that it is
 // executor.OverheadShare of a task.
-const TaskOverhead = 2 * time.Millisecond
+const taskOverhead = 2 * time.Millisecond
 
 // ClusterCPUs is the CPUs of the cluster the bridge connected to, as Ray
 // reported them then (0: unknown).
 func (b *rayBridge) ClusterCPUs() int { return b.cpus }
 
-// taskCost is what automatic batching knows of this engine: TaskOverhead
+// taskCost is what automatic batching knows of this engine: taskOverhead
 // and the cluster's CPUs (GOMAXPROCS when the runtime cannot tell).
 func (r *runner) taskCost() executor.TaskCost {
-	c := executor.TaskCost{Overhead: TaskOverhead}
+	c := executor.TaskCost{Overhead: taskOverhead}
 	if cc, ok := r.e.rt.(interface{ ClusterCPUs() int }); ok {
 		c.CPUs = cc.ClusterCPUs()
 	}

@@ -34,8 +34,8 @@ var anoopFlow = sdk.Map(sdk.Step(NoOp)).WithLimits(sdk.Limits{MaxConcurrency: 64
 func TestAutoBatchingTaskCost(t *testing.T) {
 	_, frt := newFakeEngine()
 	r := &runner{e: newWithRuntime(frt, exeOf(t))}
-	if c := r.taskCost(); c.Overhead != TaskOverhead || c.CPUs < 1 {
-		t.Fatalf("fake runtime: %+v, want %v and GOMAXPROCS CPUs", c, TaskOverhead)
+	if c := r.taskCost(); c.Overhead != taskOverhead || c.CPUs < 1 {
+		t.Fatalf("fake runtime: %+v, want %v and GOMAXPROCS CPUs", c, taskOverhead)
 	}
 	if testEngine == nil {
 		return

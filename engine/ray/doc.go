@@ -77,7 +77,7 @@
 // node; the items after it in its batch do not run). Ray's max_retries
 // reruns a whole batch. With sdk's WithAutoBatching the executor sizes
 // each batch itself (internal/executor's Sizer) from the batches it saw
-// finish, TaskOverhead (Ray's ~2 ms per task) and the cluster's CPUs, which
+// finish, taskOverhead (Ray's ~2 ms per task) and the cluster's CPUs, which
 // the bridge reads from Ray when it connects (autobatch.go).
 //
 // Errors: a leaf error comes back as *sdk.StepError wrapping its whole
