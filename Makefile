@@ -161,8 +161,8 @@ screenshot: build chromium ## the README's screenshots of rayflow serve (docs/se
 bench: ## benchmarks, side by side in one run
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./sdk/canonical/ ./schema/ ./conformance/lifecycle/reducer/
 
-bench-ray: ## one table: rayflow (leaf processes, and a leaf library) vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap)
-	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay$$' -count=1 -v -timeout 60m
+bench-ray: ## two tables: rayflow (leaf processes, and a leaf library) vs a native Python Ray driver on one head (2k/20k leaves, windows 64/256, item batching, first leaf, coordinator heap); automatic batching (no-op, 2 ms and 200 ms leaves) against its goals
+	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRay(Auto)?$$' -count=1 -v -timeout 60m
 
 bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRayActors$$' -count=1 -v -timeout 20m

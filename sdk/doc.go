@@ -19,7 +19,9 @@
 //     [Flow.WithItemBatching] runs up to K items of a map of tiny steps
 //     per task, keeping every per-item guarantee (order, MaxItems and the
 //     window in items, the failing item named, progress per item,
-//     cancellation within CancelTimeout).
+//     cancellation within CancelTimeout); [Flow.WithAutoBatching] lets the
+//     executor choose each task's batch size, 1 … a cap, from the item
+//     durations it observes.
 //   - Per-step Ray options ([WithResources], [WithRayOptions]), named
 //     runtime environments ([RegisterRuntimeEnv], [WithRuntimeEnv]), a
 //     worker bootstrap hook ([RegisterBootstrap], [WithBootstrap]) and

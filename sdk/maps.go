@@ -234,6 +234,46 @@ func (f Flow[In, Out]) WithItemBatching(itemsPerTask int) Flow[In, Out] {
 		n.Err = &DefinitionError{Code: CodeInvalidLimits, Msg: fmt.Sprintf("WithItemBatching needs 1 to %d items per task, got %d", MaxItemsPerTask, itemsPerTask)}
 	default:
 		n.Map.ItemsPerTask = itemsPerTask
+		n.Map.AutoBatching = false
+	}
+	return Flow[In, Out]{n}
+}
+
+// itemBatchingAuto is bounds.item_batching of a map with WithAutoBatching.
+const itemBatchingAuto = "auto"
+
+// WithAutoBatching is item batching (see WithItemBatching) whose batch
+// size the executor chooses itself, task by task, between 1 and maxPerTask
+// (and never above the window): from the item durations it observes and
+// the engine's per-task cost (about 2 ms on Ray, a few microseconds on the
+// local engine) it makes each task long enough for that cost to be a
+// small part of it, while keeping at least as many tasks in flight as the
+// cluster (or the local machine) has CPUs whenever items remain, and it
+// starts unbatched until it has seen items finish. Short steps are batched
+// up to maxPerTask; steps far longer than the per-task cost run one item
+// per task. The local engine and the Ray engine size batches by the same
+// rule, so a local run predicts a Ray run.
+//
+// Every per-item guarantee of WithItemBatching holds unchanged (order,
+// the window counted in items, the failing item's own error, per-item
+// progress, cancellation). maxPerTask must be 2 … MaxItemsPerTask and the
+// map's body a single step; otherwise, as for WithItemBatching, it is a
+// definition error. The latest of WithItemBatching and WithAutoBatching
+// wins.
+//
+// The mode is part of the plan: bounds.item_batching "auto" beside
+// bounds.maximum_items_per_task (the cap), both fingerprinted; a plan
+// without WithAutoBatching does not carry item_batching.
+func (f Flow[In, Out]) WithAutoBatching(maxPerTask int) Flow[In, Out] {
+	n := f.nodeOf().Clone()
+	switch {
+	case n.Kind != flowgraph.KindMap:
+		n.Err = &DefinitionError{Code: CodeNotAMap, Msg: "WithAutoBatching applies to sdk.Map and sdk.MapSeq only"}
+	case maxPerTask < 2 || maxPerTask > MaxItemsPerTask:
+		n.Err = &DefinitionError{Code: CodeInvalidLimits, Msg: fmt.Sprintf("WithAutoBatching needs a cap of 2 to %d items per task, got %d", MaxItemsPerTask, maxPerTask)}
+	default:
+		n.Map.ItemsPerTask = maxPerTask
+		n.Map.AutoBatching = true
 	}
 	return Flow[In, Out]{n}
 }

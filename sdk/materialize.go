@@ -525,6 +525,10 @@ func (mz *materializer) mapNode(n *program.Node, deps []string) ([]string, error
 	if k := n.Limits.BatchSize; k > 1 { // absent when unbatched: plans without batching are unchanged
 		perTask := int64(k)
 		bounds.MaximumItemsPerTask = &perTask
+		if n.Limits.AutoBatching { // absent for fixed batching: those plans are unchanged
+			auto := itemBatchingAuto
+			bounds.ItemBatching = &auto
+		}
 	}
 	if m.Resume != nil { // absent without resume: plans of other maps are unchanged
 		capBytes := int64(m.Resume.MaxResultBytes)

@@ -109,6 +109,12 @@ func batched(k int) func(context.Context) error {
 	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithItemBatching(k)), 3)
 }
 
+// autoBatched is Spread → Map(Inc).WithLimits(okLimits).WithAutoBatching(c):
+// the map is node 0.1.
+func autoBatched(c int) func(context.Context) error {
+	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithAutoBatching(c)), 3)
+}
+
 // buffered is Spread → a buffered map (node 0.1).
 func buffered(l sdk.Limits, b sdk.ResultBuffer) func(context.Context) error {
 	return runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Step(Inc)).WithLimits(l).WithResultBuffer(b)), 3)
@@ -216,6 +222,17 @@ func definitionCases() []defCase {
 		{"batching a map body", runFlow(sdk.Map(sdk.Map(sdk.Step(Inc))).WithItemBatching(2), [][]int{{1}}), sdk.CodeInvalidBatching, "0"},
 		{"batching 1 of a chain body", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Then(sdk.Step(Inc), sdk.Step(Inc))).WithLimits(okLimits).WithItemBatching(1)), 3), "", ""},
 		{"batching a step", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step(Inc).WithItemBatching(2)), 1), sdk.CodeNotAMap, "0.1"},
+
+		// Automatic batching: a cap of 2 … MaxItemsPerTask, a single-step body.
+		{"auto batching 1", autoBatched(1), invalidLimits, "0.1"},
+		{"auto batching 0", autoBatched(0), invalidLimits, "0.1"},
+		{"auto batching 2", autoBatched(2), "", ""},
+		{"auto batching at the cap", autoBatched(sdk.MaxItemsPerTask), "", ""},
+		{"auto batching one over the cap", autoBatched(sdk.MaxItemsPerTask + 1), invalidLimits, "0.1"},
+		{"auto batching a MapSeq", runFlow(sdk.MapSeq(sdk.Step(Inc)).WithLimits(okLimits).WithAutoBatching(8), slices.Values([]int{1, 2, 3})), "", ""},
+		{"auto batching a folded map", runFlow(sdk.Then(sdk.Step(Spread), sdk.Reduce(sdk.Map(sdk.Step(Inc)).WithLimits(okLimits).WithAutoBatching(8), Add, 0, okFold)), 3), "", ""},
+		{"auto batching a chain body", runFlow(sdk.Then(sdk.Step(Spread), sdk.Map(sdk.Then(sdk.Step(Inc), sdk.Step(Inc))).WithLimits(okLimits).WithAutoBatching(2)), 3), sdk.CodeInvalidBatching, "0.1"},
+		{"auto batching a step", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step(Inc).WithAutoBatching(2)), 1), sdk.CodeNotAMap, "0.1"},
 
 		// Builder methods on the wrong kind of flow.
 		{"WithLimits on a step", runFlow(sdk.Then(sdk.Step(Inc), sdk.Step(Inc).WithLimits(okLimits)), 1), sdk.CodeNotAMap, "0.1"},

@@ -213,6 +213,9 @@ func validate(n *program.Node) error {
 			return err
 		}
 		body := n.Body()
+		if m.AutoBatching && m.ItemsPerTask > 1 && (body == nil || body.Missing || body.Kind != flowgraph.KindStep) {
+			return fail(CodeInvalidBatching, "WithAutoBatching needs a map whose body is a single step (a batch calls that step once per item in one task)")
+		}
 		if m.ItemsPerTask > 1 && (body == nil || body.Missing || body.Kind != flowgraph.KindStep) {
 			return fail(CodeInvalidBatching, "WithItemBatching needs a map whose body is a single step (a batch calls that step once per item in one task)")
 		}
@@ -288,6 +291,9 @@ func validateMap(m *flowgraph.Map, id string, inMap bool, fail failFunc) error {
 	}
 	if m.ItemsPerTask < 0 || m.ItemsPerTask > MaxItemsPerTask {
 		return fail(CodeInvalidLimits, "WithItemBatching needs 1 to %d items per task, got %d", MaxItemsPerTask, m.ItemsPerTask)
+	}
+	if m.AutoBatching && (m.ItemsPerTask < 2 || m.ItemsPerTask > MaxItemsPerTask) {
+		return fail(CodeInvalidLimits, "WithAutoBatching needs a cap of 2 to %d items per task, got %d", MaxItemsPerTask, m.ItemsPerTask)
 	}
 	if m.Resume != nil {
 		if err := checkResume(m.Resume); err != nil {

@@ -201,6 +201,7 @@ type rayBridge struct {
 	remote bool
 	tail   *tailBuffer
 	Hello  bridgeHello
+	cpus   int // the cluster's CPUs at connection (0: unknown)
 	// Submissions are batched: Submit queues (pending, under pmu) and
 	// signals kick; the flusher goroutine, or any other send first, writes
 	// every queued submission in one frame, under wmu, so the bridge sees
@@ -379,9 +380,12 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 			Session string `json:"session_dir"`
 			Raylet  string `json:"raylet_address"`
 			Private bool   `json:"private"`
+			// Resources are the cluster's at connection (automatic batching sizes by its CPUs).
+			Resources map[string]float64 `json:"cluster_resources"`
 		}
 		if err = f.decode(&info); err == nil {
 			b.GCSAddress, b.SessionDir, b.RayletAddress = info.GCS, info.Session, info.Raylet
+			b.cpus = int(info.Resources["CPU"])
 			b.mu.Lock()
 			b.private = info.Private
 			b.mu.Unlock()

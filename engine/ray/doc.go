@@ -75,7 +75,10 @@
 // its own result (its own object), its window slot (the window counts
 // items), its progress count and its error (the failing item's, naming its
 // node; the items after it in its batch do not run). Ray's max_retries
-// reruns a whole batch.
+// reruns a whole batch. With sdk's WithAutoBatching the executor sizes
+// each batch itself (internal/executor's Sizer) from the batches it saw
+// finish, taskOverhead (Ray's ~2 ms per task) and the cluster's CPUs, which
+// the bridge reads from Ray when it connects (autobatch.go).
 //
 // Errors: a leaf error comes back as *sdk.StepError wrapping its whole
 // chain: every link keeps its Error() text, a link whose type is

@@ -100,6 +100,10 @@ func (r *runner) mapNode(ctx context.Context, n *program.Node, id string, in val
 			return value{}, err
 		}
 		lim.BatchSize = k
+		if m.AutoBatching {
+			c := r.taskCost()
+			lim.Auto = &c
+		}
 	}
 	lim.Ordered = sk != nil && sk.kind == "fold" // the actor incorporates items in input order itself
 	if m.Resume != nil {

@@ -2329,6 +2329,13 @@ type MapBounds struct {
 	// batching (2 or more); absent means one item per task, so unbatched
 	// plans have a single form and their fingerprints are unchanged.
 	MaximumItemsPerTask *int64 `json:"maximum_items_per_task,omitempty"`
+	// item_batching "auto" is rayflow's automatic item batching (sdk's
+	// WithAutoBatching): the executor sizes each task's batch from 1 to
+	// maximum_items_per_task (then present) from the item durations it
+	// observes. Absent means the fixed batching maximum_items_per_task says,
+	// so plans without automatic batching and their fingerprints are
+	// unchanged.
+	ItemBatching *string `json:"item_batching,omitempty"`
 	// maximum_ledger_result_bytes marks a resumable map (rayflow's
 	// extension, sdk's WithResume): each succeeded item's encoded result of
 	// at most this many bytes is kept for a later attempt, which reuses it
@@ -2437,20 +2444,32 @@ func (x *MapBounds) DecodeJSONValue(v *rt.Value, p *rt.Path, e *rt.Errors) {
 				}
 				x.MaximumItemsPerTask = &v10
 			}
+		case "item_batching":
+			fp := p.Key("item_batching")
+			{
+				var v12 string
+				if s13, ok := rt.String((&m.Value), fp, e); ok {
+					if s13 != "auto" {
+						e.Add(fp, rt.CodeConst, "must be %q", "auto")
+					}
+					v12 = s13
+				}
+				x.ItemBatching = &v12
+			}
 		case "maximum_ledger_result_bytes":
 			fp := p.Key("maximum_ledger_result_bytes")
 			{
-				var v12 int64
-				if n13, ok := rt.Int((&m.Value), fp, e); ok {
-					if n13 < 1 {
+				var v14 int64
+				if n15, ok := rt.Int((&m.Value), fp, e); ok {
+					if n15 < 1 {
 						e.Add(fp, rt.CodeMin, "must be >= 1")
 					}
-					if n13 > 1048576 {
+					if n15 > 1048576 {
 						e.Add(fp, rt.CodeMax, "must be <= 1048576")
 					}
-					v12 = n13
+					v14 = n15
 				}
-				x.MaximumLedgerResultBytes = &v12
+				x.MaximumLedgerResultBytes = &v14
 			}
 		default:
 			rt.Unknown(p, m.Key, e)
@@ -2531,13 +2550,20 @@ func (x *MapBounds) ValidateAt(p *rt.Path, e *rt.Errors) {
 			}
 		}
 	}
+	if x.ItemBatching != nil {
+		if fp7 := p.Key("item_batching"); true {
+			if (*x.ItemBatching) != "auto" {
+				e.Add(fp7, rt.CodeConst, "must be %q", "auto")
+			}
+		}
+	}
 	if x.MaximumLedgerResultBytes != nil {
-		if fp7 := p.Key("maximum_ledger_result_bytes"); true {
+		if fp8 := p.Key("maximum_ledger_result_bytes"); true {
 			if (*x.MaximumLedgerResultBytes) < 1 {
-				e.Add(fp7, rt.CodeMin, "must be >= 1")
+				e.Add(fp8, rt.CodeMin, "must be >= 1")
 			}
 			if (*x.MaximumLedgerResultBytes) > 1048576 {
-				e.Add(fp7, rt.CodeMax, "must be <= 1048576")
+				e.Add(fp8, rt.CodeMax, "must be <= 1048576")
 			}
 		}
 	}

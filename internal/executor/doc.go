@@ -17,6 +17,15 @@
 //   - item batching: with Limits.BatchSize above 1, items start in units
 //     of BatchSize (the last unit may be short) and every item keeps its
 //     own result, error, window slot and progress count;
+//   - automatic item batching (Limits.Auto, sdk's WithAutoBatching): a
+//     Sizer chooses each unit's size, 1 … BatchSize, from the units it saw
+//     finish and the engine's TaskCost (per-task overhead, CPUs): first at
+//     most CPUs units of one item, then units long enough for the overhead
+//     to be OverheadShare of them, never so large that fewer than CPUs units
+//     fit the window or the items left; when no item can be read, a short
+//     unit starts while fewer than CPUs are in flight. Units always hold
+//     consecutive items, so every per-item guarantee is the fixed
+//     batching's;
 //   - the first failure: admission stops, the items in flight are
 //     cancelled through their context, Run waits up to
 //     Limits.CancelTimeout for them (stragglers are abandoned) and hands

@@ -34,6 +34,10 @@ type Limits struct {
 	// BatchSize is how many items one unit runs (1 or less: one; never
 	// more than the window).
 	BatchSize int
+	// Auto makes BatchSize (when above 1) the cap of units whose sizes
+	// the executor chooses itself (sdk's WithAutoBatching; see Sizer), for
+	// an engine of this cost. nil: every unit holds BatchSize items.
+	Auto *TaskCost
 	// CancelTimeout bounds the wait for the items in flight after a
 	// failure (0 or less: CancelTimeoutDefault).
 	CancelTimeout time.Duration
@@ -90,9 +94,10 @@ func CheckSize(lim Limits, n int) error {
 
 // unit is the work of one worker: one item, or the items of one batch.
 type unit[In any] struct {
-	base  int
-	one   In
-	items []In // nil: one
+	base     int
+	one      In
+	items    []In // nil: one
+	inFlight int  // automatic batching: units in flight when it started (itself included)
 }
 
 // completion is one finished item (or the end of a unit that stopped
@@ -105,6 +110,11 @@ type completion[Out any] struct {
 	n     int    // items that end with this message (1, or what a unit that stopped left)
 	empty bool   // no item result: a unit that stopped before its last items
 	last  bool   // the unit is over: its worker is free
+	// Automatic batching, on a unit's last message: its size, how long it
+	// ran and the units in flight when it started.
+	size     int
+	wall     time.Duration
+	inFlight int
 }
 
 // Run runs a map: it reads items from seq while the window has room,
@@ -125,7 +135,7 @@ func Run[In, Out, R any](parent context.Context, lim Limits, seq iter.Seq2[In, e
 		}
 		return v, ok, perr
 	}
-	return run(parent, lim, next, b, sink, report)
+	return run(parent, lim, -1, next, b, sink, report)
 }
 
 // RunIndexed is Run over a sized input of n items, item i read by at(i)
@@ -147,12 +157,13 @@ func RunIndexed[In, Out, R any](parent context.Context, lim Limits, n int, at fu
 		i++
 		return at(i - 1), true, nil
 	}
-	return run(parent, lim, next, b, sink, report)
+	return run(parent, lim, n, next, b, sink, report)
 }
 
 // run is Run and RunIndexed: read1 reads the next item (ok false: the input
-// ended; err: the input failed).
-func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, bool, error), b Backend[In, Out],
+// ended; err: the input failed); total is the number of input items (below
+// 0: unknown).
+func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 func() (In, bool, error), b Backend[In, Out],
 	sink Sink[Out, R], report func(progress.MapCounters)) (R, error) {
 	var zero R
 	id := lim.Node
@@ -161,6 +172,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 		window = int(^uint(0) >> 1)
 	}
 	k := min(max(lim.BatchSize, 1), window)
+	var az *Sizer // automatic batching: sizes each unit, 1 … k
+	if lim.Auto != nil && k > 1 {
+		az = NewSizer(k, window, *lim.Auto)
+	}
 	timeout := lim.CancelTimeout
 	if timeout <= 0 {
 		timeout = CancelTimeoutDefault
@@ -190,6 +205,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 				continue
 			}
 			n, sent := len(u.items), 0
+			var t0 time.Time
+			if az != nil {
+				t0 = time.Now()
+			}
 			err := protect(func() {
 				b.Batch(ctx, u.base, u.items, func(j int, out Out, err error) {
 					if j != sent || sent == n {
@@ -200,7 +219,11 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 					if rs != nil && err == nil {
 						enc = rs.encode(ctx, u.base+j, out)
 					}
-					done <- completion[Out]{index: u.base + j, out: out, err: err, enc: enc, n: 1, last: sent == n}
+					c := completion[Out]{index: u.base + j, out: out, err: err, enc: enc, n: 1, last: sent == n}
+					if c.last && az != nil {
+						c.size, c.wall, c.inFlight = n, time.Since(t0), u.inFlight
+					}
+					done <- c
 				})
 			})
 			if sent < n {
@@ -235,11 +258,39 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			workers++
 			go worker()
 		}
+		u.inFlight = units + 1
 		work <- u
 		n := max(len(u.items), 1)
 		started += n
 		inFlight += n
 		units++
+	}
+	// startAuto starts units of automatic batching from the front of
+	// forming while they are full (Sizer.Size), or, when short is set (no
+	// item can be read now), while fewer than CPUs units are in flight.
+	// While the sizer is probing, at most CPUs units of one item run.
+	startAuto := func(short bool) {
+		for len(forming) > 0 {
+			remaining := -1
+			switch {
+			case total >= 0:
+				remaining = total - started
+			case exhausted:
+				remaining = len(forming)
+			}
+			size := az.Size(remaining)
+			busy := units >= az.CPUs()
+			if az.Probing() && busy {
+				return
+			}
+			if len(forming) < size && (!short || busy) {
+				return
+			}
+			size = min(size, len(forming))
+			start(unit[In]{base: read - len(forming), items: forming[:size:size]})
+			forming = forming[size:]
+		}
+		forming = nil
 	}
 	reused := 0 // items of a resumable map taken from its ledger
 	counters := func() progress.MapCounters {
@@ -350,12 +401,19 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 				continue
 			}
 			forming = append(forming, v)
+			if az != nil {
+				startAuto(false)
+				continue
+			}
 			if len(forming) == k {
 				start(unit[In]{base: read - k, items: forming})
 				forming = nil
 			}
 		}
-		if failure == nil && exhausted && len(forming) > 0 {
+		if az != nil && failure == nil {
+			startAuto(true)
+		}
+		if az == nil && failure == nil && exhausted && len(forming) > 0 {
 			start(unit[In]{base: read - len(forming), items: forming}) // the last, short batch
 			forming = nil
 		}
@@ -376,12 +434,16 @@ func run[In, Out, R any](parent context.Context, lim Limits, read1 func() (In, b
 			break
 		}
 		inFlight -= c.n
+		unitsThen := units // automatic batching: the units beside this one as it ended
 		if c.last {
 			units--
 		}
 		if c.err != nil {
 			failure = c.err
 			break
+		}
+		if c.last && az != nil && !c.empty {
+			az.Observe(c.size, c.wall, max(c.inFlight, unitsThen))
 		}
 		if c.empty {
 			failure = fmt.Errorf("rayflow: map %s: the unit of item %d ended without its result", id, c.index)

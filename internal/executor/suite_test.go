@@ -80,6 +80,9 @@ func runFake(t *testing.T) executortest.Runner {
 	return func(ctx context.Context, s executortest.Spec) (executortest.Result, error) {
 		lim := executor.Limits{Node: "0", Window: s.Window, MaxItems: s.MaxItems, BatchSize: s.ItemsPerTask,
 			CancelTimeout: s.CancelTimeout, Ordered: s.Fold, InOrder: s.Fold}
+		if s.AutoBatching {
+			lim.Auto = &executor.TaskCost{Overhead: 2 * time.Millisecond, CPUs: 2}
+		}
 		graph := &flowgraph.Node{Kind: flowgraph.KindMap, Map: &flowgraph.Map{Limits: &flowgraph.Limits{MaxConcurrency: s.Window, MaxItems: s.MaxItems}},
 			Children: []*flowgraph.Node{{Kind: flowgraph.KindStep, Step: &flowgraph.Step{Callable: flowgraph.Callable{Name: "executortest.Leaf"}}}}}
 		pr, err := progress.Start(ctx, progress.RunConfig{Identity: fakeRunID, Root: graph})

@@ -308,6 +308,10 @@ func (r *runner) mapNode(parent context.Context, n *program.Node, id string, in 
 		lim.Window = 1
 	}
 	lim.BatchSize = m.BatchSize(lim.Window) // 1 unless batched; never above the window
+	if m.AutoBatching && lim.BatchSize > 1 {
+		c := executor.LocalTaskCost()
+		lim.Auto = &c
+	}
 	report := r.mapReport
 	window := lim.Window
 	if window <= 0 { // eager map: every item at once

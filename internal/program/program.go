@@ -104,6 +104,9 @@ type Limits struct {
 	// BatchSize is the most items one task runs (1 unless batched; never
 	// above the window).
 	BatchSize int
+	// AutoBatching: BatchSize is the cap of batches the executor sizes
+	// itself (sdk's WithAutoBatching; only when BatchSize is above 1).
+	AutoBatching bool
 }
 
 // Body is a map's body (nil for other kinds or a map without one).
@@ -219,6 +222,7 @@ func limitsOf(m *flowgraph.Map) Limits {
 		}
 	}
 	l.BatchSize = m.BatchSize(l.Window)
+	l.AutoBatching = m.AutoBatching && l.BatchSize > 1
 	return l
 }
 

@@ -164,6 +164,10 @@ type Map struct {
 	// task runs up to this many items, one after another (RunBatch). 0 or
 	// 1 is one item per task. When it is above 1 the body is a single step.
 	ItemsPerTask int
+	// AutoBatching is sdk's WithAutoBatching: ItemsPerTask is then the cap
+	// of a batch whose size the executor chooses, task by task, from the
+	// item durations it observes (internal/executor's autobatch.go).
+	AutoBatching bool
 	// Resume is set on a resumable map (sdk's WithResume): its succeeded
 	// items' results are kept in the run's item ledger and reused by a
 	// later attempt.

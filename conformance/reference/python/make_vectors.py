@@ -150,6 +150,15 @@ add(
     expect='{"cancel_timeout_seconds":1,"maximum_in_flight":64,"maximum_items":1000,"maximum_items_per_task":16}',
     fingerprints=[PLAN],
 )
+# automatic item batching (WithAutoBatching): item_batching "auto" beside the cap,
+# sorting before the maximum_* keys; plans without it do not carry the key
+add(
+    "plan/map_bounds_auto_batching/fold",
+    "fold",
+    '{"maximum_items_per_task":256,"item_batching":"auto","maximum_items":1000,"maximum_in_flight":64,"cancel_timeout_seconds":1.0}',
+    expect='{"cancel_timeout_seconds":1,"item_batching":"auto","maximum_in_flight":64,"maximum_items":1000,"maximum_items_per_task":256}',
+    fingerprints=[PLAN],
+)
 
 # ---------------------------------------------------------------------------
 # number: every literal form in both modes (fold text, no-fold text)

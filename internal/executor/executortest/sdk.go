@@ -44,6 +44,9 @@ func runSDK(ctx context.Context, s Spec, runOpts []sdk.RunOption, stepOpts []sdk
 	lim := sdk.Limits{MaxConcurrency: s.Window, MaxItems: s.MaxItems, CancelTimeout: s.CancelTimeout}
 	step := sdk.Step(Leaf, stepOpts...)
 	batch := func(m sdk.Flow[[]Job, []int]) sdk.Flow[[]Job, []int] {
+		if s.AutoBatching {
+			return m.WithAutoBatching(s.ItemsPerTask)
+		}
 		if s.ItemsPerTask > 1 {
 			return m.WithItemBatching(s.ItemsPerTask)
 		}
@@ -53,7 +56,9 @@ func runSDK(ctx context.Context, s Spec, runOpts []sdk.RunOption, stepOpts []sdk
 	switch {
 	case s.Lazy:
 		m := sdk.MapSeq(step).WithLimits(lim)
-		if s.ItemsPerTask > 1 {
+		if s.AutoBatching {
+			m = m.WithAutoBatching(s.ItemsPerTask)
+		} else if s.ItemsPerTask > 1 {
 			m = m.WithItemBatching(s.ItemsPerTask)
 		}
 		if s.Fold {

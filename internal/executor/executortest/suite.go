@@ -96,7 +96,8 @@ type Spec struct {
 	Jobs          []Job
 	Window        int // MaxConcurrency
 	MaxItems      int
-	ItemsPerTask  int // 1 or less: unbatched
+	ItemsPerTask  int  // 1 or less: unbatched
+	AutoBatching  bool // ItemsPerTask is the cap of automatic batching (sdk's WithAutoBatching)
 	CancelTimeout time.Duration
 	Lazy          bool          // the input is a sequence (sdk.MapSeq), not a slice
 	Fold          bool          // the map folds its results with Combine from 0
@@ -446,6 +447,87 @@ var scenarios = []scenario{
 			}
 			if res.Folded != want {
 				t.Fatalf("fold %d, want the sequential fold %d", res.Folded, want)
+			}
+		},
+	},
+	{
+		name: "auto batching keeps results, window and order per item",
+		spec: func() Spec {
+			js := jobs(60, Job{})
+			for i := range js {
+				js[i].SleepMS = i % 3
+			}
+			return Spec{Jobs: js, Window: 12, MaxItems: 60, ItemsPerTask: 8, AutoBatching: true}
+		},
+		check: func(t *testing.T, s Spec, res Result, err error, rs []record, _ time.Duration, _ Options) {
+			wantList(t, res, err, squares(60))
+			if p := peak(rs); p > 12 {
+				t.Fatalf("peak %d leaves at once, want at most the window of 12", p)
+			}
+			if got := ran(rs); len(got) != 60 {
+				t.Fatalf("leaves %v ran, want each of the 60 items once", got)
+			}
+		},
+	},
+	{
+		name: "auto batching keeps results and order per item (sequence)",
+		spec: func() Spec {
+			return Spec{Jobs: jobs(45, Job{}), Window: 10, MaxItems: 45, ItemsPerTask: 1024 /* sdk.MaxItemsPerTask */, AutoBatching: true, Lazy: true}
+		},
+		check: func(t *testing.T, s Spec, res Result, err error, rs []record, _ time.Duration, _ Options) {
+			wantList(t, res, err, squares(45))
+			if got := ran(rs); len(got) != 45 {
+				t.Fatalf("leaves %v ran, want each of the 45 items once", got)
+			}
+		},
+	},
+	{
+		name: "auto batching keeps each item's error",
+		spec: func() Spec {
+			js := jobs(40, Job{SleepMS: 1})
+			js[23].Fail = true
+			return Spec{Jobs: js, Window: 8, MaxItems: 40, ItemsPerTask: 8, AutoBatching: true}
+		},
+		check: func(t *testing.T, s Spec, res Result, err error, rs []record, _ time.Duration, _ Options) {
+			wantJobError(t, err, 23)
+		},
+	},
+	{
+		name: "auto batching keeps the fold in input order",
+		spec: func() Spec {
+			js := jobs(30, Job{})
+			for i := range js {
+				js[i].SleepMS = (30 - i) % 4
+			}
+			return Spec{Jobs: js, Window: 6, MaxItems: 30, ItemsPerTask: 6, AutoBatching: true, Fold: true}
+		},
+		check: func(t *testing.T, s Spec, res Result, err error, rs []record, _ time.Duration, _ Options) {
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			want := 0
+			for i := range s.Jobs {
+				want, _ = Combine(context.Background(), want, i*i)
+			}
+			if res.Folded != want {
+				t.Fatalf("fold %d, want the sequential fold %d", res.Folded, want)
+			}
+		},
+	},
+	{
+		name: "cancellation mid-map (auto batching)",
+		spec: func() Spec {
+			return Spec{Jobs: jobs(6, Job{SleepMS: 60_000}), Window: 6, MaxItems: 10, ItemsPerTask: 4, AutoBatching: true,
+				CancelTimeout: time.Second, CancelAfter: 300 * time.Millisecond}
+		},
+		check: func(t *testing.T, s Spec, res Result, err error, rs []record, elapsed time.Duration, o Options) {
+			var ce *flowgraph.CanceledError
+			if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v, want a *flowgraph.CanceledError (context.Canceled)", err)
+			}
+			within(t, elapsed, s.CancelAfter+s.CancelTimeout, o)
+			if len(rs) != 0 {
+				t.Fatalf("leaves %v finished after the cancellation", ran(rs))
 			}
 		},
 	},
