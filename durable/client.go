@@ -71,6 +71,12 @@ type EnqueueOptions struct {
 	// Unique, when its Key is set, makes the enqueue of a task whose key
 	// another task holds return that task instead (Enqueued.Duplicate).
 	Unique Unique
+	// ConcurrencyKey (e.g. a tenant id; 1–MaxConcurrencyKeyBytes bytes of
+	// valid UTF-8, no control character) groups the task with the
+	// queue's other tasks of that key: they are claimed round-robin with
+	// the queue's other keys, and at most the queue's per-key limit of
+	// them run at once (Client.SetQueueLimits). "" means none.
+	ConcurrencyKey string
 }
 
 // Unique is a task's unique key (docs/durable.md#unique-tasks). A task
@@ -130,6 +136,11 @@ func (o EnqueueOptions) normalize() (EnqueueOptions, error) {
 	}
 	if o.MaxAttempts < 1 || o.MaxAttempts > MaxAttemptsLimit {
 		return o, &OptionError{Option: "MaxAttempts", Err: fmt.Errorf("%w: max attempts %d outside 1…%d", ErrInvalidOption, o.MaxAttempts, MaxAttemptsLimit)}
+	}
+	if o.ConcurrencyKey != "" {
+		if err := CheckConcurrencyKey(o.ConcurrencyKey); err != nil {
+			return o, &OptionError{Option: "ConcurrencyKey", Err: err}
+		}
 	}
 	return o, o.Unique.Check()
 }
@@ -420,6 +431,9 @@ func (c *Client) enqueue(ctx context.Context, db DB, name string, input json.Raw
 	t := store.NewTask{Flow: name, Queue: o.Queue, Priority: o.Priority,
 		MaxAttempts: o.MaxAttempts, InputJSON: string(input), TimeoutSeconds: nullSeconds(o.Timeout),
 		QueueTimeoutSeconds: nullSeconds(o.QueueTimeout), RunAfter: runAfter}
+	if o.ConcurrencyKey != "" {
+		t.ConcurrencyKey = &o.ConcurrencyKey
+	}
 	if o.Unique.Key != "" {
 		return enqueueUnique(ctx, db, t, o.Unique)
 	}
@@ -484,7 +498,7 @@ func scanTask(row pgx.Row) (*Task, error) {
 		&t.CreatedAt, &t.EnqueuedAt, &t.StartedAt, &t.FinishedAt, &t.LastHeartbeatAt, &t.RunAfter, &t.TimeoutSeconds,
 		&t.QueueTimeout, &t.QueueDeadline, &t.ClaimedBy, &t.CancellationStatus, &t.CancellationError,
 		&t.ErrorType, &t.ErrorMessage, &t.ErrorTraceback, &t.RepairOf,
-		&t.UniqueKey, &t.UniqueGlobal, &t.UniqueUntil, &t.UniqueReleased)
+		&t.UniqueKey, &t.UniqueGlobal, &t.UniqueUntil, &t.UniqueReleased, &t.ConcurrencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -734,7 +748,7 @@ func (c *Client) Repair(ctx context.Context, id string) (string, error) {
 		var state State
 		var t store.NewTask
 		err := store.LockTaskForRepair(ctx, tx, id).Scan(&pk, &state, &t.Flow, &t.Queue, &t.Priority, &t.MaxAttempts,
-			&t.InputJSON, &t.TimeoutSeconds, &t.QueueTimeoutSeconds)
+			&t.InputJSON, &t.TimeoutSeconds, &t.QueueTimeoutSeconds, &t.ConcurrencyKey)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %s", ErrNotFound, id)

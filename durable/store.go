@@ -198,14 +198,29 @@ func pinPlan(ctx context.Context, db DB, f store.Fence, fingerprint string, sele
 // worker's own materialization of each registered flow): the first
 // materialization pins without a statement of its own.
 func claimTasks(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string, pins []planPin) ([]claimed, error) {
-	got, _, err := claimChecking(ctx, db, queue, n, worker, runner, rayAddress, pins, false)
+	got, _, err := claimChecking(ctx, db, queue, n, worker, runner, rayAddress, pins, false, &claimMode{})
 	return got, err
 }
 
+// claimMode is a claimer's view of its queue: whether its claims must be
+// keyed (the queue has limits or keyed tasks: store.Claim) and the last
+// key it served (where its next keyed claim's round starts).
+type claimMode struct {
+	keyed  bool
+	cursor string
+	// nextToken is, after a keyed claim of a queue with a start rate, the
+	// time until its bucket holds a token again (0: it holds one, or the
+	// queue has no rate).
+	nextToken time.Duration
+}
+
 // claimChecking is claimTasks; with checkOrphans it also reports whether
-// some running task's worker session ended (in the same statement).
+// some running task's worker session ended (in the same statement). It
+// claims as mode says and updates mode from the claim's answer: a plain
+// claim that finds the queue has limits or keyed tasks is followed at
+// once by a keyed claim for the rest of n.
 func claimChecking(ctx context.Context, db DB, queue string, n int, worker, runner, rayAddress string, pins []planPin,
-	checkOrphans bool) ([]claimed, bool, error) {
+	checkOrphans bool, mode *claimMode) ([]claimed, bool, error) {
 	var ray *string
 	if rayAddress != "" {
 		ray = &rayAddress
@@ -214,12 +229,6 @@ func claimChecking(ctx context.Context, db DB, queue string, n int, worker, runn
 	for i, p := range pins {
 		flows[i], fps[i], sels[i] = p.flow, p.fingerprint, p.selection
 	}
-	rows, err := store.ClaimTasks(ctx, db, store.Claim{Queue: queue, N: n, Worker: worker, Runner: runner, RayAddress: ray,
-		Flows: flows, Fingerprints: fps, Selections: sels, CheckOrphans: checkOrphans})
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
 	type ordered struct {
 		c        claimed
 		priority int
@@ -227,25 +236,48 @@ func claimChecking(ctx context.Context, db DB, queue string, n int, worker, runn
 	}
 	var got []ordered
 	orphans := false
-	for rows.Next() {
-		var o ordered
-		var input string
-		var timeout int64
-		var waited float64
-		c := &o.c
-		if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
-			&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created, &waited); err != nil {
+	for round := 0; round < 2 && len(got) < n; round++ {
+		keyed := mode.keyed
+		rows, err := store.ClaimTasks(ctx, db, store.Claim{Queue: queue, N: n - len(got), Worker: worker, Runner: runner, RayAddress: ray,
+			Flows: flows, Fingerprints: fps, Selections: sels, CheckOrphans: checkOrphans && round == 0, Keyed: keyed, Cursor: mode.cursor})
+		if err != nil {
 			return nil, false, err
 		}
-		if c.pk == 0 { // the orphan marker
-			orphans = true
-			continue
+		for rows.Next() {
+			var o ordered
+			var input, key string
+			var timeout int64
+			var waited float64
+			c := &o.c
+			if err := rows.Scan(&c.pk, &c.id, &c.flow, &c.attempt, &c.maxAttempts, &c.gen, &c.runID, &input, &timeout,
+				&c.pinnedFP, &c.pinnedAttempt, &o.priority, &o.created, &waited, &key); err != nil {
+				rows.Close()
+				return nil, false, err
+			}
+			switch c.pk {
+			case 0: // the orphan marker
+				orphans = true
+				continue
+			case -1, -2: // the queue's claims must be keyed, or need not be
+				mode.keyed = c.pk == -1
+				if keyed {
+					mode.nextToken = time.Duration(waited * float64(time.Second))
+					if key != "" {
+						mode.cursor = key
+					}
+				}
+				continue
+			}
+			c.input, c.timeout, c.waited = []byte(input), time.Duration(timeout)*time.Second, time.Duration(waited*float64(time.Second))
+			got = append(got, o)
 		}
-		c.input, c.timeout, c.waited = []byte(input), time.Duration(timeout)*time.Second, time.Duration(waited*float64(time.Second))
-		got = append(got, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, false, err
+		}
+		if keyed || !mode.keyed {
+			break // a keyed claim took what it could; a plain one, of an unmanaged queue, too
+		}
 	}
 	// RETURNING has no order: priority first, then age.
 	sort.SliceStable(got, func(i, j int) bool {

@@ -206,6 +206,8 @@ type Task struct {
 	UniqueGlobal   bool       `json:"unique_global,omitempty"`
 	UniqueUntil    *time.Time `json:"unique_until,omitempty"`
 	UniqueReleased bool       `json:"unique_released,omitempty"`
+	// ConcurrencyKey is the task's concurrency key (EnqueueOptions).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Attempt is one archived terminal attempt (rayflow_task_attempts).

@@ -215,6 +215,9 @@ type Worker struct {
 	// (rayflow_workers exists): its idle polls and sweeps then also look
 	// for running tasks whose worker's session ended.
 	sessions atomic.Bool
+	// claims is the claim loop's view of its queue (claimMode): only
+	// the loop's goroutine uses it.
+	claims claimMode
 	// published is the registry version of the flows last published (−1:
 	// none yet).
 	published atomic.Int64
@@ -375,7 +378,11 @@ func (w *Worker) Run(ctx context.Context) error {
 				more, interval = false, min(interval*2, w.o.PollMaxInterval)
 			}
 			if !more {
-				timer.Reset(jitter(interval))
+				d := jitter(interval)
+				if t := w.claims.nextToken; w.claims.keyed && t > 0 && t < d {
+					d = t // a rate-limited queue: claim again when its bucket holds a token
+				}
+				timer.Reset(d)
 			}
 			if more {
 				continue
@@ -386,6 +393,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 			more, interval = true, w.o.PollInterval
 		case <-w.slotFreed:
+			if w.claims.keyed {
+				// A keyed task may have ended: its key may start another.
+				more = true
+			}
 			if more && w.free() < (w.o.Concurrency+1)/2 {
 				// Busy: let more slots free so that one claim takes several
 				// tasks (a claim costs about a transition).
@@ -572,7 +583,7 @@ func (w *Worker) claim(ctx context.Context, n int, polled bool) (int, bool, erro
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	got, orphans, err := claimChecking(ctx, w.pool, w.o.Queue, n, w.o.ID, w.o.Runner, w.o.RayAddress, w.planPins(ctx),
-		polled && w.sessions.Load())
+		polled && w.sessions.Load(), &w.claims)
 	if err != nil {
 		return 0, false, err
 	}

@@ -35,6 +35,7 @@ var recorded = []struct {
 	{9, "published_flows", "b6a3d3f418a13e4d25b5db4aaa481dc25460fc44ec32b3816e85877695903045"},
 	{10, "unique_tasks", "c0a86dd5b6c329802cfb3a222502c7729c874b7d320a69a360b04afdf77221cb"},
 	{11, "schedules", "43973722fadc3e3d61d948b5f390dccf85e96dd202dee55eb5679f6c7e32dbf9"},
+	{12, "fair_admission", "04829ae56fc7f6feb5f11a210d2cb58f39beabd329348536d954bffa7303a017"},
 }
 
 func TestMigrationsAsRecorded(t *testing.T) {

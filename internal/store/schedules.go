@@ -112,16 +112,13 @@ WHERE name = $1 AND next_fire_at = $2`, name, old, next, fired, lastTask)
 // the tick's task exists already (ScheduledTaskExists tells which).
 func InsertScheduledTask(ctx context.Context, q Querier, t NewTask, schedule string, tick time.Time) (int64, error) {
 	var pk int64
-	err := q.QueryRow(ctx, `
-INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
-    timeout_seconds, queue_timeout_seconds, queue_deadline_at, schedule_name, schedule_tick)
-SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer,
-    CASE WHEN $8::integer IS NULL THEN NULL ELSE now() + make_interval(secs => $8::integer) END, $9, $10
-ON CONFLICT DO NOTHING
-RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
-		t.TimeoutSeconds, t.QueueTimeoutSeconds, schedule, tick).Scan(&pk)
+	t.RunAfter = nil
+	err := q.QueryRow(ctx, insertScheduledTask, t.args(schedule, tick)...).Scan(&pk)
 	return pk, err
 }
+
+var insertScheduledTask = insertTask(", schedule_name, schedule_tick", ", $12, $13", `ON CONFLICT DO NOTHING
+RETURNING id`)
 
 // ScheduledTaskExists reports whether the task of schedule's tick exists.
 func ScheduledTaskExists(ctx context.Context, q RowReader, schedule string, tick time.Time) (bool, error) {

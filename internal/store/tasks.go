@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -167,6 +168,14 @@ func StorePlan(ctx context.Context, q Querier, fingerprint, planJSON string) err
 // plan of a task that has none; a task pinned to a plan (a retry) is
 // claimed only when its flow's fingerprint here is the pinned one, so
 // that it waits for a worker of the build that can reproduce its plan.
+//
+// Keyed says which claim runs: the plain claim takes only tasks without a
+// concurrency key and ignores the queue's limits (a queue that has none,
+// the fast path); the keyed claim (ClaimTasks with Keyed) locks the
+// queue's limits row, so that concurrent keyed claims of one queue take
+// turns, and takes tasks round-robin across their keys, starting after
+// Cursor (the last key this claimer served), within each key's running
+// limit and the queue's start rate.
 type Claim struct {
 	Queue        string
 	N            int
@@ -177,54 +186,192 @@ type Claim struct {
 	Fingerprints []string
 	Selections   []string
 	CheckOrphans bool
+	Keyed        bool
+	Cursor       string
 }
 
-const claimPins = `WITH p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))`
+const claimPins = `p AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) AS p(flow, fp, sel))`
 
-const claimSQL = claimPins + "\n" + claimUpdate
-
-// claimCheckSQL is claimSQL followed, when some running task's worker
-// session ended, by one marker row of id 0 (the orphan check of an idle
-// poll, in the same statement).
-var claimCheckSQL = claimPins + `, c(id, task_id, flow, attempt, max_attempts, gen, run_id, input, timeout, fp, pinned, priority, created, waited) AS (
-` + claimUpdate + `)
-SELECT * FROM c
-UNION ALL
-SELECT 0::bigint, '', '', 0, 0, 0::bigint, '', '', 0, '', 0, 0, now(), 0::float8
-WHERE EXISTS (SELECT 1 FROM rayflow_tasks t JOIN rayflow_workers w ON w.worker_id = t.claimed_by WHERE ` + orphanedWhere + `)`
-
-const claimUpdate = `UPDATE rayflow_tasks t SET state = 'RUNNING', execution_generation = t.execution_generation + 1,
-  workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = now(), last_heartbeat_at = now(),
+// claimSet is the SET list of a claim: a new attempt's generation and run
+// id, its worker, and the plan pin of a task that has none.
+const claimSet = `state = 'RUNNING', execution_generation = t.execution_generation + 1,
+  workflow_run_id = gen_random_uuid(), claimed_by = $3, started_at = clock_timestamp(), last_heartbeat_at = now(),
   finished_at = NULL, runner = $4, ray_address = $5, ray_job_id = NULL,
   workflow_plan_pinned_attempt = CASE WHEN t.workflow_plan_fingerprint IS NULL
     AND EXISTS (SELECT 1 FROM p WHERE p.flow = t.flow_name) THEN t.attempt_number ELSE t.workflow_plan_pinned_attempt END,
   workflow_plan_fingerprint = coalesce(t.workflow_plan_fingerprint, (SELECT p.fp FROM p WHERE p.flow = t.flow_name)),
   workflow_plan_selection = CASE WHEN t.workflow_plan_fingerprint IS NULL
-    THEN (SELECT p.sel FROM p WHERE p.flow = t.flow_name) ELSE t.workflow_plan_selection END
-FROM (SELECT id FROM rayflow_tasks
-  WHERE state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
+    THEN (SELECT p.sel FROM p WHERE p.flow = t.flow_name) ELSE t.workflow_plan_selection END`
+
+// claimable is the condition on a queued task of queue $1 (no alias) that
+// a claim may take now.
+const claimable = `state = 'QUEUED' AND queue_name = $1 AND run_after <= now()
     AND (queue_deadline_at IS NULL OR queue_deadline_at > now())
-    AND (workflow_plan_fingerprint IS NULL OR EXISTS (SELECT 1 FROM p WHERE p.flow = flow_name AND p.fp = workflow_plan_fingerprint))
-  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c
-WHERE t.id = c.id
-RETURNING t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
+    AND (workflow_plan_fingerprint IS NULL OR EXISTS (SELECT 1 FROM p WHERE p.flow = flow_name AND p.fp = workflow_plan_fingerprint))`
+
+// claimReturning is a claim's row: see ClaimTasks.
+const claimReturning = `t.id, t.task_id::text, t.flow_name, t.attempt_number, t.max_attempts, t.execution_generation,
   t.workflow_run_id::text, t.input_json, coalesce(t.timeout_seconds, 0), coalesce(t.workflow_plan_fingerprint, ''),
   coalesce(t.workflow_plan_pinned_attempt, 0), t.priority, t.created_at,
-  extract(epoch FROM now() - greatest(t.run_after, t.enqueued_at))::float8`
+  extract(epoch FROM now() - greatest(t.run_after, t.enqueued_at))::float8, coalesce(t.concurrency_key, '')`
 
-// ClaimTasks claims tasks as new attempts (new generation and run id)
-// with FOR UPDATE SKIP LOCKED, larger priority first, FIFO by creation.
-// Rows (in no order): id, task_id, flow_name, attempt_number,
-// max_attempts, execution_generation, workflow_run_id, input_json,
-// timeout seconds, pinned fingerprint, pinned attempt, priority,
-// created_at, seconds waited. With CheckOrphans (migration 0008) one more
-// row of id 0 says that some running task's worker session ended.
-func ClaimTasks(ctx context.Context, q Querier, c Claim) (pgx.Rows, error) {
-	sql := claimSQL
-	if c.CheckOrphans {
-		sql = claimCheckSQL
+// claimMarkers follows a claim's rows (CTE c) with its marker rows: id 0
+// when some running task's worker session ended (with checkOrphans), and
+// id -1 when the queue has limits or keyed tasks (its claims must be
+// keyed), -2 when it has neither (plain claims will do). After a keyed
+// claim the -1/-2 row also carries, as its seconds waited, the time until
+// the start-rate bucket holds its next token (0 without a rate) and, as
+// its concurrency key, where the claimer's next round starts: after the
+// last key served, or, when the claim took fewer than it could, after the
+// last key visited.
+func claimMarkers(checkOrphans, keyed bool) string {
+	wait, cursor := "0::float8", "''"
+	if keyed {
+		wait = `coalesce((SELECT CASE WHEN starts_per_second IS NULL THEN 0
+    ELSE greatest(0, 1 - (tokens - (SELECT count(*) FROM c))) / starts_per_second END
+  FROM rayflow_queues WHERE queue_name = $1), 0)::float8`
+		cursor = `coalesce(CASE WHEN (SELECT count(*) FROM pick) < (SELECT n FROM q)
+    THEN (SELECT k FROM ko ORDER BY ord DESC LIMIT 1)
+    ELSE (SELECT k FROM pick WHERE k IS NOT NULL ORDER BY rn DESC, ord DESC LIMIT 1) END, '')`
 	}
-	return q.Query(ctx, sql, c.Queue, c.N, c.Worker, c.Runner, c.RayAddress, c.Flows, c.Fingerprints, c.Selections)
+	s := `SELECT * FROM c
+UNION ALL
+SELECT m.id, '', '', 0, 0, 0::bigint, '', '', 0, '', 0, 0, now(), ` + wait + `, ` + cursor + ` FROM (SELECT CASE WHEN
+  EXISTS (SELECT 1 FROM rayflow_queues WHERE queue_name = $1)
+  OR EXISTS (SELECT 1 FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key IS NOT NULL)
+  THEN -1 ELSE -2 END::bigint AS id) m`
+	if checkOrphans {
+		s += `
+UNION ALL
+SELECT 0::bigint, '', '', 0, 0, 0::bigint, '', '', 0, '', 0, 0, now(), 0::float8, ''
+WHERE EXISTS (SELECT 1 FROM rayflow_tasks t JOIN rayflow_workers w ON w.worker_id = t.claimed_by WHERE ` + orphanedWhere + `)`
+	}
+	return s
+}
+
+// plainClaim claims tasks without a key, FOR UPDATE SKIP LOCKED, of a
+// queue without limits (a queue's limits take effect at once: a worker
+// that has not seen them yet claims nothing and learns of them from the
+// markers).
+var plainClaim = `WITH ` + claimPins + `, c AS (
+UPDATE rayflow_tasks t SET ` + claimSet + `
+FROM (SELECT id FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key IS NULL
+  AND NOT EXISTS (SELECT 1 FROM rayflow_queues WHERE queue_name = $1)
+  ORDER BY priority DESC, created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) c
+WHERE t.id = c.id
+RETURNING ` + claimReturning + `)
+`
+
+// keyedRefill locks queue $1's limits row (so that keyed claims of the
+// queue take turns: the claim that follows in the same transaction sees
+// every earlier claim's tasks running) and refills its token bucket.
+const keyedRefill = `UPDATE rayflow_queues SET refilled_at = now(), tokens = CASE WHEN starts_per_second IS NULL THEN 0
+  ELSE least(burst::float8, tokens + starts_per_second * greatest(0, extract(epoch FROM now() - refilled_at))) END
+WHERE queue_name = $1`
+
+// maxKeysPerClaim bounds the keys one keyed claim visits (round-robin
+// from the claimer's cursor, so that later keys get their turn).
+const maxKeysPerClaim = 256
+
+// keyedClaim takes, after keyedRefill: up to n = min(N, the bucket's
+// whole tokens) tasks, interleaving the keys by rank (every key's first
+// task, then every key's second, ...), keys in order from after the
+// cursor $9 and wrapping around; a key takes at most its limit less its
+// running tasks. Tasks without a key count as one more key without a
+// limit, first. It spends the bucket's tokens.
+var keyedClaim = `WITH RECURSIVE ` + claimPins + `,
+q AS (SELECT per_key_running AS lim, CASE WHEN starts_per_second IS NULL THEN $2 ELSE least($2, floor(tokens)::int) END AS n
+      FROM rayflow_queues WHERE queue_name = $1
+      UNION ALL SELECT NULL, $2 WHERE NOT EXISTS (SELECT 1 FROM rayflow_queues WHERE queue_name = $1)),
+k1 AS ((SELECT concurrency_key AS k FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key > $9
+        ORDER BY concurrency_key LIMIT 1)
+      UNION ALL
+      SELECT (SELECT concurrency_key FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key > k1.k
+        ORDER BY concurrency_key LIMIT 1) FROM k1 WHERE k1.k IS NOT NULL),
+k2 AS ((SELECT concurrency_key AS k FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key IS NOT NULL
+        AND concurrency_key <= $9 ORDER BY concurrency_key LIMIT 1)
+      UNION ALL
+      SELECT (SELECT concurrency_key FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key > k2.k
+        AND concurrency_key <= $9 ORDER BY concurrency_key LIMIT 1) FROM k2 WHERE k2.k IS NOT NULL),
+ko AS (SELECT k, row_number() OVER (ORDER BY part, k) AS ord FROM (
+        (SELECT k, 1 AS part FROM k1 WHERE k IS NOT NULL LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `)
+        UNION ALL
+        (SELECT k, 2 FROM k2 WHERE k IS NOT NULL LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `)) u
+      ORDER BY part, k LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `),
+cand AS (
+  SELECT x.id, ko.k, row_number() OVER (PARTITION BY ko.k ORDER BY x.priority DESC, x.created_at, x.id) AS rn, ko.ord
+  FROM ko CROSS JOIN LATERAL (
+    SELECT id, priority, created_at FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key = ko.k
+    ORDER BY priority DESC, created_at, id
+    LIMIT greatest(0, least((SELECT n FROM q), coalesce((SELECT lim FROM q), 2147483647)
+      - (SELECT count(*) FROM rayflow_tasks r WHERE r.state IN ('RUNNING', 'CANCELLING') AND r.queue_name = $1
+           AND r.concurrency_key = ko.k)))
+    FOR UPDATE SKIP LOCKED) x
+  UNION ALL
+  SELECT u.id, NULL, row_number() OVER (ORDER BY u.priority DESC, u.created_at, u.id), 0 FROM (
+    SELECT id, priority, created_at FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key IS NULL
+    ORDER BY priority DESC, created_at, id LIMIT (SELECT n FROM q) FOR UPDATE SKIP LOCKED) u),
+pick AS (SELECT id, k, rn, ord FROM cand ORDER BY rn, ord LIMIT (SELECT n FROM q)),
+c AS (
+UPDATE rayflow_tasks t SET ` + claimSet + `
+FROM pick WHERE t.id = pick.id
+RETURNING ` + claimReturning + `),
+spend AS (UPDATE rayflow_queues SET tokens = tokens - (SELECT count(*) FROM c)
+  WHERE queue_name = $1 AND starts_per_second IS NOT NULL)
+`
+
+// ClaimTasks claims tasks as new attempts (new generation and run id),
+// larger priority first, FIFO by creation (with Keyed, round-robin
+// across keys first). Rows (in no order): id, task_id, flow_name,
+// attempt_number, max_attempts, execution_generation, workflow_run_id,
+// input_json, timeout seconds, pinned fingerprint, pinned attempt,
+// priority, created_at, seconds waited, concurrency key ("" for none);
+// then the marker rows of claimMarkers (ids 0, -1, -2). A keyed claim
+// needs q to send batches (store.Batcher): its two statements go in one
+// round trip and one transaction.
+func ClaimTasks(ctx context.Context, q Querier, c Claim) (pgx.Rows, error) {
+	args := []any{c.Queue, c.N, c.Worker, c.Runner, c.RayAddress, c.Flows, c.Fingerprints, c.Selections}
+	if !c.Keyed {
+		return q.Query(ctx, plainClaim+claimMarkers(c.CheckOrphans, false), args...)
+	}
+	b, ok := q.(Batcher)
+	if !ok {
+		return nil, fmt.Errorf("store: a keyed claim needs a connection that sends batches, not %T", q)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(keyedRefill, c.Queue)
+	batch.Queue(keyedClaim+claimMarkers(c.CheckOrphans, true), append(args, c.Cursor)...)
+	res := b.SendBatch(ctx, batch)
+	if _, err := res.Exec(); err != nil {
+		_ = res.Close()
+		return nil, err
+	}
+	rows, err := res.Query()
+	if err != nil {
+		_ = res.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, res: res}, nil
+}
+
+// batchRows are a batch's last rows: closing them closes the batch.
+type batchRows struct {
+	pgx.Rows
+	res pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	_ = r.res.Close()
+}
+
+// Err is the rows' error, else (the rows read) the batch's: its
+// transaction's commit.
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.res.Close()
 }
 
 // NewTask is a task to enqueue.
@@ -239,21 +386,35 @@ type NewTask struct {
 	QueueTimeoutSeconds *int64
 	RunAfter            *time.Time // nil: now
 	RepairOf            *int64     // the primary key of the task a repair task repairs
+	ConcurrencyKey      *string    // the task's concurrency key (nil: none)
 }
 
+// insertTask is the INSERT of a new task, its columns and values from a
+// NewTask's args ($1–$11), more columns and their values (from $12 on)
+// appended by each kind of enqueue, so that a column is added in one place.
+func insertTask(moreColumns, moreValues, rest string) string {
+	return `INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
+    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at, repair_of, concurrency_key` + moreColumns + `)
+SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
+    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END, $10::bigint, $11::text` + moreValues + `
+FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
+` + rest
+}
+
+// args are t's values for insertTask's $1–$11, then more.
+func (t NewTask) args(more ...any) []any {
+	return append([]any{t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
+		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter, t.RepairOf, t.ConcurrencyKey}, more...)
+}
+
+var insertPlainTask = insertTask("", "", `ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
+RETURNING id`)
+
 // InsertTask inserts t and returns its primary key (pgx.ErrNoRows when
-// the task id exists already).
+// its task id exists already).
 func InsertTask(ctx context.Context, q Querier, t NewTask) (int64, error) {
 	var pk int64
-	err := q.QueryRow(ctx, `
-INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
-    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at, repair_of)
-SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
-    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END, $10::bigint
-FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
-ON CONFLICT ON CONSTRAINT rayflow_task_id_unique DO NOTHING
-RETURNING id`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
-		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter, t.RepairOf).Scan(&pk)
+	err := q.QueryRow(ctx, insertPlainTask, t.args()...).Scan(&pk)
 	return pk, err
 }
 
@@ -299,20 +460,15 @@ type InsertedUnique struct {
 // rayflow_task_id_unique.
 func InsertUniqueTask(ctx context.Context, q Querier, t NewTask, u UniqueTask) (InsertedUnique, error) {
 	var r InsertedUnique
-	err := q.QueryRow(ctx, `
-INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, priority, max_attempts, input_json,
-    timeout_seconds, queue_timeout_seconds, run_after, queue_deadline_at, repair_of, unique_key, unique_scope, unique_until)
-SELECT $1, $2, $3, $4, $5, $6, $7::integer, $8::integer, ra, CASE WHEN $8::integer IS NULL THEN NULL
-    ELSE greatest(now(), ra) + make_interval(secs => $8::integer) END, $10::bigint, $11, $12,
-    now() + make_interval(secs => $13::integer)
-FROM (SELECT coalesce($9::timestamptz, now()) AS ra) r
-ON CONFLICT `+uniqueArbiter+`
-DO UPDATE SET unique_released = coalesce(rayflow_tasks.unique_until <= now(), false)
-RETURNING id, task_id::text, flow_name, state, max_attempts, unique_released`, t.TaskID, t.Flow, t.Queue, t.Priority, t.MaxAttempts, t.InputJSON,
-		t.TimeoutSeconds, t.QueueTimeoutSeconds, t.RunAfter, t.RepairOf, u.Key, u.Scope, u.ForSeconds).
+	err := q.QueryRow(ctx, insertUniqueTask, t.args(u.Key, u.Scope, u.ForSeconds)...).
 		Scan(&r.PK, &r.TaskID, &r.Flow, &r.State, &r.MaxAttempts, &r.Released)
 	return r, err
 }
+
+var insertUniqueTask = insertTask(", unique_key, unique_scope, unique_until", ", $12, $13, now() + make_interval(secs => $14::integer)",
+	`ON CONFLICT `+uniqueArbiter+`
+DO UPDATE SET unique_released = coalesce(rayflow_tasks.unique_until <= now(), false)
+RETURNING id, task_id::text, flow_name, state, max_attempts, unique_released`)
 
 // UniqueHolder returns the task id of the task other than pk that holds
 // pk's unique key (pgx.ErrNoRows when none does).
@@ -335,7 +491,8 @@ WHERE t.id = $1 AND h.unique_key IS NOT NULL AND NOT h.unique_released
 // cancellation_error, error_type, error_message, error_traceback, the
 // task id of the task a repair task repairs (empty for other tasks),
 // unique_key (empty for none), whether the key is global, unique_until
-// (NULL for a hold while not terminal) and unique_released.
+// (NULL for a hold while not terminal), unique_released and the
+// concurrency key (empty for none).
 const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, attempt_number, max_attempts,
  execution_generation, coalesce(workflow_run_id::text, ''), coalesce(workflow_plan_fingerprint, ''),
  coalesce(workflow_plan_pinned_attempt, 0), input_json, result_data, coalesce(runner, ''), coalesce(ray_address, ''), coalesce(ray_job_id, ''),
@@ -343,7 +500,8 @@ const taskColumns = `id, task_id::text, flow_name, queue_name, priority, state, 
  coalesce(queue_timeout_seconds, 0), queue_deadline_at, coalesce(claimed_by, ''), coalesce(cancellation_status, ''),
  coalesce(cancellation_error, ''), coalesce(error_type, ''), coalesce(error_message, ''), coalesce(error_traceback, ''),
  coalesce((SELECT o.task_id::text FROM rayflow_tasks o WHERE o.id = rayflow_tasks.repair_of), ''),
- coalesce(unique_key, ''), coalesce(unique_scope = '', false), unique_until, unique_released`
+ coalesce(unique_key, ''), coalesce(unique_scope = '', false), unique_until, unique_released,
+ coalesce(concurrency_key, '')`
 
 // TaskByID reads the task record (the columns of taskColumns) of task id.
 func TaskByID(ctx context.Context, q RowReader, taskID string) pgx.Row {
@@ -380,10 +538,10 @@ FROM rayflow_tasks WHERE task_id = $1 FOR UPDATE`, taskID)
 // LockTaskForRepair reads task taskID for a repair, locking it against
 // a concurrent retry. Row: id, state, flow_name, queue_name, priority,
 // max_attempts, input_json, timeout_seconds, queue_timeout_seconds
-// (NULL when unset).
+// (NULL when unset), concurrency_key (NULL for none).
 func LockTaskForRepair(ctx context.Context, q Querier, taskID string) pgx.Row {
-	return q.QueryRow(ctx, `SELECT id, state, flow_name, queue_name, priority, max_attempts, input_json, timeout_seconds, queue_timeout_seconds
-FROM rayflow_tasks WHERE task_id = $1 FOR SHARE`, taskID)
+	return q.QueryRow(ctx, `SELECT id, state, flow_name, queue_name, priority, max_attempts, input_json, timeout_seconds, queue_timeout_seconds,
+ concurrency_key FROM rayflow_tasks WHERE task_id = $1 FOR SHARE`, taskID)
 }
 
 // RequeueTask makes the ended attempt (pk, state, attempt, gen) of a
@@ -439,4 +597,40 @@ RETURNING task_id::text, flow_name, max_attempts, input_json, coalesce(timeout_s
 func InsertRunningTask(ctx context.Context, q Querier, flow, worker string) pgx.Row {
 	return q.QueryRow(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, state, claimed_by, workflow_run_id, started_at)
  VALUES (gen_random_uuid(), $1, '{}', 'RUNNING', $2, gen_random_uuid(), now()) RETURNING task_id::text, id, workflow_run_id::text`, flow, worker)
+}
+
+// SetQueueLimits records queue's limits (rayflow_queues, migration
+// 0012): a new row's token bucket starts full; a changed burst caps the
+// tokens.
+func SetQueueLimits(ctx context.Context, q Querier, queue string, perKey *int, rate *float64, burst *int) error {
+	_, err := q.Exec(ctx, `INSERT INTO rayflow_queues (queue_name, per_key_running, starts_per_second, burst, tokens)
+VALUES ($1, $2, $3, $4, coalesce($4, 0))
+ON CONFLICT (queue_name) DO UPDATE SET per_key_running = excluded.per_key_running,
+  starts_per_second = excluded.starts_per_second, burst = excluded.burst,
+  tokens = least(rayflow_queues.tokens, coalesce(excluded.burst, 0)), updated_at = now()`, queue, perKey, rate, burst)
+	return err
+}
+
+// DeleteQueueLimits removes queue's limits.
+func DeleteQueueLimits(ctx context.Context, q Querier, queue string) error {
+	_, err := q.Exec(ctx, `DELETE FROM rayflow_queues WHERE queue_name = $1`, queue)
+	return err
+}
+
+// QueueStatus reads queue's limits and counts. Row: per_key_running,
+// starts_per_second, burst, the bucket's tokens now (NULL without a
+// rate; the first three NULL without limits), queued, running (with
+// cancelling), keys with a queued task, keys with a running task, keys
+// at their per-key limit.
+func QueueStatus(ctx context.Context, q RowReader, queue string) pgx.Row {
+	return q.QueryRow(ctx, `WITH l AS (SELECT * FROM rayflow_queues WHERE queue_name = $1),
+r AS (SELECT concurrency_key AS k, count(*) AS n FROM rayflow_tasks
+      WHERE queue_name = $1 AND state IN ('RUNNING', 'CANCELLING') AND concurrency_key IS NOT NULL GROUP BY 1)
+SELECT (SELECT per_key_running FROM l), (SELECT starts_per_second FROM l), (SELECT burst FROM l),
+  (SELECT least(burst::float8, tokens + starts_per_second * greatest(0, extract(epoch FROM now() - refilled_at))) FROM l),
+  (SELECT count(*) FROM rayflow_tasks WHERE queue_name = $1 AND state = 'QUEUED'),
+  (SELECT count(*) FROM rayflow_tasks WHERE queue_name = $1 AND state IN ('RUNNING', 'CANCELLING')),
+  (SELECT count(DISTINCT concurrency_key) FROM rayflow_tasks WHERE queue_name = $1 AND state = 'QUEUED' AND concurrency_key IS NOT NULL),
+  (SELECT count(*) FROM r),
+  (SELECT count(*) FROM r WHERE r.n >= (SELECT per_key_running FROM l))`, queue)
 }

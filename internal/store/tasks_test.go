@@ -52,6 +52,7 @@ type claimedRow struct {
 	Priority      int
 	Created       time.Time
 	Waited        float64
+	Key           string
 }
 
 func claim(t *testing.T, pool *pgxpool.Pool, c store.Claim) []claimedRow {
@@ -60,9 +61,15 @@ func claim(t *testing.T, pool *pgxpool.Pool, c store.Claim) []claimedRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[claimedRow])
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[claimedRow])
 	if err != nil {
 		t.Fatal(err)
+	}
+	var got []claimedRow
+	for _, r := range all {
+		if r.PK > 0 { // not a marker row
+			got = append(got, r)
+		}
 	}
 	return got
 }
@@ -97,7 +104,7 @@ func TestInsertTaskAndRead(t *testing.T) {
 	for range 26 {
 		dest = append(dest, new(any))
 	}
-	dest = append(dest, &repairOf, new(string), new(bool), new(*time.Time), new(bool))
+	dest = append(dest, &repairOf, new(string), new(bool), new(*time.Time), new(bool), new(any))
 	if err := store.TaskByID(ctx, pool, id).Scan(dest...); err != nil {
 		t.Fatal(err)
 	}
