@@ -167,7 +167,7 @@ bench-ray: ## two tables: rayflow (leaf processes, and a leaf library) vs a nati
 bench-ray-actors: ## coordinator heap of 1k vs 10k buffered map and fold; full vs terminal_only vs disabled wall time
 	RAYFLOW_BENCH=1 $(GO) test ./engine/ray -run '^TestBenchRayActors$$' -count=1 -v -timeout 20m
 
-bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, crash recovery after kill -9, no-op saturation
+bench-durable: ## durable queue: claim latency, idle queries and throughput for 1/4/8 workers, crash recovery after kill -9, no-op saturation, schedules, unique enqueue, fair admission
 	@RAYFLOW_TEST_DATABASE_URL='$(ENV_DATABASE_URL)' $(SCRIPT_ENV) scripts/bench-pg.sh durable
 
 bench-resume: ## resumable maps, each goal beside its measurement: kill -9 at 50 % of 10,000 items, a repair after 1 % failures, ledger overhead and statements per chunk; local, and Ray with RAYFLOW_RAY_ADDRESS

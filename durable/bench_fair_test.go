@@ -24,7 +24,10 @@ func TestBenchFair(t *testing.T) {
 		t.Skip("set RAYFLOW_BENCH_DURABLE=1 (make bench-durable; =fair for this table alone)")
 	}
 	server := pgtest.ServerURL(t)
-	const rounds, perKey = 2, 20
+	rounds, perKey := 2, 20
+	if os.Getenv("FAIRX") != "" {
+		rounds = 1
+	}
 	type row struct {
 		name  string
 		keyed bool
@@ -32,21 +35,27 @@ func TestBenchFair(t *testing.T) {
 		runs  []fairRun
 	}
 	rows := []*row{{name: "no keys (FIFO)"}, {name: fmt.Sprintf("keys A and B, per-key limit %d", perKey), keyed: true, limit: perKey}}
+	if os.Getenv("FAIRX") != "" {
+		rows = []*row{{name: "no keys (FIFO)"}, {name: "keys, no limit", keyed: true}, {name: "keys, limit 40", keyed: true, limit: 40}, {name: "keys, limit 20", keyed: true, limit: 20}}
+	}
 	for range rounds { // interleaved, so that load drifts hit both alike
 		for _, r := range rows {
 			r.runs = append(r.runs, benchFairRun(t, server, r.keyed, r.limit))
 		}
 	}
-	fmt.Println("| Fair admission: A enqueues 10,000 no-op tasks, then B 10; 4 workers × 10 | Runs | B start p50 ms | B start p99 ms | Tasks/s (median) | Throughput vs no keys | Most of one key at once |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| Fair admission: A enqueues 10,000 no-op tasks, then B 10; 4 workers × 10 | Runs | B start p50 ms | B start p99 ms | Tasks/s (median) | Throughput vs no keys | Go CPU µs/task | PostgreSQL CPU µs/task | Most of one key at once |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var base float64
 	for _, r := range rows {
-		var p50, p99, tput []float64
+		var p50, p99, tput, goCPU, pgCPU []float64
 		most := 0
 		for _, run := range r.runs {
 			p50, p99, tput = append(p50, run.bP50), append(p99, run.bP99), append(tput, run.tasksPerSecond)
+			goCPU, pgCPU = append(goCPU, float64(run.goCPU.Microseconds())), append(pgCPU, float64(run.pgCPU.Microseconds()))
 			most = max(most, run.mostAtOnce)
 		}
+		slices.Sort(goCPU)
+		slices.Sort(pgCPU)
 		slices.Sort(p50)
 		slices.Sort(p99)
 		slices.Sort(tput)
@@ -58,9 +67,10 @@ func TestBenchFair(t *testing.T) {
 		if r.limit > 0 {
 			limit = fmt.Sprintf("%d (limit %d)", most, r.limit)
 		}
-		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %.2f× | %s |\n", r.name, len(r.runs), p50[len(p50)/2], p99[len(p99)-1], med, med/base, limit)
+		fmt.Printf("| %s | %d | %.0f | %.0f | %.0f | %.2f× | %.0f | %.0f | %s |\n", r.name, len(r.runs), p50[len(p50)/2], p99[len(p99)-1], med, med/base,
+			goCPU[len(goCPU)/2], pgCPU[len(pgCPU)/2], limit)
 	}
-	fmt.Println("| goal (keys) | | | ≤ 1,000 | | ≥ 0.90× | ≤ the limit |")
+	fmt.Println("| goal (keys) | | | ≤ 1,000 | | ≥ 0.90× | | | ≤ the limit |")
 	fmt.Println()
 }
 
@@ -68,6 +78,7 @@ type fairRun struct {
 	bP50, bP99     float64 // ms from enqueue to start of B's tasks
 	tasksPerSecond float64
 	mostAtOnce     int // the most attempts of one key that ran at once
+	goCPU, pgCPU   time.Duration // per task: this process's (the workers') and the database's backends'
 }
 
 func benchFairRun(t *testing.T, server string, keyed bool, limit int) fairRun {
@@ -91,6 +102,11 @@ func benchFairRun(t *testing.T, server string, keyed bool, limit int) fairRun {
 		keyA, keyB = "A", "B"
 	}
 	const n, nB = 10_000, 10
+	var db string
+	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	pg0, go0 := backendCPU(t, pool, db), processCPU()
 	start := time.Now()
 	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, input_json, concurrency_key)
 SELECT gen_random_uuid(), 'test.noop', i::text, nullif($2, '') FROM generate_series(1, $1) i`, n, keyA); err != nil {
@@ -109,6 +125,8 @@ SELECT gen_random_uuid(), 'test.noop', i::text, nullif($2, '') FROM generate_ser
 	}
 	waitSucceeded(t, pool, n+nB, 50*time.Millisecond)
 	var r fairRun
+	r.goCPU = (processCPU() - go0) / (n + nB)
+	r.pgCPU = (backendCPU(t, pool, db) - pg0) / (n + nB)
 	var last time.Time
 	if err := pool.QueryRow(ctx, `SELECT max(finished_at) FROM rayflow_tasks`).Scan(&last); err != nil {
 		t.Fatal(err)

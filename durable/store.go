@@ -212,6 +212,9 @@ type claimMode struct {
 	// time until its bucket holds a token again (0: it holds one, or the
 	// queue has no rate).
 	nextToken time.Duration
+	// limited says that the last keyed claim met keys at their running
+	// limit: a task of theirs that ends lets them start another.
+	limited bool
 }
 
 // claimChecking is claimTasks; with checkOrphans it also reports whether
@@ -261,6 +264,7 @@ func claimChecking(ctx context.Context, db DB, queue string, n int, worker, runn
 			case -1, -2: // the queue's claims must be keyed, or need not be
 				mode.keyed = c.pk == -1
 				if keyed {
+					mode.limited = c.attempt > 0
 					mode.nextToken = time.Duration(waited * float64(time.Second))
 					if key != "" {
 						mode.cursor = key

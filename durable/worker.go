@@ -393,8 +393,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 			more, interval = true, w.o.PollInterval
 		case <-w.slotFreed:
-			if w.claims.keyed {
-				// A keyed task may have ended: its key may start another.
+			if w.claims.keyed && w.claims.limited {
+				// A task of a key at its limit may have ended: the key
+				// may start another.
 				more = true
 			}
 			if more && w.free() < (w.o.Concurrency+1)/2 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench-durable / bench-progress / bench-read: the PostgreSQL benchmarks, on the server
 # named by RAYFLOW_TEST_DATABASE_URL, else on the private cluster (scripts/pg.sh up).
-#   scripts/bench-pg.sh durable    durable queue: schedule lease hand-over, claim latency, idle queries, throughput, saturation, unique enqueue
+#   scripts/bench-pg.sh durable    durable queue: schedule lease hand-over, claim latency, idle queries, throughput, saturation, unique enqueue, fair admission
 #   scripts/bench-pg.sh progress   progress storage: chains of 1k-100k nodes, sparse update, heap
 #   scripts/bench-pg.sh read       progress reads with the record cache on, then off
 #   scripts/bench-pg.sh resume     resumable maps: kill -9 at 50 %, repair, ledger overhead (Ray rows with RAYFLOW_RAY_ADDRESS)
@@ -21,7 +21,7 @@ export RAYFLOW_TEST_DATABASE_URL=$url
 case $what in
 durable)
 	echo "bench-durable: $url; $(uptime)"
-	RAYFLOW_BENCH_DURABLE=1 "$GO" test -count=1 -run '^(TestBenchDurable|TestBenchUnique)$' -v -timeout 30m ./durable/ |
+	RAYFLOW_BENCH_DURABLE=1 "$GO" test -count=1 -run '^(TestBenchDurable|TestBenchUnique|TestBenchFair)$' -v -timeout 30m ./durable/ |
 		grep -E '^(\||BENCH|---|ok|FAIL)'
 	;;
 progress)

@@ -219,14 +219,17 @@ const claimReturning = `t.id, t.task_id::text, t.flow_name, t.attempt_number, t.
 // when some running task's worker session ended (with checkOrphans), and
 // id -1 when the queue has limits or keyed tasks (its claims must be
 // keyed), -2 when it has neither (plain claims will do). After a keyed
-// claim the -1/-2 row also carries, as its seconds waited, the time until
-// the start-rate bucket holds its next token (0 without a rate) and, as
-// its concurrency key, where the claimer's next round starts: after the
-// last key served, or, when the claim took fewer than it could, after the
-// last key visited.
+// claim the -1/-2 row also carries, as its attempt number, how many keys
+// it visited were at their running limit (a task that ends may let them
+// start another); as its seconds waited, the time until the start-rate
+// bucket holds its next token (0 without a rate); and, as its
+// concurrency key, where the claimer's next round starts: after the last
+// key served, or, when the claim took fewer than it could, after the last
+// key visited.
 func claimMarkers(checkOrphans, keyed bool) string {
-	wait, cursor := "0::float8", "''"
+	wait, cursor, limited := "0::float8", "''", "0"
 	if keyed {
+		limited = `(SELECT count(*) FROM ko WHERE room = 0)::int`
 		wait = `coalesce((SELECT CASE WHEN starts_per_second IS NULL THEN 0
     ELSE greatest(0, 1 - (tokens - (SELECT count(*) FROM c))) / starts_per_second END
   FROM rayflow_queues WHERE queue_name = $1), 0)::float8`
@@ -236,9 +239,10 @@ func claimMarkers(checkOrphans, keyed bool) string {
 	}
 	s := `SELECT * FROM c
 UNION ALL
-SELECT m.id, '', '', 0, 0, 0::bigint, '', '', 0, '', 0, 0, now(), ` + wait + `, ` + cursor + ` FROM (SELECT CASE WHEN
+SELECT m.id, '', '', ` + limited + `, 0, 0::bigint, '', '', 0, '', 0, 0, now(), ` + wait + `, ` + cursor + ` FROM (SELECT CASE WHEN
   EXISTS (SELECT 1 FROM rayflow_queues WHERE queue_name = $1)
-  OR EXISTS (SELECT 1 FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key IS NOT NULL)
+  OR (SELECT concurrency_key FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key IS NOT NULL
+      ORDER BY concurrency_key LIMIT 1) IS NOT NULL
   THEN -1 ELSE -2 END::bigint AS id) m`
 	if checkOrphans {
 		s += `
@@ -261,6 +265,13 @@ FROM (SELECT id FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key I
 WHERE t.id = c.id
 RETURNING ` + claimReturning + `)
 `
+
+// keyedSettings makes the keyed claim that follows in its transaction run
+// its prepared statement's generic plan: planning the claim anew for each
+// call's values (PostgreSQL's choice for it otherwise) costs more than
+// running it, and the plan does not depend on the values. JIT compiling
+// would cost more still.
+const keyedSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)`
 
 // keyedRefill locks queue $1's limits row (so that keyed claims of the
 // queue take turns: the claim that follows in the same transaction sees
@@ -293,28 +304,29 @@ k2 AS ((SELECT concurrency_key AS k FROM rayflow_tasks WHERE state = 'QUEUED' AN
       UNION ALL
       SELECT (SELECT concurrency_key FROM rayflow_tasks WHERE state = 'QUEUED' AND queue_name = $1 AND concurrency_key > k2.k
         AND concurrency_key <= $9 ORDER BY concurrency_key LIMIT 1) FROM k2 WHERE k2.k IS NOT NULL),
-ko AS (SELECT k, row_number() OVER (ORDER BY part, k) AS ord FROM (
+ko AS (SELECT k, ord, CASE WHEN (SELECT lim FROM q) IS NULL THEN 2147483647 ELSE greatest(0, (SELECT lim FROM q)
+        - (SELECT count(*) FROM rayflow_tasks r WHERE r.state IN ('RUNNING', 'CANCELLING') AND r.queue_name = $1
+             AND r.concurrency_key = v.k)) END AS room
+      FROM (SELECT k, row_number() OVER (ORDER BY part, k) AS ord FROM (
         (SELECT k, 1 AS part FROM k1 WHERE k IS NOT NULL LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `)
         UNION ALL
         (SELECT k, 2 FROM k2 WHERE k IS NOT NULL LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `)) u
-      ORDER BY part, k LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `),
+      ORDER BY part, k LIMIT ` + fmt.Sprint(maxKeysPerClaim) + `) v),
 cand AS (
   SELECT x.id, ko.k, row_number() OVER (PARTITION BY ko.k ORDER BY x.priority DESC, x.created_at, x.id) AS rn, ko.ord
-  FROM ko CROSS JOIN LATERAL (
+  FROM ko CROSS JOIN LATERAL (SELECT * FROM (
     SELECT id, priority, created_at FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key = ko.k
     ORDER BY priority DESC, created_at, id
-    LIMIT greatest(0, least((SELECT n FROM q), coalesce((SELECT lim FROM q), 2147483647)
-      - (SELECT count(*) FROM rayflow_tasks r WHERE r.state IN ('RUNNING', 'CANCELLING') AND r.queue_name = $1
-           AND r.concurrency_key = ko.k)))
-    FOR UPDATE SKIP LOCKED) x
+    LIMIT least((SELECT n FROM q), ko.room)
+    FOR UPDATE SKIP LOCKED) y LIMIT $2) x
   UNION ALL
   SELECT u.id, NULL, row_number() OVER (ORDER BY u.priority DESC, u.created_at, u.id), 0 FROM (
     SELECT id, priority, created_at FROM rayflow_tasks WHERE ` + claimable + ` AND concurrency_key IS NULL
     ORDER BY priority DESC, created_at, id LIMIT (SELECT n FROM q) FOR UPDATE SKIP LOCKED) u),
-pick AS (SELECT id, k, rn, ord FROM cand ORDER BY rn, ord LIMIT (SELECT n FROM q)),
+pick AS (SELECT * FROM (SELECT id, k, rn, ord FROM cand ORDER BY rn, ord LIMIT (SELECT n FROM q)) z LIMIT $2),
 c AS (
 UPDATE rayflow_tasks t SET ` + claimSet + `
-FROM pick WHERE t.id = pick.id
+WHERE t.id = ANY (ARRAY(SELECT id FROM pick))
 RETURNING ` + claimReturning + `),
 spend AS (UPDATE rayflow_queues SET tokens = tokens - (SELECT count(*) FROM c)
   WHERE queue_name = $1 AND starts_per_second IS NOT NULL)
@@ -339,12 +351,15 @@ func ClaimTasks(ctx context.Context, q Querier, c Claim) (pgx.Rows, error) {
 		return nil, fmt.Errorf("store: a keyed claim needs a connection that sends batches, not %T", q)
 	}
 	batch := &pgx.Batch{}
+	batch.Queue(keyedSettings)
 	batch.Queue(keyedRefill, c.Queue)
 	batch.Queue(keyedClaim+claimMarkers(c.CheckOrphans, true), append(args, c.Cursor)...)
 	res := b.SendBatch(ctx, batch)
-	if _, err := res.Exec(); err != nil {
-		_ = res.Close()
-		return nil, err
+	for range 2 { // keyedSettings, keyedRefill
+		if _, err := res.Exec(); err != nil {
+			_ = res.Close()
+			return nil, err
+		}
 	}
 	rows, err := res.Query()
 	if err != nil {
