@@ -77,7 +77,7 @@ func TestBenchFair(t *testing.T) {
 type fairRun struct {
 	bP50, bP99     float64 // ms from enqueue to start of B's tasks
 	tasksPerSecond float64
-	mostAtOnce     int // the most attempts of one key that ran at once
+	mostAtOnce     int           // the most attempts of one key that ran at once
 	goCPU, pgCPU   time.Duration // per task: this process's (the workers') and the database's backends'
 }
 
