@@ -305,3 +305,36 @@ SELECT gen_random_uuid(), 'flow', 'busy', '1', format('k%s', i % $1) FROM genera
 		t.Errorf("attempt rows: at most %d attempts of one key ran at once, want 2…%d (the limit, and some overlap)", maxAtOnce, limit)
 	}
 }
+
+// A start rate added to a queue that had only a per-key limit starts with
+// a full bucket; a lower burst caps the tokens of a bucket that had a rate.
+func TestSetQueueLimitsBucket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.MigratedPool(t)
+	tokens := func() float64 {
+		var v *float64
+		if err := store.QueueStatus(ctx, pool, "b").Scan(new(any), new(any), new(any), &v, new(any), new(any), new(any), new(any), new(any)); err != nil {
+			t.Fatal(err)
+		}
+		if v == nil {
+			return -1
+		}
+		return *v
+	}
+	if err := store.SetQueueLimits(ctx, pool, "b", ptr(1), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetQueueLimits(ctx, pool, "b", ptr(1), ptr(0.001), ptr(500)); err != nil {
+		t.Fatal(err)
+	}
+	if got := tokens(); got < 500 || got > 500.01 {
+		t.Fatalf("a rate added to a queue with limits: %v tokens, want the full burst 500", got)
+	}
+	if err := store.SetQueueLimits(ctx, pool, "b", ptr(1), ptr(0.001), ptr(7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := tokens(); got < 7 || got > 7.01 {
+		t.Fatalf("a lower burst: %v tokens, want 7", got)
+	}
+}

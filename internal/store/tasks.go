@@ -615,14 +615,17 @@ func InsertRunningTask(ctx context.Context, q Querier, flow, worker string) pgx.
 }
 
 // SetQueueLimits records queue's limits (rayflow_queues, migration
-// 0012): a new row's token bucket starts full; a changed burst caps the
-// tokens.
+// 0012): a bucket that had no rate before starts full; a changed burst
+// caps the tokens of one that had.
 func SetQueueLimits(ctx context.Context, q Querier, queue string, perKey *int, rate *float64, burst *int) error {
 	_, err := q.Exec(ctx, `INSERT INTO rayflow_queues (queue_name, per_key_running, starts_per_second, burst, tokens)
 VALUES ($1, $2, $3, $4, coalesce($4, 0))
 ON CONFLICT (queue_name) DO UPDATE SET per_key_running = excluded.per_key_running,
   starts_per_second = excluded.starts_per_second, burst = excluded.burst,
-  tokens = least(rayflow_queues.tokens, coalesce(excluded.burst, 0)), updated_at = now()`, queue, perKey, rate, burst)
+  tokens = CASE WHEN rayflow_queues.starts_per_second IS NULL THEN coalesce(excluded.burst, 0)
+    ELSE least(rayflow_queues.tokens, coalesce(excluded.burst, 0)) END,
+  refilled_at = CASE WHEN rayflow_queues.starts_per_second IS NULL THEN now() ELSE rayflow_queues.refilled_at END,
+  updated_at = now()`, queue, perKey, rate, burst)
 	return err
 }
 
