@@ -98,6 +98,8 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/api/tasks/{task_id}", h: s.taskStatus},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/cancel", h: s.cancel},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/retry", h: s.retry},
+		{Method: "GET", Pattern: "/api/queues/{queue}", h: s.queueStatus},
+		{Method: "PUT", Pattern: "/api/queues/{queue}/limits", h: s.setQueueLimits},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}", Read: readSummary, h: s.summary},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/nodes", Read: readNodes, h: s.nodes},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", Read: readEdges, h: s.edges},
