@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -233,4 +234,31 @@ func TestQueueRoutes(t *testing.T) {
 	if body := scrape("chain"); strings.Contains(body, "rayflow_queue_keys_running") {
 		t.Error("a principal of some flows sees the queues' admission gauges")
 	}
+}
+
+// FuzzDecodeQueueLimits: any body either decodes to limits that encode
+// back to the same limits, or is refused with an INVALID_ARGUMENT
+// InputError; nothing panics.
+func FuzzDecodeQueueLimits(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"per_key_running":2,"starts_per_second":0.5,"burst":1}`, `{"burst":"x"}`, `{"x":1}`,
+		`{} {}`, ``, `[1]`, `{"per_key_running":1e3}`, `null`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		l, ie := decodeQueueLimits(bytes.NewReader(body))
+		if ie != nil {
+			if ie.Code != "INVALID_ARGUMENT" || ie.Message == "" {
+				t.Fatalf("%q: refused with %+v", body, ie)
+			}
+			return
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, ie := decodeQueueLimits(bytes.NewReader(b))
+		if ie != nil || again != l {
+			t.Fatalf("%q: %+v encodes as %s, which decodes to %+v (%v)", body, l, b, again, ie)
+		}
+	})
 }
