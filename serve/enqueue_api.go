@@ -36,6 +36,10 @@ type EnqueueRequest struct {
 	// RunAt (RFC 3339) is when the task becomes claimable
 	// (durable.EnqueueOptions.RunAfter); "" means now.
 	RunAt string `json:"run_at,omitempty"`
+	// ConcurrencyKey (1–200 bytes) is durable.EnqueueOptions.ConcurrencyKey:
+	// the queue's per-key running limit and round-robin across keys apply
+	// (docs/durable.md#fair-admission).
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // maxEnqueueBody bounds POST /api/tasks's body: the largest input and
@@ -100,7 +104,8 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 	}
 	o := durable.EnqueueOptions{Queue: req.Queue, Priority: req.Priority, MaxAttempts: req.MaxAttempts,
 		Timeout: time.Duration(req.TimeoutSeconds) * time.Second, AllowUnserved: req.AllowUnserved, RunAfter: runAt,
-		Unique: durable.Unique{Key: req.UniqueKey, Global: req.UniqueGlobal, For: time.Duration(req.UniqueForSeconds) * time.Second}}
+		Unique:         durable.Unique{Key: req.UniqueKey, Global: req.UniqueGlobal, For: time.Duration(req.UniqueForSeconds) * time.Second},
+		ConcurrencyKey: req.ConcurrencyKey}
 	en, err := s.client.EnqueueJSONDetail(r.Context(), req.Flow, req.Input, o)
 	if err != nil {
 		if ie := enqueueInputError(err); ie != nil {
@@ -125,7 +130,7 @@ func (s *Server) enqueueJSON(w http.ResponseWriter, r *http.Request, principal s
 // durable.EnqueueOptions field a durable.OptionError can name.
 var enqueueOptionFields = map[string]string{
 	"Queue": "queue", "Priority": "priority", "MaxAttempts": "max_attempts", "Timeout": "timeout_seconds",
-	"Unique.Key": "unique_key", "Unique.For": "unique_for_seconds",
+	"Unique.Key": "unique_key", "Unique.For": "unique_for_seconds", "ConcurrencyKey": "concurrency_key",
 }
 
 // enqueueInputError is the 400 body of an enqueue the durable client

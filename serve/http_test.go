@@ -81,13 +81,14 @@ func TestDenialOnEveryRoute(t *testing.T) {
 			continue
 		}
 		denied, allowed := []string{"other", "nobody"}, "chain"
-		if rt.Flow != "" {
-			// an enqueue route: only a principal with that flow (admin: *)
+		if rt.Flow != "" || rt.AllFlows {
+			// an enqueue route: only a principal with that flow (admin: *);
+			// a queue's route: only a principal of every flow
 			denied, allowed = []string{"chain", "other", "nobody"}, "admin"
 		}
 		for _, principal := range denied {
 			for _, task := range []string{e.taskID, absent} {
-				if principal == "other" && !strings.Contains(rt.Pattern, "{task_id}") && rt.Flow == "" {
+				if principal == "other" && !strings.Contains(rt.Pattern, "{task_id}") && rt.Flow == "" && !rt.AllFlows {
 					continue // a list shows "other" only its own flows
 				}
 				target := strings.ReplaceAll(rt.Pattern, "{task_id}", task) + "?node_id=" + pgstoretest.NodeID(0)

@@ -122,6 +122,16 @@ func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request, principa
 	}
 	scrape := prometheus.NewRegistry()
 	scrape.MustRegister(counts, db)
+	if flowArg == nil {
+		// A queue's admission gauges count the tasks of every flow: only
+		// for a principal that may see every flow.
+		adm, err := queryAdmission(ctx, s.pool, counts)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		scrape.MustRegister(adm)
+	}
 	w.Header().Set("Cache-Control", "no-store") // a principal's own counts
 	promhttp.HandlerFor(prometheus.Gatherers{s.metrics.reg, scrape, prom.Gatherer()}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
@@ -250,6 +260,97 @@ func queryLatencies(ctx context.Context, pool *pgxpool.Pool, flows []string) (*d
 		c.lag = lag
 	}
 	return c, nil
+}
+
+// Fair admission gauges (docs/durable.md#fair-admission), one series per
+// queue and family, never a concurrency key label: for every queue of
+// rayflow_tasks and every queue with limits or keyed tasks (at most 64
+// of those), zeros included. They count every flow's tasks, so only a
+// principal allowed every flow scrapes them.
+var (
+	keyedQueuedDesc = prometheus.NewDesc("rayflow_queue_keyed_queued_tasks",
+		"Queued tasks with a concurrency key, by queue.", []string{"queue"}, nil)
+	keysRunningDesc = prometheus.NewDesc("rayflow_queue_keys_running",
+		"Concurrency keys with a running (or cancelling) task, by queue.", []string{"queue"}, nil)
+	keysAtLimitDesc = prometheus.NewDesc("rayflow_queue_keys_at_limit",
+		"Concurrency keys whose running tasks reach the queue's per-key running limit, by queue.", []string{"queue"}, nil)
+	perKeyLimitDesc = prometheus.NewDesc("rayflow_queue_per_key_running_limit",
+		"The queue's per-key running limit (0: none), by queue.", []string{"queue"}, nil)
+	rateLimitDesc = prometheus.NewDesc("rayflow_queue_starts_per_second_limit",
+		"The queue's start rate limit in tasks per second, for all its workers together (0: none), by queue.", []string{"queue"}, nil)
+	burstDesc = prometheus.NewDesc("rayflow_queue_start_burst",
+		"The size of the queue's start-rate token bucket (0: no rate), by queue.", []string{"queue"}, nil)
+	tokensDesc = prometheus.NewDesc("rayflow_queue_start_tokens",
+		"The tokens in the queue's start-rate bucket now, one per start (0: no rate), by queue.", []string{"queue"}, nil)
+)
+
+// queueAdmission is one queue's fair admission gauges.
+type queueAdmission struct {
+	perKey, burst                     int64
+	rate, tokens                      float64
+	keyedQueued, keysRunning, atLimit int64
+}
+
+// admission is a collector of one scrape's fair admission gauges, by
+// queue.
+type admission map[string]queueAdmission
+
+func (c admission) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{keyedQueuedDesc, keysRunningDesc, keysAtLimitDesc, perKeyLimitDesc, rateLimitDesc, burstDesc, tokensDesc} {
+		ch <- d
+	}
+}
+
+func (c admission) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, queue string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, queue)
+	}
+	for queue, a := range c {
+		gauge(keyedQueuedDesc, float64(a.keyedQueued), queue)
+		gauge(keysRunningDesc, float64(a.keysRunning), queue)
+		gauge(keysAtLimitDesc, float64(a.atLimit), queue)
+		gauge(perKeyLimitDesc, float64(a.perKey), queue)
+		gauge(rateLimitDesc, a.rate, queue)
+		gauge(burstDesc, float64(a.burst), queue)
+		gauge(tokensDesc, a.tokens, queue)
+	}
+}
+
+// queryAdmission reads the fair admission gauges (one statement): the
+// queues with limits or keyed tasks, and zeros for the other queues of
+// counts.
+func queryAdmission(ctx context.Context, pool *pgxpool.Pool, counts taskCounts) (admission, error) {
+	c := admission{}
+	for queue := range counts {
+		c[queue] = queueAdmission{}
+	}
+	c[durable.DefaultQueue] = queueAdmission{}
+	rows, err := store.QueueAdmission(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var queue string
+		var perKey, burst *int64
+		var rate, tokens *float64
+		var a queueAdmission
+		if err := rows.Scan(&queue, &perKey, &rate, &burst, &tokens, &a.keyedQueued, &a.keysRunning, &a.atLimit); err != nil {
+			return nil, err
+		}
+		a.perKey, a.burst, a.rate, a.tokens = orZero(perKey), orZero(burst), orZero(rate), orZero(tokens)
+		c[queue] = a
+	}
+	return c, rows.Err()
+}
+
+// orZero is *p, or the zero value for nil.
+func orZero[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 //go:embed openapi.json

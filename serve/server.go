@@ -57,7 +57,10 @@ type Route struct {
 	// (authorized as reader.ActionEnqueue on it); "*" on POST /api/tasks,
 	// whose body names the flow.
 	Flow string
-	h    func(w http.ResponseWriter, r *http.Request, principal string)
+	// AllFlows routes concern the tasks of every flow (a queue's limits
+	// and counts): only a principal allowed every flow may use them.
+	AllFlows bool
+	h        func(w http.ResponseWriter, r *http.Request, principal string)
 }
 
 // New returns the API on pool, with tokens as principals and allowlist
@@ -98,6 +101,8 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Pattern: "/api/tasks/{task_id}", h: s.taskStatus},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/cancel", h: s.cancel},
 		{Method: "POST", Pattern: "/api/tasks/{task_id}/retry", h: s.retry},
+		{Method: "GET", Pattern: "/api/queues/{queue}", AllFlows: true, h: s.queueStatus},
+		{Method: "PUT", Pattern: "/api/queues/{queue}/limits", AllFlows: true, h: s.setQueueLimits},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}", Read: readSummary, h: s.summary},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/nodes", Read: readNodes, h: s.nodes},
 		{Method: "GET", Pattern: "/api/workflows/{task_id}/topology/edges", Read: readEdges, h: s.edges},

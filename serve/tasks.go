@@ -64,6 +64,9 @@ type TaskStatus struct {
 	// RepairOf is the task id of the task this one repairs
 	// (durable.Client.Repair); only in a task's own status.
 	RepairOf string `json:"repair_of,omitempty"`
+	// ConcurrencyKey is the task's concurrency key
+	// (docs/durable.md#fair-admission); only in a task's own status.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -94,6 +97,7 @@ func status(t *durable.Task, full bool) TaskStatus {
 		return st
 	}
 	st.RepairOf = t.RepairOf
+	st.ConcurrencyKey = t.ConcurrencyKey
 	st.Input, st.InputOmission = bounded(t.Input)
 	if len(t.Result) > 0 {
 		st.Result, st.ResultOmission = bounded(t.Result)

@@ -47,6 +47,13 @@ const (
 	// ActionEnqueue creates a task of a flow: the Task has no ID, its Flow
 	// is the flow to enqueue and Exists is true (the flow is known).
 	ActionEnqueue Action = "task.enqueue"
+	// ActionReadQueue reads a queue's admission limits and counts, and
+	// ActionSetQueueLimits sets its limits. A queue holds the tasks of
+	// every flow: the Task has no ID, an empty Flow (every flow) and
+	// Exists true, which rayflow serve's token allowlist grants only to
+	// a principal that may see every flow ("*").
+	ActionReadQueue      Action = "queue.read"
+	ActionSetQueueLimits Action = "queue.limits"
 )
 
 // Task is what an Authorizer learns about the task a request names.

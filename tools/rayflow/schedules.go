@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -60,19 +59,11 @@ func cmdSchedules(ctx context.Context, e env, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	if len(words) == 0 {
-		fs.Usage()
-		return exitUsage
+	verb, rest, code := verbArgs(fs, words, map[string]int{"add": 1, "list": 0, "remove": 1})
+	if code >= 0 {
+		return code
 	}
-	verb, rest := words[0], words[1:]
-	want := map[string]int{"add": 1, "list": 0, "remove": 1}
-	n, ok := want[verb]
-	if !ok || len(rest) != n {
-		fs.Usage()
-		return exitUsage
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	var s durable.Schedule
 	if verb == "add" {
 		s = durable.Schedule{Name: rest[0], Flow: *flow, Cron: *spec, TimeZone: *tz, Queue: *queue,

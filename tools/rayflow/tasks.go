@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,14 +24,17 @@ const tasksSynopsis = `tasks enqueue|list|show|wait|cancel|retry|repair [flags] 
 
   enqueue FLOW --input JSON|- [--priority N] [--queue Q] [--timeout D] [--max-attempts N]
           [--allow-unserved] [--unique-key K [--unique-global] [--unique-for D]]
-          [--run-at RFC3339 | --run-in D]
+          [--run-at RFC3339 | --run-in D] [--concurrency-key K]
                                          prints the task id; FLOW is built in or published
                                          by a live worker (rayflow flows list); with a
                                          unique key another task holds, prints that task's
                                          id and says so on stderr (nothing is enqueued);
-                                         --run-at or --run-in: not claimed before then
+                                         --run-at or --run-in: not claimed before then;
+                                         --concurrency-key: the queue's per-key limit and
+                                         round-robin apply (rayflow queues)
   list [--state S] [--queue Q] [--limit N] [--cursor C]
-                                         newest first; prints the next page's cursor on stderr
+                                         newest first; prints the next page's cursor on stderr;
+                                         a KEY column when a listed task has a concurrency key
   show ID [--json]                       state, attempt, generation, run id, fingerprint,
                                          attempts, result or error
   wait ID [--timeout D]                  exit 0 and the result JSON on SUCCEEDED, 1 otherwise
@@ -67,6 +71,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	uniqueFor := fs.Duration("unique-for", 0, "enqueue: hold the unique key this long from the enqueue (whole seconds), whatever the task's state; 0: while the task is not terminal")
 	runAt := fs.String("run-at", "", "enqueue: not claimed before this time (RFC 3339, e.g. 2026-12-24T18:00:00+01:00)")
 	runIn := fs.Duration("run-in", 0, "enqueue: not claimed before this long from now (e.g. 10m)")
+	concurrencyKey := fs.String("concurrency-key", "", "enqueue: a concurrency key (1-200 bytes, e.g. a tenant): the queue's per-key running limit and round-robin across keys apply (rayflow queues)")
 	state := fs.String("state", "", "list: only tasks in this state")
 	limit := fs.Int("limit", 50, "list: page size (1-1000)")
 	cursor := fs.String("cursor", "", "list: the cursor of the next page")
@@ -78,19 +83,11 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	if code >= 0 {
 		return code
 	}
-	if len(words) == 0 {
-		fs.Usage()
-		return exitUsage
+	verb, rest, code := verbArgs(fs, words, map[string]int{"enqueue": 1, "list": 0, "show": 1, "wait": 1, "cancel": 1, "retry": 1, "repair": 1})
+	if code >= 0 {
+		return code
 	}
-	verb, rest := words[0], words[1:]
-	want := map[string]int{"enqueue": 1, "list": 0, "show": 1, "wait": 1, "cancel": 1, "retry": 1, "repair": 1}
-	n, ok := want[verb]
-	if !ok || len(rest) != n {
-		fs.Usage()
-		return exitUsage
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fs)
 	if code := checkTaskFlags(e, verb, given, *queue, *maxAttempts, *limit); code >= 0 {
 		return code
 	}
@@ -103,6 +100,12 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 		}
 		errorLine(e, "%s: %v", flagName, err)
 		return exitUsage
+	}
+	if verb == "enqueue" && given["concurrency-key"] {
+		if err := durable.CheckConcurrencyKey(*concurrencyKey); err != nil {
+			errorLine(e, "--concurrency-key: %v", err)
+			return exitUsage
+		}
 	}
 	var runAfter time.Time
 	if verb == "enqueue" {
@@ -128,7 +131,7 @@ func cmdTasks(ctx context.Context, e env, args []string) int {
 	switch verb {
 	case "enqueue":
 		return tasksEnqueue(ctx, e, c, rest[0], *input, durable.EnqueueOptions{Queue: *queue, Priority: *priority, Timeout: *timeout, MaxAttempts: *maxAttempts,
-			AllowUnserved: *allowUnserved, Unique: unique, RunAfter: runAfter})
+			AllowUnserved: *allowUnserved, Unique: unique, RunAfter: runAfter, ConcurrencyKey: *concurrencyKey})
 	case "list":
 		return tasksList(ctx, e, c, durable.ListOptions{State: durable.State(strings.ToUpper(*state)), Queue: *queue, Limit: *limit, Cursor: *cursor})
 	case "show":
@@ -296,17 +299,33 @@ func tasksList(ctx context.Context, e env, c *durable.Client, o durable.ListOpti
 		}
 		return exitError
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATE\tFLOW\tQUEUE\tPRIORITY\tATTEMPT\tCREATED")
-	for _, t := range p.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", t.ID, t.State, t.Flow, t.Queue, t.Priority, t.Attempt, t.MaxAttempts,
-			t.CreatedAt.UTC().Format(time.RFC3339))
-	}
-	tw.Flush()
+	writeTaskList(e.stdout, p.Tasks)
 	if p.Next != "" {
 		fmt.Fprintf(e.stderr, "next page: --cursor %s\n", p.Next)
 	}
 	return exitOK
+}
+
+// writeTaskList prints a page of tasks as a table. The KEY column (the
+// concurrency key, "-" for none) is there only when a listed task has
+// a key, so that a list without keys is printed as it always was.
+func writeTaskList(w io.Writer, tasks []*durable.Task) {
+	keys := slices.ContainsFunc(tasks, func(t *durable.Task) bool { return t.ConcurrencyKey != "" })
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := "TASK ID\tSTATE\tFLOW\tQUEUE\tPRIORITY\tATTEMPT\tCREATED"
+	if keys {
+		header += "\tKEY"
+	}
+	fmt.Fprintln(tw, header)
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s", t.ID, t.State, t.Flow, t.Queue, t.Priority, t.Attempt, t.MaxAttempts,
+			t.CreatedAt.UTC().Format(time.RFC3339))
+		if keys {
+			fmt.Fprintf(tw, "\t%s", orDash(t.ConcurrencyKey))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 }
 
 func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON bool) int {
@@ -332,6 +351,9 @@ func tasksShow(ctx context.Context, e env, c *durable.Client, id string, asJSON 
 	}
 	line("state", t.State)
 	line("queue / priority", fmt.Sprintf("%s / %d", t.Queue, t.Priority))
+	if t.ConcurrencyKey != "" {
+		line("concurrency key", strconv.Quote(t.ConcurrencyKey))
+	}
 	line("attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
 	line("generation", t.Generation)
 	line("run id", orDash(t.RunID))

@@ -1,0 +1,4 @@
+package store
+
+// QueueAdmissionSQL is QueueAdmission's statement, for its plan test.
+const QueueAdmissionSQL = queueAdmissionSQL
