@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rayflow/rayflow/internal/pgtest"
 	"github.com/rayflow/rayflow/internal/store"
@@ -21,17 +22,7 @@ func TestQueueAdmission(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.MigratedPool(t)
-	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, state, input_json, claimed_by,
-  workflow_run_id, started_at, concurrency_key)
-SELECT gen_random_uuid(), 'flow', (ARRAY['default', 'gpu', 'batch'])[1 + g % 3],
-  (ARRAY['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'FAILED', 'QUEUED', 'RUNNING', 'CANCELLED'])[1 + g % 7], '{}', 'w',
-  gen_random_uuid(), now(), CASE WHEN g % 2 = 0 THEN 'k' || (g % 1000) END
-FROM generate_series(1, 100000) g`); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.SetQueueLimits(ctx, pool, "gpu", ptr(3), nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	seedAdmission(t, pool)
 	rate, burst := 2.5, 5
 	if err := store.SetQueueLimits(ctx, pool, "limits-only", nil, &rate, &burst); err != nil {
 		t.Fatal(err)
@@ -142,17 +133,7 @@ FROM rayflow_tasks t WHERE concurrency_key IS NOT NULL GROUP BY queue_name`)
 func BenchmarkQueueAdmission(b *testing.B) {
 	ctx := context.Background()
 	pool := pgtest.MigratedPool(b)
-	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, state, input_json, claimed_by,
-  workflow_run_id, started_at, concurrency_key)
-SELECT gen_random_uuid(), 'flow', (ARRAY['default', 'gpu', 'batch'])[1 + g % 3],
-  (ARRAY['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'FAILED', 'QUEUED', 'RUNNING', 'CANCELLED'])[1 + g % 7], '{}', 'w',
-  gen_random_uuid(), now(), CASE WHEN g % 2 = 0 THEN 'k' || (g % 1000) END
-FROM generate_series(1, 100000) g`); err != nil {
-		b.Fatal(err)
-	}
-	if err := store.SetQueueLimits(ctx, pool, "gpu", ptr(3), nil, nil); err != nil {
-		b.Fatal(err)
-	}
+	seedAdmission(b, pool)
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE rayflow_tasks`); err != nil {
 		b.Fatal(err)
 	}
@@ -169,5 +150,24 @@ FROM generate_series(1, 100000) g`); err != nil {
 		if rows.Err() != nil || n != 3 {
 			b.Fatalf("%d rows: %v", n, rows.Err())
 		}
+	}
+}
+
+// seedAdmission inserts 100,000 tasks over three queues in every state,
+// half of them keyed over 1,000 keys, and gives queue gpu a per-key limit
+// of 3.
+func seedAdmission(tb testing.TB, pool *pgxpool.Pool) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO rayflow_tasks (task_id, flow_name, queue_name, state, input_json, claimed_by,
+  workflow_run_id, started_at, concurrency_key)
+SELECT gen_random_uuid(), 'flow', (ARRAY['default', 'gpu', 'batch'])[1 + g % 3],
+  (ARRAY['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED', 'FAILED', 'QUEUED', 'RUNNING', 'CANCELLED'])[1 + g % 7], '{}', 'w',
+  gen_random_uuid(), now(), CASE WHEN g % 2 = 0 THEN 'k' || (g % 1000) END
+FROM generate_series(1, 100000) g`); err != nil {
+		tb.Fatal(err)
+	}
+	if err := store.SetQueueLimits(ctx, pool, "gpu", ptr(3), nil, nil); err != nil {
+		tb.Fatal(err)
 	}
 }
