@@ -24,20 +24,15 @@ func TestBenchFair(t *testing.T) {
 		t.Skip("set RAYFLOW_BENCH_DURABLE=1 (make bench-durable; =fair for this table alone)")
 	}
 	server := pgtest.ServerURL(t)
-	rounds, perKey := 2, 20
-	if os.Getenv("FAIRX") != "" {
-		rounds = 1
-	}
+	const rounds, perKey = 2, 20
 	type row struct {
 		name  string
 		keyed bool
 		limit int
 		runs  []fairRun
 	}
-	rows := []*row{{name: "no keys (FIFO)"}, {name: fmt.Sprintf("keys A and B, per-key limit %d", perKey), keyed: true, limit: perKey}}
-	if os.Getenv("FAIRX") != "" {
-		rows = []*row{{name: "no keys (FIFO)"}, {name: "keys, no limit", keyed: true}, {name: "keys, limit 40", keyed: true, limit: 40}, {name: "keys, limit 20", keyed: true, limit: 20}}
-	}
+	rows := []*row{{name: "no keys (FIFO)"}, {name: "keys A and B, no limit (round-robin)", keyed: true},
+		{name: fmt.Sprintf("keys A and B, per-key limit %d", perKey), keyed: true, limit: perKey}}
 	for range rounds { // interleaved, so that load drifts hit both alike
 		for _, r := range rows {
 			r.runs = append(r.runs, benchFairRun(t, server, r.keyed, r.limit))
@@ -94,7 +89,7 @@ func benchFairRun(t *testing.T, server string, keyed bool, limit int) fairRun {
 			t.Fatal(err)
 		}
 	}
-	_, stop := benchWorkers(t, url, 4, false)
+	ws, stop := benchWorkers(t, url, 4, false)
 	defer stop()
 	time.Sleep(500 * time.Millisecond) // the workers settle into idle polling
 	keyA, keyB := "", ""
@@ -126,6 +121,13 @@ SELECT gen_random_uuid(), 'test.noop', i::text, nullif($2, '') FROM generate_ser
 	waitSucceeded(t, pool, n+nB, 50*time.Millisecond)
 	var r fairRun
 	r.goCPU = (processCPU() - go0) / (n + nB)
+	if os.Getenv("RAYFLOW_BENCH_DURABLE_GROUPS") != "" {
+		var cq, cl, g int64
+		for _, w := range ws {
+			cq, cl, g = cq+w.stats.claimQueries.Load(), cl+w.stats.claimed.Load(), g+w.stats.groups.Load()
+		}
+		fmt.Printf("BENCH keyed %v limit %d: claims %d (%.1f tasks each), transition groups %d\n", keyed, limit, cq, float64(cl)/float64(max(cq, 1)), g)
+	}
 	r.pgCPU = (backendCPU(t, pool, db) - pg0) / (n + nB)
 	var last time.Time
 	if err := pool.QueryRow(ctx, `SELECT max(finished_at) FROM rayflow_tasks`).Scan(&last); err != nil {

@@ -270,8 +270,14 @@ RETURNING ` + claimReturning + `)
 // its prepared statement's generic plan: planning the claim anew for each
 // call's values (PostgreSQL's choice for it otherwise) costs more than
 // running it, and the plan does not depend on the values. JIT compiling
-// would cost more still.
-const keyedSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)`
+// would cost more still. The transaction commits without waiting for its
+// WAL flush: the keyed claims of a queue take turns on its row lock, which
+// a commit holds until it returns, so waiting for the disk would make every
+// claim of the queue wait for every other's flush. A server crash can lose
+// the last few milliseconds of such claims; their tasks are then queued
+// again and claimed anew, and the lost attempts' fenced writes change
+// nothing (as when a worker dies).
+const keyedSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true), set_config('synchronous_commit', 'off', true)`
 
 // keyedRefill locks queue $1's limits row (so that keyed claims of the
 // queue take turns: the claim that follows in the same transaction sees
