@@ -126,7 +126,13 @@ SELECT gen_random_uuid(), 'test.noop', i::text, nullif($2, '') FROM generate_ser
 		for _, w := range ws {
 			cq, cl, g = cq+w.stats.claimQueries.Load(), cl+w.stats.claimed.Load(), g+w.stats.groups.Load()
 		}
-		fmt.Printf("BENCH keyed %v limit %d: claims %d (%.1f tasks each), transition groups %d\n", keyed, limit, cq, float64(cl)/float64(max(cq, 1)), g)
+		var runMS, busy float64
+		if err := pool.QueryRow(ctx, `SELECT avg(extract(epoch FROM finished_at - started_at)) * 1000,
+  sum(extract(epoch FROM finished_at - started_at)) / extract(epoch FROM max(finished_at) - min(started_at)) FROM rayflow_tasks`).Scan(&runMS, &busy); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("BENCH keyed %v limit %d: claims %d (%.1f tasks each), transition groups %d, a task RUNNING %.1f ms on average, %.1f at once\n",
+			keyed, limit, cq, float64(cl)/float64(max(cq, 1)), g, runMS, busy)
 	}
 	r.pgCPU = (backendCPU(t, pool, db) - pg0) / (n + nB)
 	var last time.Time
