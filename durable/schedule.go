@@ -453,6 +453,9 @@ const (
 	// schedulerBackoffMax bounds the wait before a new try after the lease
 	// connection failed.
 	schedulerBackoffMax = 5 * time.Second
+	// schedulerLeasePoll is how often a worker tries for a lease another
+	// holds (jittered): a lease freed by a dead holder is taken within it.
+	schedulerLeasePoll = 300 * time.Millisecond
 )
 
 // scheduler takes part in the scheduler lease until ctx ends: it waits
@@ -498,27 +501,31 @@ func (w *Worker) leadScheduler(ctx context.Context) error {
 		_ = conn.Close(cctx)
 		cancel()
 	}()
-	// The lock wait is interrupted by a cancel request when ctx ends, so
-	// that the server does not hand the lease to a session whose worker
-	// is gone; the wait's own context ends a little later in case the
-	// request does not get through.
-	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer wcancel()
-	stop := context.AfterFunc(ctx, func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = conn.PgConn().CancelRequest(cctx)
-		cancel()
-		time.AfterFunc(time.Second, wcancel)
-	})
-	defer stop()
 	if err := store.ListenSchedules(ctx, conn); err != nil {
 		return err
 	}
-	if err := store.LockScheduler(wctx, conn); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	// Try for the lease every schedulerLeasePoll rather than wait for it
+	// in one statement (store.TryLockScheduler says why); the notifications
+	// that arrive meanwhile are dropped (the holder acts on them).
+	for {
+		ok, err := store.TryLockScheduler(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		nctx, cancel := context.WithTimeout(ctx, jitter(schedulerLeasePoll))
+		for err == nil {
+			_, err = conn.WaitForNotification(nctx)
+		}
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err):
+			return err
+		}
 	}
 	w.leading.Store(true)
 	w.log.Info("scheduler lease taken")

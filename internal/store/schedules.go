@@ -33,11 +33,15 @@ func NotifySchedules(ctx context.Context, q Querier) error {
 	return err
 }
 
-// LockScheduler waits for the scheduler lease (the session advisory lock
-// on SchedulerLockKey) on conn.
-func LockScheduler(ctx context.Context, q Querier) error {
-	_, err := q.Exec(ctx, `SELECT pg_advisory_lock($1)`, SchedulerLockKey)
-	return err
+// TryLockScheduler takes the scheduler lease (the session advisory lock
+// on SchedulerLockKey) on conn if it is free, and reports whether it did.
+// It never waits: a statement that waits for a lock keeps its snapshot,
+// and a snapshot held for as long as a worker waits for the lease would
+// keep every dead row of the database from being cleaned up.
+func TryLockScheduler(ctx context.Context, q Querier) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, SchedulerLockKey).Scan(&ok)
+	return ok, err
 }
 
 // NewSchedule is a schedule to add.
