@@ -455,7 +455,7 @@ const (
 	schedulerBackoffMax = 5 * time.Second
 	// schedulerLeasePoll is how often a worker tries for a lease another
 	// holds (jittered): a lease freed by a dead holder is taken within it.
-	schedulerLeasePoll = 300 * time.Millisecond
+	schedulerLeasePoll = 500 * time.Millisecond
 )
 
 // scheduler takes part in the scheduler lease until ctx ends: it waits
@@ -508,6 +508,7 @@ func (w *Worker) leadScheduler(ctx context.Context) error {
 	// in one statement (store.TryLockScheduler says why); the notifications
 	// that arrive meanwhile are dropped (the holder acts on them).
 	for {
+		w.stats.leaseTries.Add(1)
 		ok, err := store.TryLockScheduler(ctx, conn)
 		if err != nil {
 			return err

@@ -268,7 +268,7 @@ type runningTask struct {
 }
 
 type workerCounters struct {
-	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped, ticks atomic.Int64
+	claimQueries, claimed, sweeps, heartbeats, finished, notifications, groups, grouped, ticks, leaseTries atomic.Int64
 }
 
 // WorkerStats are a worker's counters since it started.
@@ -280,10 +280,11 @@ type WorkerStats struct {
 	Finished      int64 // attempts recorded (any outcome)
 	Notifications int64 // NOTIFY messages received
 	TicksFired    int64 // schedule ticks this worker enqueued while it held the scheduler lease
+	LeaseTries    int64 // tries for the scheduler lease
 }
 
 // Queries is every statement the worker's loop sent on its own.
-func (s WorkerStats) Queries() int64 { return s.ClaimQueries + s.Sweeps + s.Heartbeats }
+func (s WorkerStats) Queries() int64 { return s.ClaimQueries + s.Sweeps + s.Heartbeats + s.LeaseTries }
 
 // NewWorker returns a worker on pool.
 func NewWorker(pool *pgxpool.Pool, o WorkerOptions) (*Worker, error) {
@@ -304,7 +305,7 @@ func (w *Worker) ID() string { return w.o.ID }
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{ClaimQueries: w.stats.claimQueries.Load(), Claimed: w.stats.claimed.Load(),
 		Sweeps: w.stats.sweeps.Load(), Heartbeats: w.stats.heartbeats.Load(), Finished: w.stats.finished.Load(),
-		Notifications: w.stats.notifications.Load(), TicksFired: w.stats.ticks.Load()}
+		Notifications: w.stats.notifications.Load(), TicksFired: w.stats.ticks.Load(), LeaseTries: w.stats.leaseTries.Load()}
 }
 
 func signal(c chan struct{}) {
