@@ -63,6 +63,12 @@ func nativeEnv() []string {
 	if authTokenAvailable() && os.Getenv("RAY_AUTH_MODE") == "" {
 		env = append(env, "RAY_AUTH_MODE=token")
 	}
+	if testBridge != nil && testBridge.private {
+		// The package's private cluster listens on the loopback only (its
+		// bridge runs with Ray's multi-node switch off): a driver without
+		// the switch would wait for a raylet on the machine's address.
+		env = append(env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0")
+	}
 	return env
 }
 

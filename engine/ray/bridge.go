@@ -30,7 +30,7 @@ import (
 var bridgeSource []byte
 
 // bridgeProtocolVersion is the bridge protocol version this package speaks.
-const bridgeProtocolVersion = 3
+const bridgeProtocolVersion = 4
 
 // objHandle is an opaque reference to a value the runtime owns (a Ray
 // ObjectRef in the bridge's table).
@@ -210,6 +210,10 @@ type rayBridge struct {
 	pending []leafSubmit
 	kick    chan struct{}
 	optIDs  map[string]int // option set key -> id (under wmu)
+	// subBuf is the submit frames' header scratch and quoted the JSON
+	// strings its leaves repeat (both under wmu).
+	subBuf []byte
+	quoted map[string][]byte
 	// hdrBuf is the hand-written collect and release headers' scratch
 	// (under wmu): bounded by a chunk's, reused so that a chunk leaves no
 	// transient buffer in the heap.
@@ -318,7 +322,7 @@ func startBridge(ctx context.Context, o bridgeOptions) (*rayBridge, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, leaves: map[objHandle]bool{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), kick: make(chan struct{}, 1), optIDs: map[string]int{}, exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
+	b := &rayBridge{cmd: cmd, calls: map[int64]chan *frame{}, live: map[objHandle]bool{}, readyCache: map[objHandle]readyRef{}, leaves: map[objHandle]bool{}, watchers: map[objHandle][]chan readyRef{}, done: make(chan struct{}), kick: make(chan struct{}, 1), optIDs: map[string]int{}, quoted: map[string][]byte{}, exited: make(chan struct{}), failed: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = io.MultiWriter(stderr, b.tail)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -560,14 +564,27 @@ func rawWriter(w io.Writer) io.Writer {
 
 func (b *rayBridge) readLoop(r io.Reader) {
 	var err error
+	var hs []objHandle // an "ok" event's handles, reused
 	for {
+		var raw []byte
+		if raw, err = readHeader(r); err != nil {
+			break
+		}
+		var ok bool
+		if hs, ok = parseOKEvent(raw, hs[:0]); ok {
+			// The common event, every leaf's success: read without the
+			// JSON decoder.
+			b.deliverOK(hs)
+			continue
+		}
 		var f *frame
-		if f, err = readFrame(r); err != nil {
+		if f, err = readFrameAfter(r, raw); err != nil {
 			break
 		}
 		var h struct {
-			ID    int64  `json:"id"`
-			Event string `json:"event"`
+			ID    int64       `json:"id"`
+			Event string      `json:"event"`
+			HS    []objHandle `json:"hs"`
 		}
 		if err = f.decode(&h); err != nil {
 			break
@@ -576,6 +593,10 @@ func (b *rayBridge) readLoop(r io.Reader) {
 			if err = b.deliver(f); err != nil {
 				break
 			}
+			continue
+		}
+		if h.Event == "ok" {
+			b.deliverOK(h.HS)
 			continue
 		}
 		b.mu.Lock()
@@ -718,27 +739,6 @@ type leafSubmit struct {
 	t     leafTask
 }
 
-// submitWire is one item of a submit frame (PROTOCOL.md).
-type submitWire struct {
-	H         objHandle      `json:"h"`
-	Exe       string         `json:"exe"`
-	Lib       string         `json:"lib,omitempty"`
-	LibRev    string         `json:"lib_rev,omitempty"`
-	Name      string         `json:"name"`
-	Node      string         `json:"node"`
-	Digest    string         `json:"digest"`
-	O         int            `json:"o,omitempty"`
-	Options   map[string]any `json:"options,omitempty"`
-	Bootstrap bool           `json:"bootstrap,omitempty"`
-	Bound     *int           `json:"bound,omitempty"`
-	Arg       *argWire       `json:"arg,omitempty"`
-	Progress  *progressWire  `json:"progress,omitempty"`
-	Batch     *batchWire     `json:"batch,omitempty"`
-	Trace     string         `json:"trace,omitempty"`
-	Ident     string         `json:"ident,omitempty"`
-	Inline    int            `json:"inline,omitempty"`
-}
-
 type batchWire struct {
 	Map   string      `json:"map"`
 	Base  int         `json:"base"`
@@ -781,7 +781,9 @@ func (b *rayBridge) flushLoop() {
 }
 
 // writeSubmitsLocked writes every queued submission as one submit frame
-// (wmu held; not flushed).
+// (wmu held; not flushed). The header is written by hand (PROTOCOL.md's
+// submit item; encoding/json was most of the coordinator's CPU per leaf):
+// the strings every leaf of a run repeats are quoted once (quotedLocked).
 func (b *rayBridge) writeSubmitsLocked() error {
 	b.pmu.Lock()
 	batch := b.pending
@@ -790,11 +792,25 @@ func (b *rayBridge) writeSubmitsLocked() error {
 	if len(batch) == 0 {
 		return nil
 	}
-	items := make([]submitWire, len(batch))
 	var sections [][]byte
+	buf := append(b.subBuf[:0], `{"op":"submit","id":0,"items":[`...)
 	for i, q := range batch {
 		t := q.t
-		w := submitWire{H: q.h, Exe: t.Exe, Lib: t.Lib, LibRev: t.LibRevision, Name: t.Callable, Node: t.Node, Digest: t.Digest, Bootstrap: t.Bootstrap, Trace: t.Trace, Ident: t.Identity, Inline: t.Inline}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"h":`...)
+		buf = strconv.AppendInt(buf, int64(q.h), 10)
+		buf = append(append(buf, `,"exe":`...), b.quotedLocked(t.Exe)...)
+		if t.Lib != "" {
+			buf = append(append(buf, `,"lib":`...), b.quotedLocked(t.Lib)...)
+		}
+		if t.LibRevision != "" {
+			buf = append(append(buf, `,"lib_rev":`...), b.quotedLocked(t.LibRevision)...)
+		}
+		buf = append(append(buf, `,"name":`...), b.quotedLocked(t.Callable)...)
+		buf = appendJSONString(append(buf, `,"node":`...), t.Node)
+		buf = append(append(buf, `,"digest":`...), b.quotedLocked(t.Digest)...)
 		if len(t.Options) > 0 {
 			key := t.OptionsKey
 			if key == "" {
@@ -808,14 +824,20 @@ func (b *rayBridge) writeSubmitsLocked() error {
 			if !ok {
 				id = len(b.optIDs) + 1
 				b.optIDs[key] = id
-				w.Options = t.Options
+				opts, err := json.Marshal(t.Options)
+				if err != nil {
+					return err
+				}
+				buf = append(append(buf, `,"options":`...), opts...)
 			}
-			w.O = id
+			buf = strconv.AppendInt(append(buf, `,"o":`...), int64(id), 10)
+		}
+		if t.Bootstrap {
+			buf = append(buf, `,"bootstrap":true`...)
 		}
 		if t.Bound != nil {
-			n := len(sections)
+			buf = strconv.AppendInt(append(buf, `,"bound":`...), int64(len(sections)), 10)
 			sections = append(sections, t.Bound)
-			w.Bound = &n
 		}
 		switch {
 		case q.items != nil:
@@ -824,20 +846,85 @@ func (b *rayBridge) writeSubmitsLocked() error {
 				bw.Items[j] = len(sections)
 				sections = append(sections, it)
 			}
-			w.Batch = bw
+			js, err := json.Marshal(bw)
+			if err != nil {
+				return err
+			}
+			buf = append(append(buf, `,"batch":`...), js...)
 		case t.Arg.Handle != 0:
-			w.Arg = &argWire{H: t.Arg.Handle}
+			buf = strconv.AppendInt(append(buf, `,"arg":{"h":`...), int64(t.Arg.Handle), 10)
+			buf = append(buf, '}')
 		default:
-			n := len(sections)
+			buf = strconv.AppendInt(append(buf, `,"arg":{"s":`...), int64(len(sections)), 10)
+			buf = append(buf, '}')
 			sections = append(sections, t.Arg.Bytes)
-			w.Arg = &argWire{S: &n}
 		}
 		if p := t.Progress; p != nil {
-			w.Progress = &progressWire{Actor: p.Actor, Identity: p.Identity, Label: p.Label, Preview: p.Preview}
+			js, err := json.Marshal(&progressWire{Actor: p.Actor, Identity: p.Identity, Label: p.Label, Preview: p.Preview})
+			if err != nil {
+				return err
+			}
+			buf = append(append(buf, `,"progress":`...), js...)
 		}
-		items[i] = w
+		if t.Trace != "" {
+			buf = appendJSONString(append(buf, `,"trace":`...), t.Trace)
+		}
+		if t.Identity != "" {
+			buf = append(append(buf, `,"ident":`...), b.quotedLocked(t.Identity)...)
+		}
+		if t.Inline != 0 {
+			buf = strconv.AppendInt(append(buf, `,"inline":`...), int64(t.Inline), 10)
+		}
+		buf = append(buf, '}')
 	}
-	return writeFrame(b.w, map[string]any{"op": "submit", "id": 0, "items": items}, sections...)
+	buf = appendSizes(append(buf, ']'), sections)
+	if cap(buf) <= 1<<20 {
+		b.subBuf = buf // kept for the next frame (a burst's frames are alike)
+	} else {
+		b.subBuf = nil
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(buf)))
+	_, err := b.w.Write(n[:])
+	if err == nil {
+		_, err = b.w.Write(buf)
+	}
+	for _, s := range sections {
+		if err == nil {
+			_, err = b.w.Write(s)
+		}
+	}
+	return err
+}
+
+// quotedLocked returns s as a JSON string, quoted once per distinct s
+// (the executable, step names, the digest, the run identity: the same for
+// many leaves; wmu held).
+func (b *rayBridge) quotedLocked(s string) []byte {
+	if q, ok := b.quoted[s]; ok {
+		return q
+	}
+	if len(b.quoted) >= 256 {
+		clear(b.quoted)
+	}
+	q := appendJSONString(nil, s)
+	b.quoted[s] = q
+	return q
+}
+
+// appendJSONString appends s as a JSON string: printable ASCII without a
+// quote or a backslash (node ids, paths, names) as it is, anything else
+// through encoding/json.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // newHandle allocates a handle for a creating op.
@@ -986,19 +1073,34 @@ func (b *rayBridge) deliver(f *frame) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, it := range ev.Ready {
-		r := it.ready(f)
-		b.leafFinishedLocked(r)
-		if ws := b.watchers[r.Handle]; len(ws) > 0 {
-			delete(b.watchers, r.Handle)
-			for _, w := range ws {
-				w <- r
-			}
-		}
-		if b.live[r.Handle] {
-			b.readyCache[r.Handle] = r
-		}
+		b.deliverLocked(it.ready(f))
 	}
 	return nil
+}
+
+// deliverOK routes an "ok" event: handles whose tasks succeeded, with
+// nothing else to tell.
+func (b *rayBridge) deliverOK(hs []objHandle) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range hs {
+		b.deliverLocked(readyRef{Handle: h})
+	}
+}
+
+// deliverLocked hands r to the calls awaiting its handle, or keeps it
+// until the handle is awaited or released (b.mu held).
+func (b *rayBridge) deliverLocked(r readyRef) {
+	b.leafFinishedLocked(r)
+	if ws := b.watchers[r.Handle]; len(ws) > 0 {
+		delete(b.watchers, r.Handle)
+		for _, w := range ws {
+			w <- r
+		}
+	}
+	if b.live[r.Handle] {
+		b.readyCache[r.Handle] = r
+	}
 }
 
 // Await waits for a task handle's ready event.

@@ -16,8 +16,9 @@ import threading
 import time
 import traceback
 import types
+import zlib
 
-PROTOCOL = 3
+PROTOCOL = 4
 
 # A task still pending this long after its cancellation is cancelled again
 # (op_cancel).
@@ -132,6 +133,15 @@ def send(header, sections=()):
         _OUT.write(data)
 
 
+def send_ok(hs):
+    """Sends an "ok" event: the tasks behind handles hs succeeded. Its
+    header is written exactly so (PROTOCOL.md), which the coordinator reads
+    without a JSON decoder."""
+    h = ('{"event":"ok","hs":[%s]}' % ",".join(map(str, hs))).encode()
+    with _WRITE_LOCK:
+        _OUT.write(len(h).to_bytes(4, "big") + h)
+
+
 try:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: F401
@@ -150,7 +160,49 @@ except Exception as e:  # reported in the handshake
 
 
 class LeafError(Exception):
-    """A leaf's failure: args are (info dict, encoded error value)."""
+    """A leaf's failure: args are (info dict, encoded error value), packed
+    by _leaf_error when large. Its text is short: Ray copies an
+    exception's text into the task's error object."""
+
+    def __str__(self):
+        info = self.args[0] if self.args and isinstance(self.args[0], dict) else {}
+        return "leaf %s failed" % info.get("node", "?")
+
+
+# A leaf task has one return (PROTOCOL.md): the bridge tells a failed leaf
+# from a succeeded one by whether that return is an error, reading it only
+# when it is in the driver's memory (a small value). A value Ray put in the
+# object store (over its max_direct_call_object_size, 100 KiB by default)
+# is a success, so a leaf's failure must stay under that: one whose info
+# and error chain are over _ERROR_INLINE bytes is packed (zlib), and when
+# that is still over, the packed bytes go to the object store and the
+# failure carries their reference.
+_ERROR_INLINE = 48 << 10
+
+
+def _leaf_error(info, value):
+    """The LeafError of a leaf's failure (info, encoded error chain), small
+    enough for Ray to keep it in the owner's memory (see _ERROR_INLINE)."""
+    size = len(value) + sum(len(v) for v in info.values() if isinstance(v, str))
+    if size <= _ERROR_INLINE:
+        return LeafError(info, value)
+    hdr = json.dumps(info).encode()
+    packed = zlib.compress(len(hdr).to_bytes(4, "big") + hdr + bytes(value), 1)
+    if len(packed) <= _ERROR_INLINE:
+        return LeafError({"packed": "zlib", "node": info.get("node", "")}, packed)
+    return LeafError({"packed": "ref", "node": info.get("node", "")}, ray.put(packed))
+
+
+def _unpack_error(info, value):
+    """A LeafError's (info, encoded error chain), unpacked (_leaf_error)."""
+    how = info.get("packed")
+    if how is None:
+        return info, value
+    if how == "ref":
+        value = ray.get(value, timeout=60)
+    blob = zlib.decompress(value)
+    n = int.from_bytes(blob[:4], "big")
+    return json.loads(blob[4:4 + n]), blob[4 + n:]
 
 
 class LeafProcessError(Exception):
@@ -634,7 +686,8 @@ def _cancelled():
 def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
     """Runs one leaf: in the leaf library when the engine has one, else in
     the worker's leaf process; fresh (a task that holds accelerators) in a
-    leaf process of its own."""
+    leaf process of its own. Returns the encoded result, or raises the
+    leaf's failure (_leaf_error)."""
     exe, name, node, boot, digest, lib, librev, ident = spec
     frame = None
     if prog is None and not trace:
@@ -643,8 +696,8 @@ def _call_leaf(spec, bound, arg, kind="", prog=None, trace=None, fresh=False):
         if lib and not fresh:
             h, secs = _lib_call(lib, librev, node, frame)
             if h.get("ok"):
-                return b"", secs[0]
-            raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+                return secs[0]
+            raise _leaf_error(h.get("error", {}), secs[0] if secs else b"")
     if fresh:
         return _in_fresh(exe, digest, node, lambda p: _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame))
     return _leaf_in(exe, _leaf_proc(exe, digest, node), spec, bound, arg, kind, prog, trace, frame)
@@ -666,8 +719,8 @@ def _leaf_in(exe, p, spec, bound, arg, kind, prog, trace, frame):
         frame = encode_frame(header, [bound or b"", arg])
     h, secs = _roundtrip(exe, p, node, frame, events)
     if h.get("ok"):
-        return b"", secs[0]
-    raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+        return secs[0]
+    raise _leaf_error(h.get("error", {}), secs[0] if secs else b"")
 
 
 def _call_batch(spec, bound, mapid, base, inputs, trace=None, fresh=False):
@@ -689,7 +742,7 @@ def _call_batch(spec, bound, mapid, base, inputs, trace=None, fresh=False):
         h, secs = _roundtrip(exe, _leaf_proc(exe, digest, node), node, frame)
     if h.get("ok"):
         return (b"",) + tuple(secs)
-    raise LeafError(h.get("error", {}), secs[0] if secs else b"")
+    raise _leaf_error(h.get("error", {}), secs[0] if secs else b"")
 
 
 class ActorLimitError(Exception):
@@ -786,7 +839,7 @@ class _FoldActor:
             raise ActorProtocolError("%d out-of-order items retained, at most %d" % (retained, self.max_retained))
         acc, nxt = self.acc, self.next
         while nxt in pending:
-            acc = _call_leaf(self.spec, acc, pending.pop(nxt), "reduce")[1]
+            acc = _call_leaf(self.spec, acc, pending.pop(nxt), "reduce")
             if len(acc) > self.max_bytes:
                 raise _limit("accumulator", len(acc), self.max_bytes,
                              "the accumulator after item %d is %d encoded bytes, over the fold's limit of %d"
@@ -868,7 +921,7 @@ def _warm(spec):
         _load_lib(lib, node)
     else:
         _leaf_proc(exe, "", node)
-    return b"", b""
+    return b""
 
 
 def _join_local(args):
@@ -1009,6 +1062,11 @@ def _holds_accelerators(opts):
     return any((res.get(n) or 0) > 0 for n in accelerators.get_all_accelerator_resource_names())
 
 
+# The status of a leaf task's handle: the task's one return is its own
+# status (Bridge.statuses).
+_SELF = object()
+
+
 class Bridge:
     """The ref table, the ops and the waiter.
 
@@ -1032,7 +1090,7 @@ class Bridge:
         self.accelerated = set()  # option set ids whose tasks hold accelerators (flag "a")
         self.actors = {}  # actor handle -> ActorHandle
         self.cond = threading.Condition()
-        self.watched = {}  # payload ref -> (handle, status ref)
+        self.watched = {}  # payload ref -> (handle, status ref or _SELF)
         # Payload refs whose result goes with their ready event when it is
         # at most this many bytes (submit's "inline": a resumable map's
         # items, whose results the coordinator records).
@@ -1045,6 +1103,9 @@ class Bridge:
         self.stopping = False  # set before ray.shutdown: the waiter stops
 
     def add(self, h, payload, status):
+        """Adds handle h: payload is its value, status (a ref, or _SELF for a
+        leaf task, whose value is its own status) tells when its task ended
+        and whether it failed; None: not a task (not watched)."""
         self.table[h] = (payload, status)
         if status is not None:
             with self.cond:
@@ -1072,7 +1133,9 @@ class Bridge:
         else:
             kw.pop("include_dashboard")
             ray.init(address=address, **kw)
-        self.leaf = ray.remote(num_returns=2)(_leaf_task)
+        # One return: the leaf's result, or its failure (PROTOCOL.md); a
+        # batch's task has its status first, then one return per item.
+        self.leaf = ray.remote(num_returns=1)(_leaf_task)
         self.plain = _Prepared(self.leaf)  # leaves without options
         self.collect = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_collect_json)
         self.concat = ray.remote(num_returns=2, num_cpus=0, max_retries=0)(_concat_json)
@@ -1170,10 +1233,9 @@ class Bridge:
         spec = ("%s\x00%s" % (_spec(it), flags)).encode()
         refs = f.remote(struct.pack(">I", len(spec)) + spec + data, *rest)
         if batch is None:
-            status, payload = refs
             if it.get("inline"):
-                self.inline[payload] = it["inline"]
-            self.add(it["h"], payload, status)
+                self.inline[refs] = it["inline"]
+            self.add(it["h"], refs, _SELF)
             return
         # The batch's handle is its status (watched, cancellable); each
         # item's handle is its own result.
@@ -1185,8 +1247,7 @@ class Bridge:
         # Through the leaf function itself: the worker imports it now, not
         # at the first leaf.
         spec = "\x00".join((req["exe"], "", "warm-up", "0", "", req.get("lib", ""), "", "", "w")).encode()
-        status, payload = self.plain.remote(struct.pack(">I", len(spec)) + spec)
-        self.add(req["h"], payload, status)
+        self.add(req["h"], self.plain.remote(struct.pack(">I", len(spec)) + spec), _SELF)
 
     def op_collect(self, req, sections):
         args = [self.arg(a, sections) for a in req["args"]]
@@ -1366,15 +1427,21 @@ class Bridge:
             # Watched tasks that finished: one batched get of their small
             # status objects tells successes from failures.
             payloads = [ref for ref in ready if ref in watched]
-            events = [(watched[ref][0], watched[ref][1]) for ref in payloads]
+            events = [(watched[ref][0], ref, watched[ref][1]) for ref in payloads]
             if events:
                 with self.cond:
                     for ref in ready:
                         self.watched.pop(ref, None)
-                out, secs = self.statuses(events)
+                out, secs, values = self.statuses(events)
                 if self.inline:
-                    self.inline_results(out, secs, payloads)
-                send({"id": 0, "event": "ready", "ready": out}, secs)
+                    self.inline_results(out, secs, payloads, values)
+                # Plain successes go in an "ok" event, the coordinator's
+                # fast path; failures and inlined results in a "ready" one.
+                oks = [it["h"] for it in out if len(it) == 2 and it["ok"]]
+                if oks:
+                    send_ok(oks)
+                if len(oks) < len(out):
+                    send({"id": 0, "event": "ready", "ready": [it for it in out if len(it) != 2 or not it["ok"]]}, secs)
             now = time.monotonic()
             done = []
             for w in snapshot:
@@ -1394,14 +1461,15 @@ class Bridge:
                 for w, _ in done:
                     self.waits.remove(w)
             for w, r in done:
-                out, secs = self.statuses([(h, status) for h, _payload, status in r])
+                out, secs, _ = self.statuses(r)
                 send({"id": w[0], "ok": True, "ready": out + w[4]}, secs)
 
-    def inline_results(self, out, secs, payloads):
+    def inline_results(self, out, secs, payloads, read):
         """Adds the results of the succeeded tasks submitted with "inline"
-        to their ready items (section "v"), in one get: they are small and
-        already in this process (Ray returns small results to their owner),
-        and the coordinator would get each of them next."""
+        to their ready items (section "v"): those statuses read (read: ref ->
+        value), else in one get: they are small and already in this process
+        (Ray returns small results to their owner), and the coordinator
+        would get each of them next."""
         want = []
         for item, ref in zip(out, payloads):
             cap = self.inline.pop(ref, None)
@@ -1410,36 +1478,59 @@ class Bridge:
         if not want:
             return
         try:
-            values = ray.get([ref for _, ref, _ in want], timeout=5)
+            rest = [ref for _, ref, _ in want if ref not in read]
+            got = dict(zip(rest, ray.get(rest, timeout=5))) if rest else {}
         except Exception as e:  # a lost object: the coordinator's own get says why
             log("inline results:", type(e).__name__, e)
             return
-        for (item, _, cap), v in zip(want, values):
+        for item, ref, cap in want:
+            v = read[ref] if ref in read else got[ref]
             if isinstance(v, (bytes, bytearray)) and len(v) <= cap:
                 item["v"] = len(secs)
                 secs.append(v)
 
     @staticmethod
-    def statuses(pairs):
-        out, secs = [], []
+    def statuses(items):
+        """The ready items of finished tasks, given as (handle, payload ref,
+        status ref): their successes and failures (one batched get of the
+        statuses; one get each only when one failed), the failures' encoded
+        values (sections), and the leaf results read meanwhile (payload ref
+        -> bytes). A leaf task's status is its one return (_SELF): read
+        when it is in this process's memory store, where Ray keeps small
+        values and every failure (_ERROR_INLINE); a value in the object
+        store is a success, and is not fetched."""
+        out, secs, read = [], [], {}
+        cw = ray._private.worker.global_worker.core_worker
+        probe = []
+        for _h, payload, st in items:
+            if st is _SELF:
+                if cw.object_exists(payload, memory_store_only=True):
+                    probe.append(payload)
+            elif st is not None:
+                probe.append(st)
         failed = False
-        sts = [st for _, st in pairs if st is not None]
-        if sts:
+        if probe:
             try:
-                ray.get(sts)
+                got = ray.get(probe)
             except Exception:
                 failed = True
-        for h, st in pairs:
+            else:
+                read = dict(zip(probe, got))
+        probed = set(probe) if failed else ()
+        for h, payload, st in items:
             item = {"h": h, "ok": True}
-            if failed and st is not None:
+            ref = payload if st is _SELF else st
+            if failed and ref in probed:
                 try:
-                    ray.get(st)
+                    v = ray.get(ref)
+                    if st is _SELF:
+                        read[payload] = v
                 except Exception as e:
                     info, value = error_info(e)
                     item = {"h": h, "ok": False, "error": info, "s": len(secs)}
                     secs.append(value)
             out.append(item)
-        return out, secs
+        return out, secs, read
 
 
 _NODE_ID = re.compile(r"node ID: ([0-9a-f]+)")
@@ -1451,7 +1542,11 @@ def error_info(e):
     if ray is not None and isinstance(e, ray.exceptions.RayTaskError):
         cause = getattr(e, "cause", None) or e
     if type(cause).__name__ == "LeafError" and len(cause.args) == 2:
-        info, value = cause.args
+        try:
+            info, value = _unpack_error(*cause.args)
+        except Exception as ue:  # its packed bytes are lost (their owner, the worker, is gone)
+            return {"kind": "ray", "type": "LeafError",
+                    "message": "the failure of leaf %s is lost: %s: %s" % (cause.args[0].get("node", "?"), type(ue).__name__, ue)}, b""
         return dict(info, kind="leaf"), value
     if type(cause).__name__ == "LeafProcessError" and len(cause.args) == 1 and isinstance(cause.args[0], dict):
         return cause.args[0], b""

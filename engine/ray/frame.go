@@ -80,6 +80,12 @@ func readFrame(r io.Reader) (*frame, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readFrameAfter(r, h)
+}
+
+// readFrameAfter reads the sections of the frame whose header h was just
+// read.
+func readFrameAfter(r io.Reader, h []byte) (*frame, error) {
 	var sz struct {
 		Sizes []int64 `json:"sizes"`
 	}
@@ -87,6 +93,54 @@ func readFrame(r io.Reader) (*frame, error) {
 		return nil, fmt.Errorf("frame header: %w", err)
 	}
 	return readSections(r, h, sz.Sizes)
+}
+
+// okEventPrefix and okEventSuffix frame the bridge's "ok" event header as
+// the bridge writes it: {"event":"ok","hs":[7,9]}, no sections.
+const (
+	okEventPrefix = `{"event":"ok","hs":[`
+	okEventSuffix = `]}`
+)
+
+// parseOKEvent reads an "ok" event header written exactly as the bridge
+// writes it (okEventPrefix, handles in decimal separated by commas,
+// okEventSuffix), appending its handles to hs; anything else (another
+// frame, or the same event spelled otherwise, which the JSON decoder then
+// reads) returns false.
+func parseOKEvent(raw []byte, hs []objHandle) ([]objHandle, bool) {
+	if !bytes.HasPrefix(raw, []byte(okEventPrefix)) || !bytes.HasSuffix(raw[len(okEventPrefix):], []byte(okEventSuffix)) {
+		return hs, false
+	}
+	body := raw[len(okEventPrefix) : len(raw)-len(okEventSuffix)]
+	if len(body) == 0 {
+		return hs, true
+	}
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, ',')
+		num := body
+		if i >= 0 {
+			num, body = body[:i], body[i+1:]
+			if len(body) == 0 {
+				return hs, false // a trailing comma
+			}
+		} else {
+			body = nil
+		}
+		// Digits only, no leading zero (as JSON and Python's str write
+		// them), at most 18 (no overflow).
+		if len(num) == 0 || len(num) > 18 || (num[0] == '0' && len(num) > 1) {
+			return hs, false
+		}
+		var h int64
+		for _, c := range num {
+			if c < '0' || c > '9' {
+				return hs, false
+			}
+			h = h*10 + int64(c-'0')
+		}
+		hs = append(hs, objHandle(h))
+	}
+	return hs, true
 }
 
 // sizedHeader is a frame header type that carries the sections' sizes
