@@ -140,8 +140,9 @@ func (h autoTrace) WithGroup(name string) slog.Handler {
 // take returns the summary of the units recorded since the last take:
 // how many, their sizes (the first ones, the median, the largest), when
 // the first one ended (the probe; or that the items were found long), and
-// the tail (from the last unit's start to the map's end).
-func (st *autoTraceState) take() string {
+// the tail: from the end of the unit that ended cpus-th from last (when a
+// CPU had nothing left to run) to the end of the last one.
+func (st *autoTraceState) take(cpus int) string {
 	st.mu.Lock()
 	us, long := st.units, st.long
 	st.units, st.long = nil, false
@@ -151,22 +152,21 @@ func (st *autoTraceState) take() string {
 	}
 	slices.SortFunc(us, func(a, b autoUnit) int { return int(a.started - b.started) })
 	sizes := make([]int, len(us))
-	var lastStart, end, first time.Duration
-	first = us[0].ended
+	ends := make([]time.Duration, len(us))
 	for i, u := range us {
-		sizes[i] = u.items
-		lastStart = max(lastStart, u.started)
-		end = max(end, u.ended)
-		first = min(first, u.ended)
+		sizes[i], ends[i] = u.items, u.ended
 	}
+	slices.Sort(ends)
+	first, end := ends[0], ends[len(ends)-1]
+	idle := ends[max(len(ends)-cpus, 0)]
 	ramp := sizes[:min(len(sizes), 8)]
 	sorted := slices.Sorted(slices.Values(sizes))
 	probe := fmt.Sprintf("first unit ended at %v", first.Round(time.Millisecond))
 	if long {
 		probe = "long items (one per unit) before any unit ended; " + probe
 	}
-	return fmt.Sprintf("%d units, sizes %v… median %d, largest %d; %s; tail %v (last unit's start to the end)",
-		len(us), ramp, sorted[len(sorted)/2], sorted[len(sorted)-1], probe, (end - lastStart).Round(time.Millisecond))
+	return fmt.Sprintf("%d units, sizes %v… median %d, largest %d; %s; tail %v (a CPU idle before the end)",
+		len(us), ramp, sorted[len(sorted)/2], sorted[len(sorted)-1], probe, (end - idle).Round(time.Millisecond))
 }
 
 // roundKind runs n leaves of one kind (bench_native.py's LEAF) with the
@@ -238,21 +238,21 @@ func TestBenchRayAuto(t *testing.T) {
 	var noopRF, noopNat, burnRF, burnNat, longAuto, longPlain []time.Duration
 	for i := range autoBenchRounds {
 		warmRF()
-		trace.st.take()
+		trace.st.take(cpus)
 		noopRF = append(noopRF, round(autoNoop, autoNoopN))
-		t.Logf("round %d, no-op: %v: %s", i+1, noopRF[i].Round(time.Millisecond), trace.st.take())
+		t.Logf("round %d, no-op: %v: %s", i+1, noopRF[i].Round(time.Millisecond), trace.st.take(cpus))
 		warmNat()
 		noopNat = append(noopNat, nd.roundKind(t, autoNoopN, autoNoopWindow, "noop"))
 		warmRF()
-		trace.st.take()
+		trace.st.take(cpus)
 		burnRF = append(burnRF, round(autoBurn, autoBurnN))
-		t.Logf("round %d, 2 ms: %v: %s", i+1, burnRF[i].Round(time.Millisecond), trace.st.take())
+		t.Logf("round %d, 2 ms: %v: %s", i+1, burnRF[i].Round(time.Millisecond), trace.st.take(cpus))
 		warmNat()
 		burnNat = append(burnNat, nd.roundKind(t, autoBurnN, autoBurnWindow, "burn2ms"))
 		warmRF()
-		trace.st.take()
+		trace.st.take(cpus)
 		longAuto = append(longAuto, round(autoLong, autoLongN))
-		t.Logf("round %d, 200 ms: %v: %s", i+1, longAuto[i].Round(time.Millisecond), trace.st.take())
+		t.Logf("round %d, 200 ms: %v: %s", i+1, longAuto[i].Round(time.Millisecond), trace.st.take(cpus))
 		longPlain = append(longPlain, round(plainLong, autoLongN))
 	}
 	t.Logf("no-op rounds: auto %v, native %v", noopRF, noopNat)
