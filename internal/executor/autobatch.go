@@ -16,17 +16,19 @@ import (
 // The model: a unit of n items keeps one of CPUs slots busy for a + b·n
 // (its service time), where a is the task's fixed cost and b an item's own
 // time. The sizer fits a and b from the last sizerRecent finished units
-// (Theil–Sen: b is the median slope between units of which one is at least
-// twice the other, a the median of what b leaves of each unit, so that a few units slowed by
-// something else, or the cold start of the first ones, do not sway them;
-// without units of different sizes a keeps its last value) and sizes units
-// so that a, never taken below TaskCost.Overhead, is OverheadShare of
-// them: n = a/(OverheadShare·b). A unit's service time is
-// not its wall time: up to 2·CPUs units are in flight, so a unit may wait
-// for a slot. Slots are taken first come, first served, so unit i (in start
-// order) got its slot when it started or, if later, when the (i-CPUs)th
-// unit (in finish order) ended, whichever came last; its service time runs
-// from then to its end. When CPUs units share the CPUs instead (local
+// (Theil–Sen: b is the median slope between units whose sizes differ by a
+// tenth or more, a the median of what b leaves of each unit, so that a few
+// units slowed by something else, or the cold start of the first ones, do
+// not sway them; without units of different sizes a keeps its last value
+// and b is the median of what a leaves per item) and sizes units so that
+// a, never taken below TaskCost.Overhead, is OverheadShare of them:
+// n = a/(OverheadShare·b).
+//
+// A unit's service time is not its wall time: up to 2·CPUs units are in
+// flight, so a unit may wait for a slot. Slots are taken first come, first
+// served, so unit i (in start order) got its slot when it started or, if
+// later, when the (i-CPUs)th unit (in finish order) ended; its service time
+// runs from then to its end. When the units share the CPUs instead (local
 // goroutines), the same estimate is about each unit's own share.
 
 // AutoBatchingUnit is the message of the Debug log record (log/slog) that
@@ -228,9 +230,8 @@ func (s *Sizer) observe(n int, sec float64) {
 	s.largest = max(s.largest, n)
 	m := min(s.seen, sizerRecent)
 	xs, ys := s.sizes[:m], s.service[:m]
-	// b: the median slope between units of which one is at least twice
-	// the other (units of about one size say little of the fixed cost:
-	// their noise would sway it).
+	// b: the median slope between units whose sizes differ by a tenth or
+	// more (units of one size say nothing of the fixed cost).
 	slopes := s.scratch[:0]
 	for i := range m {
 		for j := i + 1; j < m; j++ {
