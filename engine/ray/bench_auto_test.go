@@ -6,23 +6,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/rayflow/rayflow/internal/executor"
 	"github.com/rayflow/rayflow/sdk"
 )
 
-// threadCPU is the calling thread's CPU time (Linux RUSAGE_THREAD).
+// threadCPU is the calling thread's CPU time (Linux
+// CLOCK_THREAD_CPUTIME_ID, as Python's time.thread_time in
+// bench_native.py). getrusage(RUSAGE_THREAD) would not do: it moves in
+// scheduler ticks (4 ms on a 250 Hz kernel), so back-to-back burns of 2 ms
+// each waited for the next tick and spent about twice the stated CPU.
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+	var ts syscall.Timespec
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 3 /* CLOCK_THREAD_CPUTIME_ID */, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }
 
 // burnCPU spends d of its thread's CPU time (bench_native.py's _burn).
@@ -67,6 +75,100 @@ var (
 	plainLong  = sdk.Map(sdk.Step(Burn200ms)).WithLimits(autoLimits(autoLongWindow))
 )
 
+// autoTrace keeps the executor's automatic batching records (Debug, see
+// executor.AutoBatchingUnit) of the rounds and hands every other record to
+// the handler it replaced.
+type autoTrace struct {
+	next slog.Handler
+	st   *autoTraceState
+}
+
+type autoTraceState struct {
+	mu    sync.Mutex
+	units []autoUnit
+	long  bool
+}
+
+type autoUnit struct {
+	items          int
+	started, ended time.Duration
+}
+
+func (h autoTrace) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelDebug
+}
+
+func (h autoTrace) Handle(ctx context.Context, r slog.Record) error {
+	switch r.Message {
+	case executor.AutoBatchingUnit:
+		var u autoUnit
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "items":
+				u.items = int(a.Value.Int64())
+			case "started":
+				u.started = a.Value.Duration()
+			case "ended":
+				u.ended = a.Value.Duration()
+			}
+			return true
+		})
+		h.st.mu.Lock()
+		h.st.units = append(h.st.units, u)
+		h.st.mu.Unlock()
+		return nil
+	case executor.AutoBatchingLong:
+		h.st.mu.Lock()
+		h.st.long = true
+		h.st.mu.Unlock()
+		return nil
+	}
+	if !h.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h autoTrace) WithAttrs(as []slog.Attr) slog.Handler {
+	return autoTrace{next: h.next.WithAttrs(as), st: h.st}
+}
+
+func (h autoTrace) WithGroup(name string) slog.Handler {
+	return autoTrace{next: h.next.WithGroup(name), st: h.st}
+}
+
+// take returns the summary of the units recorded since the last take:
+// how many, their sizes (the first ones, the median, the largest), when
+// the first one ended (the probe; or that the items were found long), and
+// the tail: from the end of the unit that ended cpus-th from last (when a
+// CPU had nothing left to run) to the end of the last one.
+func (st *autoTraceState) take(cpus int) string {
+	st.mu.Lock()
+	us, long := st.units, st.long
+	st.units, st.long = nil, false
+	st.mu.Unlock()
+	if len(us) == 0 {
+		return "no units"
+	}
+	slices.SortFunc(us, func(a, b autoUnit) int { return int(a.started - b.started) })
+	sizes := make([]int, len(us))
+	ends := make([]time.Duration, len(us))
+	for i, u := range us {
+		sizes[i], ends[i] = u.items, u.ended
+	}
+	slices.Sort(ends)
+	first, end := ends[0], ends[len(ends)-1]
+	idle := ends[max(len(ends)-cpus, 0)]
+	ramp := sizes[:min(len(sizes), 8)]
+	sorted := slices.Sorted(slices.Values(sizes))
+	probe := fmt.Sprintf("first unit ended at %v", first.Round(time.Millisecond))
+	if long {
+		probe = "long items (one per unit) before any unit ended; " + probe
+	}
+	return fmt.Sprintf("%d units, sizes %v… median %d, largest %d; %s; tail %v (a CPU idle before the end)",
+		len(us), ramp, sorted[len(sorted)/2], sorted[len(sorted)-1], probe, (end - idle).Round(time.Millisecond))
+}
+
 // roundKind runs n leaves of one kind (bench_native.py's LEAF) with the
 // window and returns the wall time.
 func (d *nativeDriver) roundKind(t *testing.T, n, window int, leaf string) time.Duration {
@@ -98,6 +200,11 @@ func TestBenchRayAuto(t *testing.T) {
 	for i := range in {
 		in[i] = i
 	}
+	// The executor's automatic batching records, summed up per round.
+	trace := autoTrace{next: slog.Default().Handler(), st: &autoTraceState{}}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(trace))
+	defer slog.SetDefault(prev)
 	load0 := loadAvg()
 	best := func(ds []time.Duration) time.Duration { return slices.Min(ds) }
 	rate := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
@@ -120,14 +227,32 @@ func TestBenchRayAuto(t *testing.T) {
 	defer nd.close()
 	cpus := (&runner{e: testEngine}).taskCost().CPUs
 
+	// Ray's workers belong to one job (driver) and the head keeps about
+	// as many as it has CPUs, so the first tasks after the other driver's
+	// round wait for new workers (and rayflow's for their leaf
+	// processes): an untimed round of no-op leaves before each timed round
+	// that follows the other driver's gives both the same start.
+	warmRF := func() { round(autoNoop, 200) }
+	warmNat := func() { nd.roundKind(t, 200, 64, "noop") }
 	var rows []benchRow
 	var noopRF, noopNat, burnRF, burnNat, longAuto, longPlain []time.Duration
-	for range autoBenchRounds {
+	for i := range autoBenchRounds {
+		warmRF()
+		trace.st.take(cpus)
 		noopRF = append(noopRF, round(autoNoop, autoNoopN))
+		t.Logf("round %d, no-op: %v: %s", i+1, noopRF[i].Round(time.Millisecond), trace.st.take(cpus))
+		warmNat()
 		noopNat = append(noopNat, nd.roundKind(t, autoNoopN, autoNoopWindow, "noop"))
+		warmRF()
+		trace.st.take(cpus)
 		burnRF = append(burnRF, round(autoBurn, autoBurnN))
+		t.Logf("round %d, 2 ms: %v: %s", i+1, burnRF[i].Round(time.Millisecond), trace.st.take(cpus))
+		warmNat()
 		burnNat = append(burnNat, nd.roundKind(t, autoBurnN, autoBurnWindow, "burn2ms"))
+		warmRF()
+		trace.st.take(cpus)
 		longAuto = append(longAuto, round(autoLong, autoLongN))
+		t.Logf("round %d, 200 ms: %v: %s", i+1, longAuto[i].Round(time.Millisecond), trace.st.take(cpus))
 		longPlain = append(longPlain, round(plainLong, autoLongN))
 	}
 	t.Logf("no-op rounds: auto %v, native %v", noopRF, noopNat)

@@ -94,10 +94,13 @@ func CheckSize(lim Limits, n int) error {
 
 // unit is the work of one worker: one item, or the items of one batch.
 type unit[In any] struct {
-	base     int
-	one      In
-	items    []In // nil: one
-	inFlight int  // automatic batching: units in flight when it started (itself included)
+	base  int
+	one   In
+	items []In // nil: one
+	// Automatic batching: the unit's number (Sizer.Start) and when it
+	// started.
+	seq int
+	at  time.Time
 }
 
 // completion is one finished item (or the end of a unit that stopped
@@ -110,11 +113,11 @@ type completion[Out any] struct {
 	n     int    // items that end with this message (1, or what a unit that stopped left)
 	empty bool   // no item result: a unit that stopped before its last items
 	last  bool   // the unit is over: its worker is free
-	// Automatic batching, on a unit's last message: its size, how long it
-	// ran and the units in flight when it started.
-	size     int
-	wall     time.Duration
-	inFlight int
+	// Automatic batching, on a unit's last message: its size, number,
+	// start and end.
+	size    int
+	seq     int
+	at, end time.Time
 }
 
 // Run runs a map: it reads items from seq while the window has room,
@@ -205,10 +208,6 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 				continue
 			}
 			n, sent := len(u.items), 0
-			var t0 time.Time
-			if az != nil {
-				t0 = time.Now()
-			}
 			err := protect(func() {
 				b.Batch(ctx, u.base, u.items, func(j int, out Out, err error) {
 					if j != sent || sent == n {
@@ -221,7 +220,7 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 					}
 					c := completion[Out]{index: u.base + j, out: out, err: err, enc: enc, n: 1, last: sent == n}
 					if c.last && az != nil {
-						c.size, c.wall, c.inFlight = n, time.Since(t0), u.inFlight
+						c.size, c.seq, c.at, c.end = n, u.seq, u.at, time.Now()
 					}
 					done <- c
 				})
@@ -253,12 +252,33 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 	} else if lim.Ordered {
 		added = map[int]struct{}{}
 	}
+	// Automatic batching: the probe timer (Sizer.ProbeWait), armed as the
+	// first unit starts.
+	var (
+		origin time.Time
+		probe  *time.Timer
+		probed <-chan time.Time
+	)
+	if az != nil {
+		origin = time.Now()
+		defer func() {
+			if probe != nil {
+				probe.Stop()
+			}
+		}()
+	}
 	start := func(u unit[In]) {
 		if units == workers {
 			workers++
 			go worker()
 		}
-		u.inFlight = units + 1
+		if az != nil && u.items != nil {
+			if probe == nil && az.Probing() {
+				probe = time.NewTimer(az.ProbeWait())
+				probed = probe.C
+			}
+			u.seq, u.at = az.Start(), time.Now()
+		}
 		work <- u
 		n := max(len(u.items), 1)
 		started += n
@@ -266,9 +286,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 		units++
 	}
 	// startAuto starts units of automatic batching from the front of
-	// forming while they are full (Sizer.Size), or, when short is set (no
-	// item can be read now), while fewer than CPUs units are in flight.
-	// While the sizer is probing, at most CPUs units of one item run.
+	// forming, at most Sizer.MaxUnits in flight, while they are full
+	// (Sizer.Size), or, when short is set (no item can be read now), while
+	// fewer than CPUs units are in flight. While the sizer is probing, at
+	// most CPUs units of one item run.
 	startAuto := func(short bool) {
 		for len(forming) > 0 {
 			remaining := -1
@@ -279,11 +300,10 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 				remaining = len(forming)
 			}
 			size := az.Size(remaining)
-			busy := units >= az.CPUs()
-			if az.Probing() && busy {
+			if units >= az.MaxUnits() {
 				return
 			}
-			if len(forming) < size && (!short || busy) {
+			if len(forming) < size && (!short || units >= az.CPUs()) {
 				return
 			}
 			size = min(size, len(forming))
@@ -429,12 +449,17 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 		case <-parent.Done():
 			// The run was cancelled: no item is to blame.
 			failure = flowgraph.Canceled(parent)
+		case <-probed:
+			// The first units outlast a unit's aim: the items are long.
+			probed = nil
+			az.ProbeExpired()
+			slog.DebugContext(ctx, AutoBatchingLong, "node", id, "after", az.ProbeWait())
+			continue
 		}
 		if failure != nil {
 			break
 		}
 		inFlight -= c.n
-		unitsThen := units // automatic batching: the units beside this one as it ended
 		if c.last {
 			units--
 		}
@@ -443,7 +468,13 @@ func run[In, Out, R any](parent context.Context, lim Limits, total int, read1 fu
 			break
 		}
 		if c.last && az != nil && !c.empty {
-			az.Observe(c.size, c.wall, max(c.inFlight, unitsThen))
+			az.Finish(c.seq, c.size, c.at.Sub(origin), c.end.Sub(origin))
+			probed = nil // the probe is over
+			if slog.Default().Enabled(ctx, slog.LevelDebug) {
+				slog.DebugContext(ctx, AutoBatchingUnit, "node", id, "unit", c.seq, "items", c.size,
+					"started", c.at.Sub(origin), "ended", c.end.Sub(origin), "in_flight", units+1,
+					"fixed_cost", az.Overhead(), "per_item", az.PerItem())
+			}
 		}
 		if c.empty {
 			failure = fmt.Errorf("rayflow: map %s: the unit of item %d ended without its result", id, c.index)
